@@ -1,0 +1,161 @@
+"""What GPU is this, how fast can it go, and is it running at speed right now (NVML)."""
+from __future__ import annotations
+
+import functools
+import platform
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+# FP32 lanes (FFMA units) per SM by compute capability major.minor; 2 flops per FFMA.
+FP32_LANES_PER_SM = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+                     (9, 0): 128, (10, 0): 128, (12, 0): 128}
+
+
+@dataclass
+class ClockSample:
+    sm_mhz: Optional[int] = None
+    temp_c: Optional[int] = None
+    power_w: Optional[float] = None
+    # NVML "clocks event reasons" that mean the clock was pulled down by heat, power or the driver
+    # (idle and application-clock settings are not throttling).
+    throttle: list = None
+
+
+_THROTTLE_NAMES = {
+    0x2: "applications_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal",
+    0x40: "hw_thermal", 0x80: "hw_power_brake", 0x100: "display_clocks",
+}
+_THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
+@functools.lru_cache(maxsize=None)
+def _nvml_handle(index: int = 0):
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:
+        return None
+
+
+def _nvml_index() -> int:
+    import torch
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+
+def clock_sample() -> ClockSample:
+    h = _nvml_handle(_nvml_index())
+    if h is None:
+        return ClockSample(throttle=[])
+    import pynvml
+    s = ClockSample(throttle=[])
+    try:
+        s.sm_mhz = int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
+    except Exception:
+        pass
+    try:
+        s.temp_c = int(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU))
+    except Exception:
+        pass
+    try:
+        s.power_w = pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0
+    except Exception:
+        pass
+    try:
+        get = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        bits = int(get(h)) & _THROTTLE_MASK
+        s.throttle = [n for b, n in _THROTTLE_NAMES.items() if bits & b]
+    except Exception:
+        pass
+    return s
+
+
+@functools.lru_cache(maxsize=None)
+def max_sm_clock_mhz() -> Optional[int]:
+    h = _nvml_handle(_nvml_index())
+    if h is None:
+        return None
+    import pynvml
+    try:
+        return int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM))
+    except Exception:
+        return None
+
+
+@dataclass
+class Environment:
+    gpu: str
+    sm_count: int
+    compute_capability: str
+    l2_bytes: int
+    memory_gib: float
+    max_sm_clock_mhz: Optional[int]
+    sm_clock_mhz: Optional[int]
+    fp32_peak_tflops: Optional[float]
+    driver: str
+    cuda_runtime: str
+    torch: str
+    triton: str
+    cupy: str
+    python: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _version(mod: str) -> str:
+    try:
+        from importlib.metadata import version
+        for dist in {"cupy": ("cupy-cuda12x", "cupy-cuda13x", "cupy"), "triton": ("triton",),
+                     "torch": ("torch",)}.get(mod, (mod,)):
+            try:
+                return version(dist)
+            except Exception:
+                continue
+    except Exception:
+        pass
+    return "not installed"
+
+
+def fp32_peak_tflops(sm_count: int, cc: tuple[int, int], mhz: Optional[int]) -> Optional[float]:
+    lanes = FP32_LANES_PER_SM.get(cc)
+    if lanes is None or not mhz:
+        return None
+    return sm_count * lanes * 2 * mhz * 1e6 / 1e12
+
+
+@functools.lru_cache(maxsize=None)
+def _static_env() -> dict:
+    import torch
+    d = {"torch": torch.__version__, "triton": _version("triton"), "cupy": _version("cupy"),
+         "python": platform.python_version()}
+    if not torch.cuda.is_available():
+        return d
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    cc = (p.major, p.minor)
+    maxclk = max_sm_clock_mhz()
+    driver = "unknown"
+    h = _nvml_handle(_nvml_index())
+    if h is not None:
+        import pynvml
+        try:
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            driver = driver.decode() if isinstance(driver, bytes) else driver
+        except Exception:
+            pass
+    d.update(gpu=p.name, sm_count=p.multi_processor_count, compute_capability=f"{p.major}.{p.minor}",
+             l2_bytes=int(getattr(p, "L2_cache_size", 0) or 50 * 2**20),
+             memory_gib=round(p.total_memory / 2**30, 1), max_sm_clock_mhz=maxclk,
+             fp32_peak_tflops=fp32_peak_tflops(p.multi_processor_count, cc, maxclk),
+             driver=driver, cuda_runtime=str(torch.version.cuda))
+    return d
+
+
+def environment() -> Environment:
+    d = dict(_static_env())
+    base = dict(gpu="none", sm_count=0, compute_capability="-", l2_bytes=0, memory_gib=0.0,
+                max_sm_clock_mhz=None, fp32_peak_tflops=None, driver="-", cuda_runtime="-")
+    base.update(d)
+    base["sm_clock_mhz"] = clock_sample().sm_mhz if d.get("gpu") else None
+    return Environment(**base)

@@ -1,0 +1,162 @@
+"""The one list of kernels.
+
+Every kernel is declared once, here or in its family module through :func:`register`. The CLI,
+the asv suite, the tests and the docs all read :func:`kernels`; nothing else lists kernels.
+
+The stage ladder follows the seed worklogs' story. Each stage belongs to a *group*; a group is
+what a Triton kernel is the counterpart of (Triton hides the steps between "tiled" and
+"warptile" inside its compiler), and cuBLAS is the baseline of every group.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .problem import PRECISIONS, Problem
+
+GROUPS = ("naive", "tiled", "split_k")
+FAMILIES = ("cublas", "cuda", "triton")
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int          # position in the story; Triton stages borrow the number of their group's start
+    name: str
+    group: str
+    idea: str
+
+
+# The CUDA ladder (numbered like the .cu files) followed by the Triton stages.
+STAGES: tuple[Stage, ...] = (
+    Stage(1, "naive", "naive", "one thread per C element; B reads strided across the warp"),
+    Stage(2, "coalesced", "tiled", "threadIdx.x walks N so a warp reads B and writes C in 128-byte lines"),
+    Stage(3, "smem_tiled", "tiled", "stage A and B tiles in shared memory; each global value read once per block"),
+    Stage(4, "blocktile_1d", "tiled", "TM results per thread: one B value from smem feeds TM FMAs"),
+    Stage(5, "blocktile_2d", "tiled", "TMxTN outer product per thread: 2 smem loads per TM*TN/(TM+TN) FMAs"),
+    Stage(6, "vectorized", "tiled", "float4 global loads; A stored transposed so fragments load as float4"),
+    Stage(7, "bank_conflict_free", "tiled", "pad/swizzle the transposed-A store so the warp hits 32 banks"),
+    Stage(8, "warptile", "tiled", "warp-level tile: each warp owns a contiguous C region, fragments reused"),
+    Stage(9, "double_buffered", "tiled", "two smem stages: load tile k+1 while computing tile k, one barrier per step"),
+    Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; reduce after"),
+    Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
+    Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
+)
+STAGE_BY_NAME = {s.name: s for s in STAGES}
+TRITON_STAGES = ("naive_blocked", "tiled", "split_k")
+BASELINE_STAGE = "cublas"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One row of the comparison.
+
+    ``prepare(problem, inputs)`` compiles / autotunes and returns ``launch``: a zero-argument
+    callable that enqueues ``C = alpha*A@B + beta*C`` (in place, BLAS semantics; with beta == 0
+    C must not be read) on torch's current CUDA stream and returns without synchronizing.
+    ``prepare`` may write C; the harness resets C before every checked or timed run.
+    ``supports(problem)`` returns None or the reason, in words, that the kernel can't take it.
+    """
+
+    name: str
+    family: str
+    stage: str
+    precisions: tuple[str, ...]
+    prepare: Callable
+    idea: str = ""
+    supports: Optional[Callable[[Problem], Optional[str]]] = None
+    variant: str = ""
+    # Runs under TRITON_INTERPRET=1 on CPU tensors (correctness only).
+    interpretable: bool = False
+    # Extra knobs a user may see (tile sizes, split count, ...), for --list and docs.
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def group(self) -> str:
+        return "all" if self.stage == BASELINE_STAGE else STAGE_BY_NAME[self.stage].group
+
+    @property
+    def number(self) -> int:
+        return 0 if self.stage == BASELINE_STAGE else STAGE_BY_NAME[self.stage].number
+
+    def why_not(self, problem: Problem) -> Optional[str]:
+        if problem.precision not in self.precisions:
+            return f"no {problem.precision} path (has {', '.join(self.precisions)})"
+        return self.supports(problem) if self.supports else None
+
+
+_REGISTRY: dict[str, Kernel] = {}
+_FAMILY_MODULES = ("compare.cublas", "cuda_kernels", "triton_kernels")
+_loaded = False
+
+
+def register(kernel: Kernel) -> Kernel:
+    if kernel.family not in FAMILIES:
+        raise ValueError(f"kernel {kernel.name!r}: unknown family {kernel.family!r}; known: {FAMILIES}")
+    if kernel.stage != BASELINE_STAGE and kernel.stage not in STAGE_BY_NAME:
+        raise ValueError(f"kernel {kernel.name!r}: unknown stage {kernel.stage!r}")
+    bad = set(kernel.precisions) - set(PRECISIONS)
+    if bad:
+        raise ValueError(f"kernel {kernel.name!r}: unknown precisions {sorted(bad)}")
+    if kernel.name in _REGISTRY and _REGISTRY[kernel.name] is not kernel:
+        raise ValueError(f"kernel {kernel.name!r} registered twice")
+    _REGISTRY[kernel.name] = kernel
+    return kernel
+
+
+def _load_families() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in _FAMILY_MODULES:
+        importlib.import_module(mod)
+
+
+def kernels() -> list[Kernel]:
+    """Every registered kernel in ladder order: cuBLAS, then by stage number, CUDA before Triton."""
+    _load_families()
+    fam_order = {f: i for i, f in enumerate(FAMILIES)}
+    return sorted(_REGISTRY.values(), key=lambda k: (k.number, fam_order[k.family], k.name))
+
+
+def get(name: str) -> Kernel:
+    _load_families()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown kernel {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def stage_choices() -> list[str]:
+    return ["all", *GROUPS, *[s.name for s in STAGES if s.name not in GROUPS]]
+
+
+def select(stage: str = "all", families: Optional[list[str]] = None) -> list[Kernel]:
+    """Kernels a ``--stage`` selection shows.
+
+    * ``all``: everything.
+    * a group (naive, tiled, split_k): every stage of that group in every family, plus cuBLAS.
+    * a CUDA stage (e.g. vectorized): that stage, the Triton kernels of its group, plus cuBLAS.
+    * a Triton stage (naive_blocked): itself plus cuBLAS.
+    """
+    if stage not in stage_choices():
+        raise ValueError(f"unknown stage {stage!r}; valid: {', '.join(stage_choices())}")
+    if families:
+        bad = [f for f in families if f not in FAMILIES]
+        if bad:
+            raise ValueError(f"unknown family {bad[0]!r}; valid: {', '.join(FAMILIES)}")
+    keep = set(families or FAMILIES) | {"cublas"}  # cuBLAS is every comparison's baseline
+    return [k for k in kernels() if k.family in keep and _shows(k, stage)]
+
+
+def _shows(k: Kernel, stage: str) -> bool:
+    if stage == "all" or k.stage == BASELINE_STAGE:
+        return True
+    if stage in GROUPS:
+        return k.group == stage
+    if k.stage == stage:
+        return True
+    st = STAGE_BY_NAME[stage]
+    # A CUDA stage is shown next to the Triton kernels of its group (its counterparts).
+    return k.family == "triton" and stage not in TRITON_STAGES and k.group == st.group

@@ -1,0 +1,189 @@
+"""One path for every measurement: problem -> inputs -> prepare -> check -> measure -> Result.
+
+The CLI, the asv suite and the tests call ``run_kernel`` / ``check_kernel``; nothing else
+launches a kernel for a number. A kernel whose output is wrong is reported FAILED and never
+timed; one that can't take a problem says why (status "unsupported"); one that raises says
+what it raised (status "error").
+"""
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Optional
+
+from . import check as _check
+from . import gpuinfo
+from .inputs import Inputs, make_inputs
+from .problem import Problem
+from .registry import Kernel
+
+OK, FAILED, UNSUPPORTED, ERROR, SKIPPED = "ok", "FAILED", "unsupported", "error", "skipped"
+
+
+@dataclass
+class Result:
+    kernel: str
+    family: str
+    stage: str
+    group: str
+    variant: str
+    shape: str
+    M: int
+    N: int
+    K: int
+    precision: str
+    alpha: float
+    beta: float
+    status: str
+    reason: str = ""
+    median_ms: Optional[float] = None
+    iqr_ms: Optional[float] = None
+    min_ms: Optional[float] = None
+    samples: Optional[int] = None
+    noise: Optional[float] = None
+    tflops: Optional[float] = None
+    pct_cublas: Optional[float] = None
+    pct_peak: Optional[float] = None
+    rel_err: Optional[float] = None
+    worst_err: Optional[float] = None
+    prepare_s: Optional[float] = None
+    sm_clock_mhz: Optional[int] = None
+    temp_c: Optional[int] = None
+    throttled: Optional[bool] = None
+    throttle_reasons: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def status_text(self) -> str:
+        return self.status if not self.reason else f"{self.status}: {self.reason}"
+
+
+def _base(kernel: Kernel, problem: Problem, status: str, reason: str = "") -> Result:
+    return Result(kernel=kernel.name, family=kernel.family, stage=kernel.stage, group=kernel.group,
+                  variant=kernel.variant, shape=problem.shape, M=problem.M, N=problem.N, K=problem.K,
+                  precision=problem.precision, alpha=problem.alpha, beta=problem.beta,
+                  status=status, reason=reason)
+
+
+def _sync(inputs: Inputs) -> None:
+    if inputs.device.type == "cuda":
+        import torch
+        torch.cuda.synchronize()
+
+
+def prepare(kernel: Kernel, problem: Problem, inputs: Inputs) -> tuple[Callable[[], None], float]:
+    """Compile / autotune and do the first launch; returns (launch, seconds it took)."""
+    t0 = time.perf_counter()
+    launch = kernel.prepare(problem, inputs)
+    launch()
+    _sync(inputs)
+    return launch, time.perf_counter() - t0
+
+
+def checked_run(problem: Problem, inputs: Inputs, launch: Callable[[], None]) -> _check.CheckResult:
+    """Poison C (NaN when beta == 0, else back to C0), launch once, compare with float64."""
+    inputs.reset_c(poison=True)
+    _sync(inputs)
+    launch()
+    _sync(inputs)
+    return _check.check(problem, inputs.C, inputs.ref, inputs.bound)
+
+
+def check_kernel(kernel: Kernel, problem: Problem, device: Optional[str] = None,
+                 repeats: int = 1) -> _check.CheckResult:
+    """For tests: prepare and check ``kernel`` on ``problem``; raises if unsupported."""
+    why = kernel.why_not(problem)
+    if why:
+        raise ValueError(f"{kernel.name} can't run {problem.shape} {problem.precision}: {why}")
+    inputs = make_inputs(problem, device)
+    launch, _ = prepare(kernel, problem, inputs)
+    res = None
+    for _ in range(repeats):
+        res = checked_run(problem, inputs, launch)
+        if not res.ok:
+            break
+    return res
+
+
+def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device: Optional[str] = None,
+               measure_kw: Optional[dict] = None) -> Result:
+    why = kernel.why_not(problem)
+    if why:
+        return _base(kernel, problem, UNSUPPORTED, why)
+    try:
+        inputs = make_inputs(problem, device)
+        launch, prep_s = prepare(kernel, problem, inputs)
+        res = checked_run(problem, inputs, launch)
+    except Exception as exc:  # a kernel that raises is a row, not a crash of the whole comparison
+        msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        if _debug():
+            traceback.print_exc()
+        return _base(kernel, problem, ERROR, msg[:300])
+    r = _base(kernel, problem, OK if res.ok else FAILED, "" if res.ok else res.message)
+    r.rel_err, r.worst_err, r.prepare_s = res.rel_err, res.worst_err, prep_s
+    if not res.ok or not timing:
+        return r
+    from .timing import measure
+    m = measure(launch, before=inputs.reset_c, **(measure_kw or {}))
+    r.median_ms, r.iqr_ms, r.min_ms = m.median_s * 1e3, m.iqr_s * 1e3, m.min_s * 1e3
+    r.samples, r.noise = m.samples, m.noise
+    r.tflops = problem.flops / m.median_s / 1e12
+    r.sm_clock_mhz, r.temp_c = m.sm_clock_after_mhz, m.temp_after_c
+    r.throttled, r.throttle_reasons = m.throttled, m.throttle_reasons
+    peak = gpuinfo.environment().fp32_peak_tflops
+    if peak and problem.precision in ("fp32",):
+        r.pct_peak = 100 * r.tflops / peak
+    return r
+
+
+def _debug() -> bool:
+    import os
+    return bool(os.environ.get("COMPARE_DEBUG"))
+
+
+def baseline_key(r: Result) -> tuple:
+    """cuBLAS row that a row is compared with: same shape, same alpha/beta, and the same
+    precision (tf32x3 -> fp32: cuBLAS has no 3xTF32 and fp32 is the same accuracy class)."""
+    prec = "fp32" if r.precision == "tf32x3" else r.precision
+    return (r.shape, prec, r.alpha, r.beta)
+
+
+def fill_pct_cublas(results: Iterable[Result]) -> None:
+    results = list(results)
+    base = {baseline_key(r): r for r in results if r.family == "cublas" and r.status == OK and r.tflops}
+    for r in results:
+        b = base.get(baseline_key(r))
+        if r.tflops and b is not None:
+            r.pct_cublas = 100 * r.tflops / b.tflops
+
+
+def run(kernels: list[Kernel], problems: list[Problem], *, timing: bool = True, device: Optional[str] = None,
+        measure_kw: Optional[dict] = None, progress: Optional[Callable[[Kernel, Problem], None]] = None,
+        on_result: Optional[Callable[[Result], None]] = None) -> list[Result]:
+    """Every kernel on every problem. Problems are the outer loop so each problem's inputs and
+    float64 reference are made once and shared by every kernel."""
+    results = []
+    for p in problems:
+        for k in kernels:
+            if progress:
+                progress(k, p)
+            # A cuBLAS tf32x3 row would repeat the fp32 baseline: the problem runs it at fp32.
+            prob = p.with_(precision="fp32") if (k.family == "cublas" and p.precision == "tf32x3") else p
+            r = run_kernel(k, prob, timing=timing, device=device, measure_kw=measure_kw)
+            results.append(r)
+            if on_result:
+                on_result(r)
+    fill_pct_cublas(results)
+    return results
+
+
+def any_failed(results: Iterable[Result]) -> bool:
+    return any(r.status in (FAILED,) for r in results)
+
+
+def finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))

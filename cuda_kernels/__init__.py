@@ -1,0 +1,1 @@
+"""Handwritten CUDA kernels, one .cu file per optimization stage (registered in registry.py here)."""

@@ -1,0 +1,1 @@
+"""Triton kernels: naive_blocked, tiled, split_k (each module registers itself)."""
