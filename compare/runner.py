@@ -161,22 +161,34 @@ def fill_pct_cublas(results: Iterable[Result]) -> None:
             r.pct_cublas = 100 * r.tflops / b.tflops
 
 
-def run(kernels: list[Kernel], problems: list[Problem], *, timing: bool = True, device: Optional[str] = None,
-        measure_kw: Optional[dict] = None, progress: Optional[Callable[[Kernel, Problem], None]] = None,
-        on_result: Optional[Callable[[Result], None]] = None) -> list[Result]:
-    """Every kernel on every problem. Problems are the outer loop so each problem's inputs and
-    float64 reference are made once and shared by every kernel."""
+def baseline_pairs(pairs: Iterable[tuple[Kernel, Problem]]) -> list[tuple[Kernel, Problem]]:
+    """cuBLAS has no 3xTF32 mode: a tf32x3 problem gets the fp32 cuBLAS row as its baseline
+    (added once per shape). Duplicates are dropped, order kept."""
+    out, seen = [], set()
+    for k, p in pairs:
+        if k.family == "cublas" and p.precision == "tf32x3":
+            p = p.with_(precision="fp32")
+        key = (k.name, p)
+        if key not in seen:
+            seen.add(key)
+            out.append((k, p))
+    return out
+
+
+def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device: Optional[str] = None,
+        measure_kw: Optional[dict] = None, skip: Optional[Callable[[Kernel], Optional[str]]] = None,
+        progress: Optional[Callable[[Kernel, Problem], None]] = None) -> list[Result]:
+    """Every (kernel, problem) pair, in order. Keep pairs of one problem together: inputs and the
+    float64 reference are made once per problem and shared by every kernel."""
     results = []
-    for p in problems:
-        for k in kernels:
-            if progress:
-                progress(k, p)
-            # A cuBLAS tf32x3 row would repeat the fp32 baseline: the problem runs it at fp32.
-            prob = p.with_(precision="fp32") if (k.family == "cublas" and p.precision == "tf32x3") else p
-            r = run_kernel(k, prob, timing=timing, device=device, measure_kw=measure_kw)
-            results.append(r)
-            if on_result:
-                on_result(r)
+    for k, p in baseline_pairs(pairs):
+        if progress:
+            progress(k, p)
+        why = skip(k) if skip else None
+        if why:
+            results.append(_base(k, p, SKIPPED, why))
+        else:
+            results.append(run_kernel(k, p, timing=timing, device=device, measure_kw=measure_kw))
     fill_pct_cublas(results)
     return results
 

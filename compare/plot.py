@@ -1,0 +1,65 @@
+"""Two pictures of one run: TFLOP/s against size (cuBLAS as the reference line) and the staircase
+(% of cuBLAS per stage at one size)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .runner import OK, Result
+
+
+def _label(r: Result) -> str:
+    return f"{r.kernel} [{r.precision}]"
+
+
+def plot(results: list[Result], path: str, title: str = "") -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results if r.status == OK and r.tflops]
+    if not ok:
+        raise ValueError("nothing to plot: no row has status ok and a time (was it a --check run?)")
+    shapes = sorted({(r.M * r.N * r.K, r.shape) for r in ok})
+    xpos = {s: i for i, (_, s) in enumerate(shapes)}
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 6), gridspec_kw={"width_ratios": [3, 2]})
+    lines = defaultdict(list)
+    for r in ok:
+        lines[_label(r)].append((xpos[r.shape], r.tflops, r.family))
+    for label, pts in sorted(lines.items()):
+        pts.sort()
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        if pts[0][2] == "cublas":
+            ax1.plot(xs, ys, "k--", lw=2.5, marker="s", label=label, zorder=5)
+        else:
+            ls = "-" if pts[0][2] == "cuda" else ":"
+            ax1.plot(xs, ys, ls, marker="o", label=label)
+    ax1.set_xticks(range(len(shapes)), [s for _, s in shapes], rotation=30, ha="right")
+    ax1.set_ylabel("TFLOP/s (2MNK / median time)")
+    ax1.set_xlabel("M x N x K")
+    ax1.set_title("Throughput by size (cuBLAS dashed)")
+    ax1.grid(alpha=0.3)
+    ax1.legend(fontsize=7, ncol=2)
+
+    # Staircase: the largest shape that has a cuBLAS row, one bar per kernel in ladder order.
+    with_base = [r for r in ok if r.pct_cublas is not None and r.family != "cublas"]
+    if with_base:
+        size, shape = max((r.M * r.N * r.K, r.shape) for r in with_base)
+        bars = [r for r in with_base if r.shape == shape]
+        colors = {"cuda": "tab:blue", "triton": "tab:orange"}
+        ax2.bar(range(len(bars)), [r.pct_cublas for r in bars], color=[colors.get(r.family, "gray") for r in bars])
+        ax2.set_xticks(range(len(bars)), [_label(r) for r in bars], rotation=60, ha="right", fontsize=7)
+        ax2.axhline(100, color="k", ls="--", lw=1.5, label="cuBLAS")
+        for i, r in enumerate(bars):
+            ax2.text(i, r.pct_cublas + 1, f"{r.pct_cublas:.0f}", ha="center", fontsize=7)
+        ax2.set_ylabel("% of cuBLAS (same run, same inputs)")
+        ax2.set_title(f"Staircase at {shape}")
+        ax2.legend(fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no cuBLAS baseline in this run", ha="center", transform=ax2.transAxes)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

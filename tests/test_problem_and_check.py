@@ -1,0 +1,118 @@
+"""Problem validation and the correctness check, on the CPU."""
+import math
+
+import pytest
+import torch
+
+from compare.check import check, errors, tolerance
+from compare.inputs import make_inputs
+from compare.problem import MAX_ELEMENTS, Problem, ProblemError, parse_shape
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(M=0, N=4, K=4), "M must be >= 1"),
+    (dict(M=4, N=-1, K=4), "N must be >= 1"),
+    (dict(M=4, N=4, K=2.5), "K must be an integer"),
+    (dict(M=4, N=4, K=True), "K must be an integer"),
+    (dict(M=4, N=4, K=4, precision="fp16"), "unknown precision 'fp16'"),
+    (dict(M=4, N=4, K=4, alpha=float("nan")), "alpha must be a finite number"),
+    (dict(M=2**16, N=4, K=2**16), "32-bit"),
+])
+def test_problem_rejects_bad_input(kw, msg):
+    with pytest.raises(ProblemError, match=msg):
+        Problem(**kw)
+
+
+def test_problem_limit_is_per_matrix():
+    Problem(1, 1, MAX_ELEMENTS)  # A is 1 x (2**31-1): allowed
+    with pytest.raises(ProblemError, match="at most 2147483647"):
+        Problem(2, 1, MAX_ELEMENTS)
+
+
+@pytest.mark.parametrize("text, dims", [("4096", (4096,) * 3), ("256x256x131072", (256, 256, 131072)),
+                                        (" 7X33x127 ", (7, 33, 127))])
+def test_parse_shape(text, dims):
+    assert parse_shape(text) == dims
+
+
+@pytest.mark.parametrize("text", ["", "12x", "axbxc", "1x2", "0", "4x0x4", "-4"])
+def test_parse_shape_errors(text):
+    with pytest.raises(ProblemError, match="malformed shape"):
+        parse_shape(text)
+
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """Round-to-nearest onto TF32's 10-bit mantissa (what the tensor cores do to each input)."""
+    i = x.contiguous().view(torch.int32)
+    i = (i + 0x1000) & ~0x1FFF
+    return i.view(torch.float32)
+
+
+def _cpu_inputs(M, N, K, **kw):
+    return make_inputs(Problem(M, N, K, **kw), device="cpu")
+
+
+def test_inputs_are_seeded_and_shared_across_precisions():
+    a = _cpu_inputs(33, 17, 65, seed=3)
+    A1 = a.A.clone()
+    b = make_inputs(Problem(33, 17, 65, precision="tf32", seed=3), device="cpu")
+    assert torch.equal(A1, b.A)            # same data for every precision
+    c = _cpu_inputs(33, 17, 65, seed=4)
+    assert not torch.equal(A1, c.A)        # a new seed draws new data
+    assert (c.A != 0).all()                # never zeros
+
+
+def test_fp32_result_passes_and_tf32_result_fails_fp32_check():
+    p = Problem(96, 80, 4096, precision="fp32", alpha=1.5, beta=0.5, seed=1)
+    inp = make_inputs(p, device="cpu")
+    fp32 = (p.alpha * (inp.A @ inp.B) + p.beta * inp.C0)
+    assert check(p, fp32, inp.ref, inp.bound).ok
+    tf32 = (p.alpha * (_tf32(inp.A).double() @ _tf32(inp.B).double()) + p.beta * inp.C0.double()).float()
+    r = check(p, tf32, inp.ref, inp.bound)
+    assert not r.ok and r.rel_err > 1e-4, r
+    # ...and the same TF32 output passes the tf32 tolerance
+    assert check(p.with_(precision="tf32"), tf32, inp.ref, inp.bound).ok
+
+
+@pytest.mark.parametrize("K", [1, 4096, 131072])
+def test_fp32_tolerance_sits_below_tf32_error_at_every_K(K):
+    rel_fp32, _ = tolerance(Problem(8, 8, K))
+    assert rel_fp32 < 1.5e-4  # TF32 products err by ~3e-4..8e-4 whatever K is
+    rel_tf32, _ = tolerance(Problem(8, 8, K, precision="tf32"))
+    assert rel_tf32 > 1e-3
+
+
+def test_one_unwritten_element_fails():
+    p = Problem(128, 96, 64, seed=2)
+    inp = make_inputs(p, device="cpu")
+    out = (inp.A.double() @ inp.B.double()).float()
+    assert check(p, out, inp.ref, inp.bound).ok
+    out[77, 5] = float("nan")
+    r = check(p, out, inp.ref, inp.bound)
+    assert not r.ok and "1 of 12288 elements are NaN" in r.message
+    # an element left at its old value (beta != 0, C not written) fails on the componentwise check
+    p2 = Problem(256, 256, 64, beta=1.0, seed=2)
+    inp2 = make_inputs(p2, device="cpu")
+    out2 = (inp2.A.double() @ inp2.B.double() + inp2.C0.double()).float()
+    assert check(p2, out2, inp2.ref, inp2.bound).ok
+    out2[3, 4] = inp2.C0[3, 4]
+    r2 = check(p2, out2, inp2.ref, inp2.bound)
+    assert not r2.ok and "worst element" in r2.message
+    assert r2.rel_err < tolerance(p2.with_(precision="tf32"))[0]  # the Frobenius norm alone would miss it
+
+
+def test_reset_c_poisons_only_when_beta_is_zero():
+    inp = _cpu_inputs(5, 6, 7)
+    inp.reset_c(poison=True)
+    assert torch.isnan(inp.C).all()
+    inp2 = _cpu_inputs(5, 6, 7, beta=2.0)
+    inp2.C.zero_()
+    inp2.reset_c(poison=True)
+    assert torch.equal(inp2.C, inp2.C0)
+
+
+def test_errors_inf_on_nan():
+    ref = torch.ones(2, 2, dtype=torch.float64)
+    out = torch.ones(2, 2)
+    out[0, 0] = float("inf")
+    assert errors(out, ref, ref) == (math.inf, math.inf)

@@ -1,0 +1,161 @@
+"""Registry selection and the CLI on a machine without a GPU: parsing, every error message,
+output formats round-tripping, plots from a recorded result, the interpreter mode."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from compare import registry, report
+from compare.cli import main
+from compare.runner import Result
+
+HAVE_GPU = __import__("torch").cuda.is_available()
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_every_stage_of_the_ladder_is_implemented_once_per_family():
+    ks = registry.kernels()
+    names = [k.name for k in ks]
+    assert len(names) == len(set(names))
+    cuda_stages = [k.stage for k in ks if k.family == "cuda" and not k.variant]
+    expected = [s.name for s in registry.STAGES if s.name not in ("naive_blocked", "tiled")]
+    assert cuda_stages == expected
+    assert {"naive_blocked", "tiled", "split_k"} <= {k.stage for k in ks if k.family == "triton"}
+    assert [k.family for k in ks][0] == "cublas"
+
+
+def test_select_semantics():
+    split = registry.select("split_k")
+    assert {k.family for k in split} == {"cublas", "cuda", "triton"}
+    assert all(k.stage in ("cublas", "split_k") for k in split)
+    vec = registry.select("vectorized")
+    assert {k.stage for k in vec if k.family == "cuda"} == {"vectorized"}
+    assert {k.stage for k in vec if k.family == "triton"} == {"tiled"}  # counterparts by group
+    tiled = registry.select("tiled")
+    assert [k.stage for k in tiled if k.family == "cuda"] == [
+        "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized",
+        "bank_conflict_free", "warptile", "double_buffered"]
+    only_triton = registry.select("all", ["triton"])
+    assert {k.family for k in only_triton} == {"cublas", "triton"}  # cuBLAS stays as the baseline
+    with pytest.raises(ValueError, match="unknown stage 'nope'; valid: all, naive"):
+        registry.select("nope")
+    with pytest.raises(ValueError, match="unknown family 'rocm'; valid: cublas, cuda, triton"):
+        registry.select("all", ["rocm"])
+
+
+def test_register_rejects_duplicates_and_unknowns():
+    k = registry.kernels()[0]
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register(registry.Kernel(name=k.name, family=k.family, stage=k.stage,
+                                          precisions=k.precisions, prepare=k.prepare))
+    with pytest.raises(ValueError, match="unknown stage"):
+        registry.register(registry.Kernel(name="x", family="cuda", stage="magic", precisions=("fp32",),
+                                          prepare=None))
+
+
+def test_list_prints_the_ladder(capsys):
+    assert main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for s in registry.STAGES:
+        assert s.name in out
+    assert "cuda.10_split_k" in out and "triton.tiled" in out
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--stage", "bogus"], "unknown stage 'bogus'; valid: all, naive, tiled, split_k"),
+    (["--family", "rocm"], "unknown family 'rocm'; valid: cublas, cuda, triton"),
+    (["--shape", "12x"], "malformed shape '12x'"),
+    (["--shape", "0x5x5"], "malformed shape"),
+    (["--precision", "fp16"], "unknown precision 'fp16'; valid: fp32, tf32, tf32x3"),
+    (["--kernel", "cuda.99_magic"], "unknown kernel 'cuda.99_magic'"),
+])
+def test_usage_errors_exit_2_with_a_message(argv, msg, capsys):
+    assert main(argv + ["--interpret", "--check"]) == 2
+    assert msg in capsys.readouterr().err
+
+
+@pytest.mark.skipif(HAVE_GPU, reason="this checks the no-GPU message")
+def test_no_gpu_is_one_line_and_exit_2():
+    p = subprocess.run([sys.executable, "-m", "compare", "--stage", "split_k"], cwd=REPO,
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("error: no CUDA GPU found") and "--interpret" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def _fake_results():
+    rows = []
+    for i, (k, fam, stage) in enumerate([("cublas", "cublas", "cublas"), ("cuda.09_double_buffered", "cuda", "double_buffered"),
+                                         ("triton.tiled", "triton", "tiled")]):
+        for n in (1024, 4096):
+            r = Result(kernel=k, family=fam, stage=stage, group="tiled" if fam != "cublas" else "all", variant="",
+                       shape=f"{n}x{n}x{n}", M=n, N=n, K=n, precision="fp32", alpha=1.0, beta=0.0, status="ok",
+                       median_ms=1.0 + i, iqr_ms=0.01, min_ms=0.99, samples=20, noise=0.001,
+                       tflops=2 * n**3 / ((1.0 + i) * 1e-3) / 1e12, rel_err=1e-6, worst_err=1e-7, prepare_s=0.5,
+                       sm_clock_mhz=1980, temp_c=50, throttled=False, throttle_reasons=[])
+            rows.append(r)
+    rows.append(Result(kernel="cuda.06_vectorized", family="cuda", stage="vectorized", group="tiled", variant="",
+                       shape="7x7x7", M=7, N=7, K=7, precision="fp32", alpha=1.0, beta=0.0, status="unsupported",
+                       reason="float4 path needs N % 4 == 0"))
+    from compare.runner import fill_pct_cublas
+    fill_pct_cublas(rows)
+    return rows
+
+
+def test_csv_and_json_round_trip_the_same_rows(tmp_path):
+    rows = _fake_results()
+    jp, cp = tmp_path / "r.json", tmp_path / "r.csv"
+    jp.write_text(report.to_json(rows, {"gpu": "test"}))
+    cp.write_text(report.to_csv(rows))
+    back_json, env = report.load(str(jp))
+    back_csv, _ = report.load(str(cp))
+    assert env == {"gpu": "test"}
+    assert [r.as_dict() for r in back_json] == [r.as_dict() for r in rows]
+    assert [r.as_dict() for r in back_csv] == [r.as_dict() for r in rows]
+    doc = json.loads(jp.read_text())
+    for key in ("median_ms", "iqr_ms", "min_ms", "samples", "noise", "sm_clock_mhz", "throttled",
+                "prepare_s", "rel_err"):
+        assert key in doc["results"][0]
+
+
+def test_markdown_and_table(tmp_path):
+    rows = _fake_results()
+    md = report.to_markdown(rows, {"gpu": "H100", "fp32_peak_tflops": 66.9})
+    assert md.count("\n| ") >= len(rows) and "% cuBLAS" in md and "unsupported: float4" in md
+    path = tmp_path / "t.txt"
+    with open(path, "w") as f:
+        report.to_table(rows, {"gpu": "H100"}, f)
+    assert "cuda.09_double_buffered" in path.read_text()
+
+
+@pytest.mark.parametrize("ext", ["png", "svg"])
+def test_plot_from_recorded_json(tmp_path, ext):
+    jp = tmp_path / "r.json"
+    jp.write_text(report.to_json(_fake_results(), {"gpu": "test"}))
+    out = tmp_path / f"p.{ext}"
+    assert main(["--from-json", str(jp), "--plot", str(out), "--format", "csv", "-o", str(tmp_path / "x.csv")]) == 0
+    assert out.stat().st_size > 5000
+
+
+def test_pct_cublas_uses_the_same_shape_and_precision():
+    rows = _fake_results()
+    by = {(r.kernel, r.shape): r for r in rows}
+    assert math.isclose(by[("cublas", "4096x4096x4096")].pct_cublas, 100.0)
+    assert math.isclose(by[("triton.tiled", "1024x1024x1024")].pct_cublas, 100 / 3)
+
+
+@pytest.mark.skipif(HAVE_GPU, reason="interpreter mode is the no-GPU path")
+def test_interpret_split_k_end_to_end(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "compare", "--interpret", "--stage", "split_k", "--shape", "77x65x300",
+                        "--format", "json", "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    rows, _ = report.load(str(out))
+    triton_rows = [r for r in rows if r.family == "triton"]
+    assert len(triton_rows) >= 2 and all(r.status == "ok" for r in triton_rows), [r.status_text for r in rows]
+    assert all(r.rel_err < 1e-5 for r in triton_rows)
+    others = [r for r in rows if r.family != "triton"]
+    assert others and all(r.status == "skipped" and "needs a GPU" in r.reason for r in others)
