@@ -88,6 +88,7 @@ class Kernel:
 _REGISTRY: dict[str, Kernel] = {}
 _FAMILY_MODULES = ("compare.cublas", "cuda_kernels", "triton_kernels")
 _loaded = False
+LOAD_ERRORS: dict[str, str] = {}
 
 
 def register(kernel: Kernel) -> Kernel:
@@ -110,7 +111,12 @@ def _load_families() -> None:
         return
     _loaded = True
     for mod in _FAMILY_MODULES:
-        importlib.import_module(mod)
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:  # one broken family must not hide the others' results
+            import sys
+            LOAD_ERRORS[mod] = f"{type(exc).__name__}: {exc}"
+            print(f"warning: could not load kernel family {mod}: {LOAD_ERRORS[mod]}", file=sys.stderr)
 
 
 def kernels() -> list[Kernel]:

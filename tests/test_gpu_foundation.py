@@ -1,0 +1,97 @@
+"""Foundation on a real GPU: shared memory across families, cuBLAS precision modes, the engine."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from compare import registry
+from compare.inputs import make_inputs
+from compare.problem import Problem, ProblemError
+from compare.runner import check_kernel, prepare, run_kernel
+
+pytestmark = pytest.mark.gpu
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_cupy_and_torch_see_the_same_memory():
+    cupy = pytest.importorskip("cupy")
+    inp = make_inputs(Problem(64, 48, 32, seed=5))
+    for name in ("A", "B", "C"):
+        t = getattr(inp, name)
+        c = inp.cupy(name)
+        assert c.data.ptr == t.data_ptr(), name
+        assert c.shape == tuple(t.shape) and c.dtype == cupy.float32
+    # a write through CuPy is visible to torch: same bytes, not a copy
+    inp.cupy("C")[0, 0] = 123.0
+    assert float(inp.C[0, 0]) == 123.0
+
+
+def test_cublas_fp32_has_tf32_off_and_tf32_row_is_tensor_core():
+    k = registry.get("cublas")
+    p = Problem(1024, 1024, 2048, seed=11)
+    fp32 = check_kernel(k, p)
+    assert fp32.ok and fp32.rel_err < 1e-5, fp32
+    tf32 = check_kernel(k, p.with_(precision="tf32"))
+    assert tf32.ok and tf32.rel_err > 1e-4, tf32  # passes its own tolerance...
+    inp = make_inputs(p)
+    from compare.check import check
+    assert not check(p, inp.C, inp.ref, inp.bound).ok  # ...and fails the fp32 one
+
+
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (0.5, -1.5), (-2.0, 0.0), (1.0, 1.0)])
+def test_cublas_alpha_beta(alpha, beta):
+    r = check_kernel(registry.get("cublas"), Problem(257, 129, 300, alpha=alpha, beta=beta, seed=3))
+    assert r.ok, r
+
+
+def test_a_wrong_kernel_is_failed_and_never_timed():
+    def prepare_wrong(problem, inputs):
+        def launch():
+            inputs.C.copy_(inputs.A[:, : inputs.C.shape[1]] * 0 + 1)
+        return launch
+    bad = registry.Kernel(name="test.wrong", family="cuda", stage="naive", precisions=("fp32",), prepare=prepare_wrong)
+    r = run_kernel(bad, Problem(64, 64, 64))
+    assert r.status == "FAILED" and r.median_ms is None and r.samples is None
+
+    def prepare_skips_one(problem, inputs):
+        def launch():
+            inputs.C.copy_(inputs.A @ inputs.B)
+            inputs.C[-1, -1] = float("nan")
+        return launch
+    r = run_kernel(registry.Kernel(name="test.hole", family="cuda", stage="naive", precisions=("fp32",),
+                                   prepare=prepare_skips_one), Problem(64, 64, 64))
+    assert r.status == "FAILED" and "NaN" in r.reason and r.median_ms is None
+
+
+def test_measurement_engine_reports_its_statistics():
+    r = run_kernel(registry.get("cublas"), Problem(2048, 2048, 2048), measure_kw={"budget_s": 0.5})
+    assert r.status == "ok"
+    assert r.samples >= 10 and r.median_ms > 0 and r.min_ms <= r.median_ms and r.iqr_ms >= 0
+    assert r.noise < 0.05 and r.prepare_s > 0 and 1 < r.tflops < 200
+    assert r.sm_clock_mhz is None or r.sm_clock_mhz > 100
+
+
+def test_problem_too_big_for_the_gpu_names_the_limit():
+    free, total = torch.cuda.mem_get_info()
+    n = 46000  # 3 x 46000^2 fp32 + 2 x fp64: ~ 59 GB ... scale until it does not fit
+    while Problem(n, n, n).device_bytes() < free:
+        n = int(n * 1.4)
+    if n * n > 2**31 - 1:
+        pytest.skip("this GPU is too large to overflow with a 32-bit-indexable problem")
+    with pytest.raises(ProblemError, match="GiB free"):
+        make_inputs(Problem(n, n, n))
+
+
+def test_cli_split_k_end_to_end_every_family_ok(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "compare", "--stage", "split_k", "--format", "json", "-o", str(out),
+                        "--budget", "0.3"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    from compare import report
+    rows, env = report.load(str(out))
+    assert env["gpu"] and env["fp32_peak_tflops"] > 0
+    fams = {r.family for r in rows if r.status == "ok"}
+    assert fams == {"cublas", "cuda", "triton"}, [(r.kernel, r.status_text) for r in rows]
+    assert all(r.status == "ok" for r in rows), [(r.kernel, r.status_text) for r in rows]
