@@ -1,0 +1,239 @@
+"""Record asv results for past commits on a box that already has the stack (no network, no asv envs).
+
+    python -m compare.history --last 3                 # the last 3 commits of main
+    python -m compare.history --commits BASE HEAD      # given commits (CI: base and head)
+
+For each commit, oldest first: check it out into a temporary git worktree, and run
+``asv run --python=same --set-commit-hash <sha>`` on that worktree's own ``benchmarks/`` with
+the worktree first on the import path (so the commit's own compare/, cuda_kernels/ and
+triton_kernels/ are measured, not this checkout's), writing into this checkout's results dir
+(``.asv/results`` from asv.conf.json). ``asv publish`` then shows real history. Commits older
+than the asv suite (no benchmarks/) are skipped with a message.
+
+asv itself must be importable (installed, or on PYTHONPATH, e.g. from the .whl folder: see
+docs/asv.md). The benchmark processes get this process's PYTHONPATH through ASV_PYTHONPATH.
+Exit status: 0 when asv ran for every commit that has a suite (benchmarks that failed inside a
+run are recorded as failed: the gate reports them), 1 when an asv run itself errored, 2 usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Optional
+
+SETS = ("quick", "default", "full")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _git(args: list[str], cwd: str) -> str:
+    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise UsageError(f"git {' '.join(args)}: {p.stderr.strip() or p.stdout.strip()}")
+    return p.stdout.strip()
+
+
+def repo_root(cwd: Optional[str] = None) -> str:
+    return _git(["rev-parse", "--show-toplevel"], cwd or os.getcwd())
+
+
+def resolve(root: str, rev: str) -> str:
+    try:
+        return _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root)
+    except UsageError:
+        raise UsageError(f"unknown commit {rev!r}") from None
+
+
+def last_commits(root: str, branch: str, n: int) -> list[str]:
+    """The last ``n`` first-parent commits of ``branch``, oldest first."""
+    out = _git(["rev-list", "--first-parent", f"--max-count={n}", resolve(root, branch)], root)
+    return list(reversed(out.split()))
+
+
+def load_conf(root: str) -> dict:
+    path = os.path.join(root, "asv.conf.json")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path} not found: run from the project's checkout")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def has_suite(root: str, sha: str, benchmark_dir: str) -> bool:
+    p = subprocess.run(["git", "ls-tree", "--name-only", sha, f"{benchmark_dir.rstrip('/')}/"],
+                       cwd=root, capture_output=True, text=True)
+    return p.returncode == 0 and any(n.endswith(".py") for n in p.stdout.split())
+
+
+def default_machine() -> str:
+    """asv's default machine name (the one `asv machine --yes` records)."""
+    return platform.node()
+
+
+def has_results(results_dir: str, machine: str, sha: str) -> bool:
+    d = os.path.join(results_dir, machine)
+    if not os.path.isdir(d):
+        return False
+    for fn in os.listdir(d):
+        if fn.endswith(".json") and fn not in ("machine.json", "benchmarks.json"):
+            try:
+                with open(os.path.join(d, fn), encoding="utf-8") as f:
+                    if json.load(f).get("commit_hash") == sha:
+                        return True
+            except (OSError, ValueError):
+                continue
+    return False
+
+
+def ensure_machine(machine: str) -> None:
+    """Record ``machine`` in asv's machine file (~/.asv-machine.json) if it is not there yet, the
+    way `asv machine --yes --machine NAME` does: asv run would otherwise ask on stdin."""
+    from asv.machine import MachineCollection
+    path = MachineCollection.get_machine_file_path()
+    try:
+        with open(path, encoding="utf-8") as f:
+            if machine in json.load(f):
+                return
+    except (OSError, ValueError):
+        pass
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", machine],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def _pythonpath(*first: str) -> str:
+    parts = list(first)
+    for var in ("ASV_PYTHONPATH", "PYTHONPATH"):
+        parts += [p for p in os.environ.get(var, "").split(os.pathsep) if p]
+    seen, out = set(), []
+    for p in parts:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return os.pathsep.join(out)
+
+
+def asv_command(conf_path: str, sha: str, machine: Optional[str], bench: list[str],
+                show_stderr: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "asv", "--config", conf_path, "run", "--python=same",
+           "--set-commit-hash", sha]
+    if machine:
+        cmd += ["--machine", machine]
+    for b in bench:
+        cmd += ["--bench", b]
+    if show_stderr:
+        cmd.append("--show-stderr")
+    return cmd
+
+
+def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: Optional[str],
+               bench: list[str], bench_set: Optional[str], show_stderr: bool, dry_run: bool) -> int:
+    """asv for one commit from its own worktree; returns asv's exit status."""
+    tmp = tempfile.mkdtemp(prefix=f"gemm-history-{sha[:8]}-")
+    wt = os.path.join(tmp, "src")
+    try:
+        conf_path = os.path.join(tmp, "asv.conf.json")
+        c = dict(conf)
+        c.update(repo=root, benchmark_dir=os.path.join(wt, conf.get("benchmark_dir", "benchmarks")),
+                 results_dir=results_dir, html_dir=os.path.join(root, conf.get("html_dir", ".asv/html")),
+                 env_dir=os.path.join(tmp, "env"))
+        env = dict(os.environ)
+        # asv's benchmark script puts ASV_PYTHONPATH first on sys.path (and drops PYTHONPATH
+        # otherwise): the worktree first, then whatever made asv and the stack importable here.
+        env["ASV_PYTHONPATH"] = _pythonpath(wt)
+        env["PYTHONPATH"] = env["ASV_PYTHONPATH"]
+        if bench_set:
+            env["GEMM_BENCH_SET"] = bench_set
+        cmd = asv_command(conf_path, sha, machine, bench, show_stderr)
+        if dry_run:
+            print(f"  would run (ASV_PYTHONPATH={env['ASV_PYTHONPATH']}): {' '.join(cmd)}")
+            return 0
+        _git(["worktree", "add", "--detach", "--force", wt, sha], root)
+        with open(conf_path, "w", encoding="utf-8") as f:
+            json.dump(c, f, indent=2)
+        sys.stdout.flush()
+        return subprocess.run(cmd, cwd=wt, env=env).returncode
+    finally:
+        if os.path.isdir(wt):
+            subprocess.run(["git", "worktree", "remove", "--force", wt], cwd=root, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compare.history", description=__doc__.split("\n\n")[0])
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--last", type=int, metavar="N", help="the last N first-parent commits of --branch (default 3)")
+    which.add_argument("--commits", nargs="+", metavar="REV", help="these commits (shas, prefixes or refs), in this order")
+    ap.add_argument("--branch", default=None, help="branch for --last (default: the first of asv.conf.json's branches)")
+    ap.add_argument("--bench", "-b", action="append", default=[], metavar="REGEX", help="passed to asv run --bench (repeatable)")
+    ap.add_argument("--machine", default=None, help="asv machine name (default: this host's, as `asv machine --yes` records it)")
+    ap.add_argument("--set", dest="bench_set", choices=SETS, default=None,
+                    help="benchmark set (GEMM_BENCH_SET); default: the environment's, else 'default'")
+    ap.add_argument("--quick", action="store_true", help="same as --set quick")
+    ap.add_argument("--results-dir", default=None, help="default: asv.conf.json's results_dir in this checkout")
+    ap.add_argument("--skip-existing", action="store_true", help="skip commits that already have results on this machine")
+    ap.add_argument("--show-stderr", action="store_true", help="passed to asv run")
+    ap.add_argument("--dry-run", action="store_true", help="print what would run")
+    args = ap.parse_args(argv)
+    try:
+        root = repo_root()
+        conf = load_conf(root)
+        if args.commits:
+            shas = [resolve(root, r) for r in args.commits]
+        else:
+            n = args.last if args.last is not None else 3
+            if n < 1:
+                raise UsageError("--last must be >= 1")
+            branch = args.branch or (conf.get("branches") or ["main"])[0]
+            shas = last_commits(root, branch, n)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.dry_run:
+        try:
+            import asv  # noqa: F401
+        except ImportError:
+            print("error: asv is not importable by this python: install it (docs/asv.md: the .whl folder)",
+                  file=sys.stderr)
+            return 2
+        ensure_machine(args.machine or default_machine())
+    results_dir = os.path.abspath(args.results_dir or os.path.join(root, conf.get("results_dir", ".asv/results")))
+    bench_set = "quick" if args.quick else args.bench_set
+    machine = args.machine or default_machine()
+    bdir = conf.get("benchmark_dir", "benchmarks")
+    errors, done, skipped = [], [], []
+    for sha in shas:
+        short = sha[:8]
+        subject = _git(["log", "-1", "--format=%s", sha], root)
+        if not has_suite(root, sha, bdir):
+            print(f"skip {short} {subject!r}: no {bdir}/ (older than the asv suite)")
+            skipped.append(sha)
+            continue
+        if args.skip_existing and has_results(results_dir, machine, sha):
+            print(f"skip {short} {subject!r}: results already recorded for machine {machine}")
+            skipped.append(sha)
+            continue
+        print(f"=== {short} {subject!r}", flush=True)
+        rc = run_commit(root, conf, sha, results_dir=results_dir, machine=machine, bench=args.bench,
+                        bench_set=bench_set, show_stderr=args.show_stderr, dry_run=args.dry_run)
+        if rc == 2:
+            print(f"note: {short}: some benchmarks failed (recorded as failed; `python -m compare.gate` reports them)")
+        elif rc != 0:
+            print(f"error: asv run for {short} exited {rc}", file=sys.stderr)
+            errors.append(sha)
+            continue
+        done.append(sha)
+    print(f"history: {len(done)} commit(s) recorded, {len(skipped)} skipped, {len(errors)} failed; "
+          f"results in {results_dir} (then: python -m asv publish)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
