@@ -114,7 +114,8 @@ def _pairs(args, kernels, problems):
     return out
 
 
-def print_list(file=sys.stdout) -> None:
+def print_list(file=None) -> None:
+    file = file or sys.stdout
     from .registry import STAGES, kernels
     ks = kernels()
     print(f"{'#':>3}  {'stage':<19} {'group':<8} {'families':<16} {'precisions':<20} idea", file=file)
