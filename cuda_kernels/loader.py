@@ -1,0 +1,131 @@
+"""Source text and compiled kernels for the CUDA stages.
+
+* :func:`source` reads a stage's .cu file and pastes every ``#include "x"`` of a file in this
+  folder in place (each file once), so NVRTC, which has no include path, gets one
+  self-contained text. The compile tests and the resources view run nvcc on that same text.
+* :func:`get_function` compiles a .cu file once per process with ``cupy.RawModule`` (NVRTC),
+  instantiating every template configuration that ``cuda_kernels.registry`` declares for that
+  file through ``name_expressions``. CuPy's on-disk kernel cache (``~/.cupy/kernel_cache``)
+  makes a second process skip NVRTC; the dict here makes a second call in one process free.
+
+CuPy is imported lazily, on the first compile: importing ``cuda_kernels`` works on machines
+without it. A *backend* object does everything device-specific (compile, stream, workspace,
+SM count), so the same prepare/launch code runs on the CPU emulator in the tests
+(``cuda_kernels.emulator``).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from typing import Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NVRTC_OPTIONS = ("-std=c++17",)
+_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', re.M)
+
+
+def source(filename: str) -> str:
+    """Self-contained source of ``cuda_kernels/<filename>`` with local includes pasted in."""
+    seen: set[str] = set()
+
+    def expand(name: str) -> str:
+        path = os.path.join(HERE, name)
+        if name in seen:
+            return f"// (already included: {name})\n"
+        seen.add(name)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+
+        def sub(m: re.Match) -> str:
+            inc = m.group(1)
+            if not os.path.exists(os.path.join(HERE, inc)):
+                raise FileNotFoundError(f"{name}: #include \"{inc}\" is not a file in {HERE}")
+            return f"// ---- begin {inc} ----\n{expand(inc)}\n// ---- end {inc} ----"
+
+        return _INCLUDE_RE.sub(sub, text)
+
+    return expand(filename)
+
+
+def name_expressions(filename: str) -> list[str]:
+    """Every kernel instantiation the registry declares for ``filename``, in declaration order."""
+    from .registry import configs_by_file
+    return [c.expr for c in configs_by_file().get(filename, [])]
+
+
+class CupyBackend:
+    """The real thing: NVRTC through CuPy, launches on torch's current CUDA stream."""
+
+    name = "cupy"
+
+    def __init__(self):
+        self._modules: dict[str, object] = {}
+        self._functions: dict[tuple[str, str], object] = {}
+
+    def function(self, filename: str, config):
+        key = (filename, config.expr)
+        fn = self._functions.get(key)
+        if fn is None:
+            import cupy
+            mod = self._modules.get(filename)
+            if mod is None:
+                mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS,
+                                     name_expressions=name_expressions(filename))
+                self._modules[filename] = mod
+            fn = mod.get_function(config.expr)
+            if config.smem_dynamic > 48 * 1024:
+                # Above 48 KiB a kernel must opt in to dynamic shared memory before its launch.
+                fn.max_dynamic_shared_size_bytes = config.smem_dynamic
+            self._functions[key] = fn
+        return fn
+
+    def stream(self):
+        """torch's current stream as a CuPy stream object (kernels go where torch's work goes)."""
+        import cupy
+        import torch
+        return cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+    def empty(self, n: int):
+        import cupy
+        return cupy.empty((n,), dtype=cupy.float32)
+
+    def sm_count(self) -> int:
+        import cupy
+        return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+    @staticmethod
+    def address(arr) -> int:
+        return int(arr.data.ptr)
+
+
+_backend: Optional[object] = None
+
+
+def backend():
+    global _backend
+    if _backend is None:
+        _backend = CupyBackend()
+    return _backend
+
+
+@contextlib.contextmanager
+def use_backend(b):
+    """Run prepare/launch against another backend (the CPU emulator in the tests)."""
+    global _backend
+    old = _backend
+    _backend = b
+    try:
+        yield b
+    finally:
+        _backend = old
+
+
+def env_int(name: str) -> Optional[int]:
+    v = os.environ.get(name)
+    if v is None or v.strip() == "":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {v!r}") from None

@@ -1,0 +1,197 @@
+"""The CUDA stages on a machine without a GPU: every declared kernel configuration compiles with
+nvcc for sm_80 and sm_90 without local-memory spills and within the per-SM limits; the
+registration, the sources' headers and the shape rules are what the ladder promises."""
+import ctypes
+import ctypes.util
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import cuda_kernels
+from compare.problem import Problem
+from compare.registry import STAGES, _REGISTRY
+from cuda_kernels import loader, registry, resources
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HAVE_NVCC = resources.nvcc_path() is not None
+needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not found (no CUDA toolkit on this machine)")
+
+ARCH_LIMITS = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}  # max shared memory per block
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def compiled(request):
+    """Every configuration compiled once per arch (parallel nvcc runs)."""
+    if not HAVE_NVCC:
+        pytest.skip("nvcc not found (no CUDA toolkit on this machine)")
+    return request.param, resources.resource_rows(request.param)
+
+
+@needs_nvcc
+def test_every_configuration_compiles(compiled):
+    arch, rows = compiled
+    assert len(rows) == len(registry.all_configs())
+    bad = [f"{r['kernel']} {r['config']}:\n{r['log']}" for r in rows if not r["ok"]]
+    assert not bad, f"nvcc -arch={arch} failed:\n" + "\n".join(bad)
+
+
+@needs_nvcc
+def test_no_spills_and_within_limits(compiled):
+    arch, rows = compiled
+    for r in rows:
+        what = f"{r['kernel']} {r['config']} on {arch}"
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0, f"{what} spills: {r}"
+        assert r["stack"] == 0, f"{what} uses a {r['stack']}-byte stack frame (local memory)"
+        assert r["registers"] <= 255, what
+        assert r["registers"] * r["threads"] <= 65536, f"{what}: {r['registers']} regs x {r['threads']} threads"
+        smem = r["smem_static"] + r["smem_dynamic"]
+        assert smem <= ARCH_LIMITS[arch], f"{what}: {smem} bytes of shared memory"
+        assert r["blocks_per_sm"] >= 1, what
+
+
+@needs_nvcc
+def test_tiled_stages_keep_two_blocks_per_sm(compiled):
+    """Stages 08-10 are designed for 2 resident blocks (16 warps) per SM: <= 128 registers."""
+    arch, rows = compiled
+    for r in rows:
+        if r["kernel"].startswith(("cuda.08", "cuda.09", "cuda.10")) and r["threads"] == 256 \
+                and "reduce" not in r["config"] and r["config"] != "scale_c":
+            assert r["blocks_per_sm"] >= 2, f"{r['kernel']} {r['config']} on {arch}: {r}"
+
+
+@needs_nvcc
+def test_resources_cli_prints_a_table():
+    proc = subprocess.run([sys.executable, "-m", "cuda_kernels.resources", "--arch", "sm_90"],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for spec, cfg in registry.all_configs():
+        assert cfg.label in proc.stdout and spec.name in proc.stdout
+
+
+def _find_nvrtc():
+    """libnvrtc from the environment, a CUDA toolkit, or an nvidia-cuda-nvrtc wheel; or None."""
+    cands = [os.environ.get("NVRTC_LIBRARY", "")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            cands += sorted(glob.glob(os.path.join(root, "lib64", "libnvrtc.so*")))
+    for p in sys.path:
+        cands += sorted(glob.glob(os.path.join(p, "nvidia", "*", "lib", "libnvrtc.so*")))
+        cands += sorted(glob.glob(os.path.join(p, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so*")))
+    found = ctypes.util.find_library("nvrtc")
+    if found:
+        cands.append(found)
+    for c in cands:
+        if c and "builtins" not in c and "alt" not in os.path.basename(c):
+            try:
+                return ctypes.CDLL(c)
+            except OSError:
+                continue
+    return None
+
+
+def test_sources_compile_under_nvrtc():
+    """What CuPy does at run time: NVRTC on the loader's text with the registry's name expressions."""
+    lib = _find_nvrtc()
+    if lib is None:
+        pytest.skip("libnvrtc not found (set NVRTC_LIBRARY, or install nvidia-cuda-nvrtc); nvcc tests cover the rest")
+    for fname, cfgs in registry.configs_by_file().items():
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), loader.source(fname).encode(), fname.encode(),
+                                      0, None, None) == 0
+        for c in cfgs:
+            assert lib.nvrtcAddNameExpression(prog, c.expr.encode()) == 0
+        opts = [o.encode() for o in loader.NVRTC_OPTIONS] + [b"-arch=compute_80"]
+        rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        n = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        log = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        assert rc == 0, f"NVRTC failed on {fname}:\n{log.value.decode()}"
+        for c in cfgs:
+            name = ctypes.c_char_p()
+            assert lib.nvrtcGetLoweredName(prog, c.expr.encode(), ctypes.byref(name)) == 0, c.expr
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def test_every_stage_is_registered_once():
+    cuda = [k for k in cuda_kernels.KERNELS]
+    plain = [k for k in cuda if not k.variant]
+    want = [s.name for s in STAGES if s.name not in ("naive_blocked", "tiled")]
+    assert [k.stage for k in plain] == want
+    assert [k.name for k in plain] == [f"cuda.{i:02d}_{s}" for i, s in enumerate(want, 1)]
+    for k in cuda:
+        assert _REGISTRY[k.name] is k and k.family == "cuda" and k.precisions == ("fp32",)
+    variants = [k for k in cuda if k.variant]
+    assert [(k.name, k.variant) for k in variants] == [("cuda.10_split_k_atomic", "atomic")]
+
+
+def test_each_source_opens_with_a_header_comment():
+    for spec in registry.SPECS:
+        path = os.path.join(os.path.dirname(cuda_kernels.__file__), spec.file)
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(3000)
+        assert head.startswith(f"// Stage {spec.number:02d} - "), spec.file
+        body = [l for l in head.splitlines() if l.startswith("//")]
+        text = " ".join(body).lower()
+        assert len(body) >= 6, f"{spec.file}: header comment too short"
+        assert "bottleneck" in text and "cost" in text and "requirement" in text, spec.file
+
+
+def test_importing_cuda_kernels_does_not_import_cupy():
+    code = "import sys, cuda_kernels; sys.exit(1 if 'cupy' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["cuda.06_vectorized", "cuda.07_bank_conflict_free"])
+def test_float4_stages_say_why_they_refuse_unaligned_shapes(name):
+    k = _REGISTRY[name]
+    assert k.why_not(Problem(128, 128, 128)) is None
+    assert k.why_not(Problem(1, 4, 4096)) is None  # M is free
+    for M, N, K in [(128, 1001, 128), (128, 128, 1023), (7, 33, 127)]:
+        why = k.why_not(Problem(M, N, K))
+        assert why and "N % 4 == 0 and K % 4 == 0" in why and f"N={N}" in why and f"K={K}" in why, why
+
+
+@pytest.mark.parametrize("name", [k.name for k in cuda_kernels.KERNELS
+                                  if k.stage not in ("vectorized", "bank_conflict_free")])
+def test_other_stages_take_any_shape(name):
+    k = _REGISTRY[name]
+    for M, N, K in [(1, 1, 1), (7, 33, 127), (4097, 1, 1023), (255, 1000, 4097)]:
+        assert k.why_not(Problem(M, N, K)) is None
+    assert "no tf32 path" in k.why_not(Problem(8, 8, 8, precision="tf32"))
+
+
+def test_split_plan(monkeypatch):
+    monkeypatch.delenv("CUDA_SPLIT_K", raising=False)
+    s, chunk = registry.split_plan(256, 256, 131072, sm_count=132, bk=16)
+    assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
+    s, chunk = registry.split_plan(512, 512, 65536, sm_count=132, bk=16)
+    assert s >= 8 and chunk >= registry.MIN_SPLIT_CHUNK
+    assert registry.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
+    assert registry.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
+    assert registry.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
+    monkeypatch.setenv("CUDA_SPLIT_K", "7")
+    s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16)
+    assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
+    monkeypatch.setenv("CUDA_SPLIT_K", "0")
+    with pytest.raises(ValueError, match="CUDA_SPLIT_K must be >= 1"):
+        registry.split_plan(256, 256, 4096, sm_count=132)
+
+
+def test_tile_knob_is_checked(monkeypatch):
+    monkeypatch.setenv("CUDA_TILE_09", "64x64x8")
+    with pytest.raises(ValueError, match="CUDA_TILE_09 must be one of 128x128x8, 128x128x16, 128x128x8s3"):
+        registry._tile_choice(9)
+
+
+def test_config_expressions_are_unique_and_declared_once():
+    exprs = [(s.file, c.expr) for s, c in registry.all_configs()]
+    assert len(exprs) == len(set(exprs))
+    for fname, cfgs in registry.configs_by_file().items():
+        src = loader.source(fname)
+        for c in cfgs:
+            assert re.search(rf"\b{c.kernel}\s*\(", src), f"{c.kernel} not defined in {fname}"
