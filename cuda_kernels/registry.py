@@ -6,8 +6,8 @@ dynamic shared memory) its .cu file is compiled for. The loader instantiates exa
 exactly these with nvcc, and ``prepare`` launches one of them. There is no second list.
 
 Knobs (environment, read at prepare time):
-* ``CUDA_TILE_09`` / ``CUDA_TILE_10``: block tile of stages 09 / 10: ``128x128x8`` (default),
-  ``128x128x16`` (BK=16: half the barriers per FFMA, twice the loop code) or ``128x128x8s3``
+* ``CUDA_TILE_09`` / ``CUDA_TILE_10``: block tile of stages 09 / 10: ``128x128x16`` (default: half the
+  barriers per FFMA of BK=8, twice the loop code), ``128x128x8`` or ``128x128x8s3``
   (three shared-memory stages instead of two).
 * ``CUDA_SPLIT_K``: force the split count of stage 10 (1 = no split).
 """
@@ -86,9 +86,10 @@ def _warp_tiled(kernel, tile, vec, extra=(), suffix="", pipelined=True):
 # The reduction is a memory stream: 128-thread blocks spread a small M*N over more SMs.
 REDUCE_THREADS = 128
 # Block tiles of the pipelined stages 09/10: name -> (BK, shared-memory stages). The first is
-# the default: BK=8 keeps the unrolled main loop ~600 instructions (BK=16 doubles it; fewer
-# barriers per FFMA, but a larger instruction footprint). CUDA_TILE_09 / CUDA_TILE_10 pick another.
-PIPELINE_TILES = {"128x128x8": (8, 2), "128x128x16": (16, 2), "128x128x8s3": (8, 3)}
+# the default. BK=16 halves the barriers per FFMA at twice the loop code; measured on an H200
+# (results/h200/tile-sweep.txt) it beat BK=8 by 2-5% at 4096^3, 8192^3 and on the split-K
+# shapes, and three BK=8 stages lost 2%. CUDA_TILE_09 / CUDA_TILE_10 pick another.
+PIPELINE_TILES = {"128x128x16": (16, 2), "128x128x8": (8, 2), "128x128x8s3": (8, 3)}
 TILES_09 = tuple(PIPELINE_TILES)
 
 SPECS: tuple[StageSpec, ...] = (

@@ -293,7 +293,7 @@ def operand_mode(precision: str, override: Optional[str] = None) -> str:
     if mode is None and precision != "fp32":
         mode = os.environ.get("TRITON_TF32_OPERANDS", "").strip() or None
     if mode is None:
-        mode = {"fp32": ops.DIRECT, "tf32": ops.K_MAJOR, "tf32x3": ops.PRESPLIT}[precision]
+        mode = {"fp32": ops.DIRECT, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}[precision]
     if mode not in (ops.DIRECT, ops.K_MAJOR, ops.PRESPLIT):
         raise ValueError(f"unknown operand mode {mode!r}; choose direct, k_major or presplit")
     if mode == ops.PRESPLIT and precision != "tf32x3":
