@@ -18,7 +18,8 @@
 // AsyncFetcher). B goes in 16-byte copies when rows are 16-byte aligned (VEC).
 // Cost: <= 128 registers (__launch_bounds__(256, 2): 2 blocks, 16 warps per SM), 2 stages of
 // shared memory: 32.5 KiB at BK=16 (default: half the barriers and loop overhead of BK=8),
-// 16.3 KiB at BK=8; needs sm_80 or newer (cp.async).
+// 16.3 KiB at BK=8; needs sm_80 or newer (cp.async). The 128x256 variants (8x16 per thread)
+// take up to 255 registers and 1 block per SM instead.
 // Requirement: none (VEC=false instantiation for shapes with K % 4 != 0 or N % 4 != 0).
 // The main loop takes a K range [k_begin, k_end) so stage 10 (split-K) reuses it unchanged.
 #include "common.cuh"
@@ -103,12 +104,12 @@ struct AsyncFetcher {
 // Step s computes stage s % STAGES while tiles s+1 .. s+STAGES-1 are in flight. Every step
 // commits one cp.async group (an empty one past the last tile), so "tile s+1 has landed" is
 // always "at most STAGES-2 groups still pending".
-template <int BM, int BN, int BK, int STAGES, bool VEC>
-__device__ __forceinline__ void mainloop_double_buffered(float (&acc)[8][8], float* smem, int M, int N,
+template <int BM, int BN, int BK, int STAGES, bool VEC, int WN = 64>
+__device__ __forceinline__ void mainloop_double_buffered(float (&acc)[8][WN / 8], float* smem, int M, int N,
                                                          int K, const float* __restrict__ A,
                                                          const float* __restrict__ B, int m0, int n0,
                                                          int k_begin, int k_end, int tid, int tr, int tc) {
-    using G = WarpTile<BM, BN, BK>;
+    using G = WarpTile<BM, BN, BK, WN>;
     static_assert(STAGES >= 2, "a pipeline needs two stages");
     AsyncFetcher<G, VEC> f;
     f.init(M, N, K, A, B, m0, n0, k_begin, tid);
@@ -125,7 +126,7 @@ __device__ __forceinline__ void mainloop_double_buffered(float (&acc)[8][8], flo
 
     int read = 0;                          // offset of the stage computed now
     int write = (STAGES - 1) * G::STAGE;   // offset of the stage filled during this step
-    float fa[2][8], fb[2][8];
+    float fa[2][8], fb[2][G::TN];
     load_frag<G>(smem + read, 0, tr, tc, fa[0], fb[0]);
     // k: first k of the tile computed in this step; kn: first k of the tile issued in it.
     for (int k = k_begin, kn = k_begin + (STAGES - 1) * BK; k < k_end; k += BK, kn += BK) {
@@ -151,19 +152,22 @@ __device__ __forceinline__ void mainloop_double_buffered(float (&acc)[8][8], flo
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 }
 
-template <int BM, int BN, int BK, int STAGES, bool VEC>
-__global__ void __launch_bounds__(WarpTile<BM, BN, BK>::THREADS, 2)
+// Variants (registry.PIPELINE_TILES, env CUDA_TILE_09): WN = 128 gives 8x16 per thread on a
+// 128x256 block tile (1 block per SM, up to 255 registers); GROUP is the tile rows of the
+// launch-order swizzle (tile_grouped).
+template <int BM, int BN, int BK, int STAGES, bool VEC, int WN, int GROUP>
+__global__ void __launch_bounds__(WarpTile<BM, BN, BK, WN>::THREADS, WN == 64 ? 2 : 1)
 sgemm_double_buffered(int M, int N, int K, float alpha, const float* __restrict__ A,
                       const float* __restrict__ B, float beta, float* __restrict__ C) {
-    using G = WarpTile<BM, BN, BK>;
+    using G = WarpTile<BM, BN, BK, WN>;
     __shared__ __align__(16) float smem[STAGES * G::STAGE];
     int tm, tn;
-    tile_grouped<8>(cdiv(M, BM), cdiv(N, BN), tm, tn);
+    tile_grouped<GROUP>(cdiv(M, BM), cdiv(N, BN), tm, tn);
     const int m0 = tm * BM, n0 = tn * BN;
     const int tid = threadIdx.x;
     int tr, tc;
     thread_origin<G>(tid, tr, tc);
-    float acc[8][8] = {};
-    mainloop_double_buffered<BM, BN, BK, STAGES, VEC>(acc, smem, M, N, K, A, B, m0, n0, 0, K, tid, tr, tc);
+    float acc[8][G::TN] = {};
+    mainloop_double_buffered<BM, BN, BK, STAGES, VEC, WN>(acc, smem, M, N, K, A, B, m0, n0, 0, K, tid, tr, tc);
     epilogue_store<VEC>(acc, M, N, alpha, beta, C, m0, n0, tr, tc);
 }

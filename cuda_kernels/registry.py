@@ -8,7 +8,9 @@ exactly these with nvcc, and ``prepare`` launches one of them. There is no secon
 Knobs (environment, read at prepare time):
 * ``CUDA_TILE_09`` / ``CUDA_TILE_10``: block tile of stages 09 / 10: ``128x128x16`` (default: half the
   barriers per FFMA of BK=8, twice the loop code), ``128x128x8`` or ``128x128x8s3``
-  (three shared-memory stages instead of two).
+  (three shared-memory stages instead of two). Stage 09 also takes the experimental
+  ``VARIANTS_09`` (swizzle group 4/16, 128x256 tiles with 8x16 per thread); ``python -m
+  cuda_kernels.sweep`` times them all.
 * ``CUDA_SPLIT_K``: force the split count of stage 10 (1 = no split).
 """
 from __future__ import annotations
@@ -83,6 +85,13 @@ def _warp_tiled(kernel, tile, vec, extra=(), suffix="", pipelined=True):
     return _gemm(kernel, targs, (256, 1, 1), (128, 128), f"{tile}.{'vec' if vec else 'scalar'}{suffix}")
 
 
+def _stage09(tile, vec):
+    """Stage 09: sgemm_double_buffered<BM, BN, BK, STAGES, VEC, WN, GROUP>, 256 threads."""
+    bm, bn, bk, stages, wn, group = _TILE_PARAMS_09[tile]
+    return _gemm("sgemm_double_buffered", (bm, bn, bk, stages, vec, wn, group), (256, 1, 1), (bm, bn),
+                 f"{tile}.{'vec' if vec else 'scalar'}")
+
+
 # The reduction is a memory stream: 128-thread blocks spread a small M*N over more SMs.
 REDUCE_THREADS = 128
 # Block tiles of the pipelined stages 09/10: name -> (BK, shared-memory stages). The first is
@@ -90,7 +99,19 @@ REDUCE_THREADS = 128
 # (results/h200/tile-sweep.txt) it beat BK=8 by 2-5% at 4096^3, 8192^3 and on the split-K
 # shapes, and three BK=8 stages lost 2%. CUDA_TILE_09 / CUDA_TILE_10 pick another.
 PIPELINE_TILES = {"128x128x16": (16, 2), "128x128x8": (8, 2), "128x128x8s3": (8, 3)}
-TILES_09 = tuple(PIPELINE_TILES)
+TILES_10 = tuple(PIPELINE_TILES)
+# Stage-09-only variants (for the sweep, cuda_kernels/sweep.py): name -> (BM, BN, BK, STAGES,
+# WN, GROUP). gN: tile rows per group of the launch-order swizzle (default 8). 128x256: warp
+# tiles 32x128, 8x16 per thread (6 LDS.128 per 128 FFMA instead of 4 per 64), 1 block of 8
+# warps per SM (<= 255 registers); BK=8 only, since BK=16 needs 48.5 KiB (> 48 KiB static).
+VARIANTS_09 = {
+    "128x128x16g4": (128, 128, 16, 2, 64, 4),
+    "128x128x16g16": (128, 128, 16, 2, 64, 16),
+    "128x256x8": (128, 256, 8, 2, 128, 8),
+    "128x256x8s3": (128, 256, 8, 3, 128, 8),
+}
+_TILE_PARAMS_09 = {**{t: (128, 128, bk, st, 64, 8) for t, (bk, st) in PIPELINE_TILES.items()}, **VARIANTS_09}
+TILES_09 = TILES_10 + tuple(VARIANTS_09)
 
 SPECS: tuple[StageSpec, ...] = (
     StageSpec(1, "naive", "01_naive.cu",
@@ -118,16 +139,16 @@ SPECS: tuple[StageSpec, ...] = (
               tuple(_warp_tiled("sgemm_warptile", "128x128x8", vec, pipelined=False) for vec in (True, False)),
               idea="32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape"),
     StageSpec(9, "double_buffered", "09_double_buffered.cu",
-              tuple(_warp_tiled("sgemm_double_buffered", t, vec) for t in TILES_09 for vec in (True, False)),
+              tuple(_stage09(t, vec) for t in TILES_09 for vec in (True, False)),
               idea="two smem stages filled by cp.async: next tile's loads overlap this tile's FFMAs, one barrier per step"),
     StageSpec(10, "split_k", "10_split_k.cu",
-              tuple(_warp_tiled("sgemm_split_k", t, vec, (False,)) for t in TILES_09 for vec in (True, False))
+              tuple(_warp_tiled("sgemm_split_k", t, vec, (False,)) for t in TILES_10 for vec in (True, False))
               + (Config("split_k_reduce", (True, REDUCE_THREADS), (REDUCE_THREADS, 1, 1), label="reduce.vec4"),
                  Config("split_k_reduce", (False, REDUCE_THREADS), (REDUCE_THREADS, 1, 1), label="reduce.scalar")),
               idea="K split over gridDim.z; partials to a workspace, summed in fixed order (deterministic)"),
     StageSpec(10, "split_k", "10_split_k.cu",
-              (_warp_tiled("sgemm_split_k", TILES_09[0], True, (True,), ".atomic"),
-               _warp_tiled("sgemm_split_k", TILES_09[0], False, (True,), ".atomic"),
+              (_warp_tiled("sgemm_split_k", TILES_10[0], True, (True,), ".atomic"),
+               _warp_tiled("sgemm_split_k", TILES_10[0], False, (True,), ".atomic"),
                Config("scale_c", (256,), (256, 1, 1), label="scale_c")),
               variant="atomic",
               idea="K split over gridDim.z; partials atomicAdd-ed into C (non-deterministic last bits)"),
@@ -182,9 +203,10 @@ def _tiles(problem, cfg: Config) -> int:
 def _tile_choice(stage_number: int) -> str:
     import os
     var = f"CUDA_TILE_{stage_number:02d}"
-    t = os.environ.get(var, "").strip() or TILES_09[0]
-    if t not in TILES_09:
-        raise ValueError(f"{var} must be one of {', '.join(TILES_09)}; got {t!r}")
+    tiles = TILES_09 if stage_number == 9 else TILES_10
+    t = os.environ.get(var, "").strip() or tiles[0]
+    if t not in tiles:
+        raise ValueError(f"{var} must be one of {', '.join(tiles)}; got {t!r}")
     return t
 
 
@@ -303,7 +325,7 @@ def _split_k_prepare(spec: StageSpec, atomic: bool):
     def prepare(problem, inputs):
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
-        tile = TILES_09[0] if atomic else _tile_choice(10)
+        tile = TILES_10[0] if atomic else _tile_choice(10)
         bk = PIPELINE_TILES[tile][0]
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
         vec = aligned and _aligned_rows(problem)

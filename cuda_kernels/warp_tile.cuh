@@ -24,10 +24,13 @@
 #define GEMM_WARP_TILE_CUH
 #include "common.cuh"
 
-template <int BM_, int BN_, int BK_>
+// WN_ = 64: 8x8 per thread (default). WN_ = 128: 8x16 per thread (a 128x256 block tile with
+// 256 threads: 6 LDS.128 per 128 FFMA instead of 4 per 64; 1 block per SM).
+template <int BM_, int BN_, int BK_, int WN_ = 64>
 struct WarpTile {
     static constexpr int BM = BM_, BN = BN_, BK = BK_;
-    static constexpr int WM = 32, WN = 64;
+    static constexpr int WM = 32, WN = WN_;
+    static constexpr int TN = WN / 8;                    // C columns per thread (8 lanes across WN)
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     static constexpr int AS_LD = BM + 4;                 // padded row of the transposed A tile
@@ -134,25 +137,28 @@ __device__ __forceinline__ void thread_origin(int tid, int& tr, int& tc) {
     tc = wn + (lane % 8) * 4;
 }
 
-// The 8 A and 8 B operands of step k: four LDS.128.
-template <class G>
+// The 8 A and TN B operands of step k: 2 + TN/4 LDS.128 (B groups of 4 are 32 columns apart).
+template <class G, int TN>
 __device__ __forceinline__ void load_frag(const float* stage, int k, int tr, int tc,
-                                          float (&fa)[8], float (&fb)[8]) {
+                                          float (&fa)[8], float (&fb)[TN]) {
     const float* As = stage + k * G::AS_LD + tr;
     const float* Bs = stage + G::A_FLOATS + k * G::BN + tc;
     const float4 a0 = ld4(As), a1 = ld4(As + 16);
-    const float4 b0 = ld4(Bs), b1 = ld4(Bs + 32);
     fa[0] = a0.x; fa[1] = a0.y; fa[2] = a0.z; fa[3] = a0.w;
     fa[4] = a1.x; fa[5] = a1.y; fa[6] = a1.z; fa[7] = a1.w;
-    fb[0] = b0.x; fb[1] = b0.y; fb[2] = b0.z; fb[3] = b0.w;
-    fb[4] = b1.x; fb[5] = b1.y; fb[6] = b1.z; fb[7] = b1.w;
+#pragma unroll
+    for (int g = 0; g < TN / 4; ++g) {
+        const float4 b = ld4(Bs + 32 * g);
+        fb[4 * g + 0] = b.x; fb[4 * g + 1] = b.y; fb[4 * g + 2] = b.z; fb[4 * g + 3] = b.w;
+    }
 }
 
-__device__ __forceinline__ void outer_product(float (&acc)[8][8], const float (&fa)[8], const float (&fb)[8]) {
+template <int TN>
+__device__ __forceinline__ void outer_product(float (&acc)[8][TN], const float (&fa)[8], const float (&fb)[TN]) {
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] += fa[i] * fb[j];
+        for (int j = 0; j < TN; ++j) acc[i][j] += fa[i] * fb[j];
 }
 
 // Row / column of acc[i][j] inside the block tile, given the thread origin.
@@ -160,15 +166,15 @@ __device__ __forceinline__ int acc_row(int tr, int i) { return tr + (i / 4) * 16
 __device__ __forceinline__ int acc_col(int tc, int j) { return tc + (j / 4) * 32 + (j % 4); }
 
 // C = alpha*acc + beta*C over the thread's patch; C is not read when beta == 0.
-template <bool VEC>
-__device__ __forceinline__ void epilogue_store(const float (&acc)[8][8], int M, int N, float alpha,
+template <bool VEC, int TN>
+__device__ __forceinline__ void epilogue_store(const float (&acc)[8][TN], int M, int N, float alpha,
                                                float beta, float* C, int m0, int n0, int tr, int tc) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const int row = m0 + acc_row(tr, i);
         if (row >= M) continue;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < TN / 4; ++h) {
             const int col = n0 + acc_col(tc, 4 * h);
             float* c = C + row * N + col;
             if (VEC) {

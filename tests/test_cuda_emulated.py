@@ -83,13 +83,15 @@ def test_stage_on_odd_shapes(backend, name, monkeypatch):
     assert ran >= 3
 
 
-@pytest.mark.parametrize("name", ["cuda.09_double_buffered", "cuda.10_split_k", "cuda.10_split_k_atomic"])
-@pytest.mark.parametrize("tile", registry.TILES_09)
+@pytest.mark.parametrize("name,tile",
+                         [("cuda.09_double_buffered", t) for t in registry.TILES_09]
+                         + [(n, t) for n in ("cuda.10_split_k", "cuda.10_split_k_atomic") for t in registry.TILES_10])
 def test_both_tiles_of_the_pipelined_stages(backend, name, tile, monkeypatch):
     monkeypatch.setenv("CUDA_TILE_09", tile)
     monkeypatch.setenv("CUDA_TILE_10", tile)
     monkeypatch.setenv("CUDA_SPLIT_K", "3")
-    for i, (M, N, K) in enumerate([(129, 260, 100), (200, 68, 264), (65, 129, 47)]):
+    # (260, 516, 40): float4 path, interior 128x256 tiles next to partial ones in M and N.
+    for i, (M, N, K) in enumerate([(129, 260, 100), (200, 68, 264), (65, 129, 47), (260, 516, 40)]):
         alpha, beta = AB[i % len(AB)]
         res, _, _ = run(backend, KERNELS[name], Problem(M, N, K, alpha=alpha, beta=beta))
         assert res.ok, f"{name} {tile} {M}x{N}x{K}: {res.message}"
