@@ -22,7 +22,7 @@ def plot(results: list[Result], path: str, title: str = "") -> str:
     shapes = sorted({(r.M * r.N * r.K, r.shape) for r in ok})
     xpos = {s: i for i, (_, s) in enumerate(shapes)}
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 6), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 7), gridspec_kw={"width_ratios": [3, 2]})
     lines = defaultdict(list)
     for r in ok:
         lines[_label(r)].append((xpos[r.shape], r.tflops, r.family))
@@ -39,7 +39,7 @@ def plot(results: list[Result], path: str, title: str = "") -> str:
     ax1.set_xlabel("M x N x K")
     ax1.set_title("Throughput by size (cuBLAS dashed)")
     ax1.grid(alpha=0.3)
-    ax1.legend(fontsize=7, ncol=2)
+    ax1.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.22))
 
     # Staircase: the largest shape that has a cuBLAS row, one bar per kernel in ladder order.
     with_base = [r for r in ok if r.pct_cublas is not None and r.family != "cublas"]
