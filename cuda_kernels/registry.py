@@ -6,9 +6,9 @@ dynamic shared memory) its .cu file is compiled for. The loader instantiates exa
 exactly these with nvcc, and ``prepare`` launches one of them. There is no second list.
 
 Knobs (environment, read at prepare time):
-* ``CUDA_TILE_09`` / ``CUDA_TILE_10``: block tile of stages 09 / 10: ``128x128x16`` (default: half the
-  barriers per FFMA of BK=8, twice the loop code), ``128x128x8`` or ``128x128x8s3``
-  (three shared-memory stages instead of two). Stage 09 also takes the experimental
+* ``CUDA_TILE_09`` / ``CUDA_TILE_10``: block tile of stages 09 / 10: ``128x128x16`` (half the
+  barriers per FFMA of BK=8, twice the loop code; stage 10's default), ``128x128x8`` or
+  ``128x128x8s3`` (three shared-memory stages instead of two; stage 09's default). See DEFAULT_TILE. Stage 09 also takes the experimental
   ``VARIANTS_09`` (swizzle group 4/16, 128x256 tiles with 8x16 per thread); ``python -m
   cuda_kernels.sweep`` times them all.
 * ``CUDA_SPLIT_K``: force the split count of stage 10 (1 = no split).
@@ -112,6 +112,10 @@ VARIANTS_09 = {
 }
 _TILE_PARAMS_09 = {**{t: (128, 128, bk, st, 64, 8) for t, (bk, st) in PIPELINE_TILES.items()}, **VARIANTS_09}
 TILES_09 = TILES_10 + tuple(VARIANTS_09)
+# Defaults from `python -m cuda_kernels.sweep` on an H200 (results/h200/cuda-sweep.json): for the
+# square ladder three BK=8 stages won (46.4 TFLOP/s at 4096^3, 46.8 at 8192^3; BK=16 two stages
+# 45.7 / 46.7); for split-K, BK=16 won on both long-K shapes (45.0 / 45.5 against 44.4 / 44.7).
+DEFAULT_TILE = {9: "128x128x8s3", 10: "128x128x16"}
 
 SPECS: tuple[StageSpec, ...] = (
     StageSpec(1, "naive", "01_naive.cu",
@@ -204,7 +208,7 @@ def _tile_choice(stage_number: int) -> str:
     import os
     var = f"CUDA_TILE_{stage_number:02d}"
     tiles = TILES_09 if stage_number == 9 else TILES_10
-    t = os.environ.get(var, "").strip() or tiles[0]
+    t = os.environ.get(var, "").strip() or DEFAULT_TILE[stage_number]
     if t not in tiles:
         raise ValueError(f"{var} must be one of {', '.join(tiles)}; got {t!r}")
     return t

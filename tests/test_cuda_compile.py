@@ -189,7 +189,8 @@ def test_tile_knob_is_checked(monkeypatch):
     with pytest.raises(ValueError, match="CUDA_TILE_09 must be one of 128x128x16, 128x128x8, 128x128x8s3, "):
         registry._tile_choice(9)
     monkeypatch.delenv("CUDA_TILE_09")
-    assert registry._tile_choice(9) == "128x128x16"  # the default is unchanged
+    assert registry._tile_choice(9) == registry.DEFAULT_TILE[9] == "128x128x8s3"
+    assert registry._tile_choice(10) == registry.DEFAULT_TILE[10] == "128x128x16"
     for t in registry.VARIANTS_09:  # stage-09-only variants: accepted by 09, refused by 10
         monkeypatch.setenv("CUDA_TILE_09", t)
         monkeypatch.setenv("CUDA_TILE_10", t)
