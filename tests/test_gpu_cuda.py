@@ -16,7 +16,7 @@ from compare.check import check  # noqa: E402
 from compare.inputs import make_inputs  # noqa: E402
 from compare.problem import Problem  # noqa: E402
 from compare.runner import check_kernel  # noqa: E402
-from cuda_kernels.registry import TILES_09  # noqa: E402
+from cuda_kernels.registry import TILES_09, TILES_10  # noqa: E402
 
 KERNELS = {k.name: k for k in cuda_kernels.KERNELS}
 FLOAT4_ONLY = ("vectorized", "bank_conflict_free")
@@ -109,8 +109,8 @@ def test_launches_go_to_torchs_current_stream():
         assert res.ok, f"{name}: {res.message}"
 
 
-@pytest.mark.parametrize("name", ["cuda.09_double_buffered", "cuda.10_split_k"])
-@pytest.mark.parametrize("tile", TILES_09)
+@pytest.mark.parametrize("name, tile", [("cuda.09_double_buffered", t) for t in TILES_09]
+                         + [("cuda.10_split_k", t) for t in TILES_10])
 def test_every_pipeline_tile(name, tile, monkeypatch):
     monkeypatch.setenv("CUDA_TILE_09", tile)
     monkeypatch.setenv("CUDA_TILE_10", tile)
