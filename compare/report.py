@@ -27,10 +27,10 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
     """The human columns, as strings, shared by the table and markdown views."""
     rows = []
     for r in results:
-        ms = "-" if r.median_ms is None else f"{r.median_ms:.4g} ±{r.iqr_ms / 2:.2g}"
+        ms = "-" if r.median_ms is None else f"{r.median_ms:.4g} ±{r.iqr_ms / 2:.1g}"
         rows.append({
             "kernel": r.kernel, "family": r.family, "stage": r.stage, "shape": r.shape,
-            "prec": r.precision, "median ms ±IQR/2": ms, "TFLOP/s": _num(r.tflops, ".1f"),
+            "prec": r.precision, "ms ±IQR/2": ms, "TFLOP/s": _num(r.tflops, ".1f"),
             "% cuBLAS": _num(r.pct_cublas, ".0f"), "% peak": _num(r.pct_peak, ".0f"),
             "rel err": _num(r.rel_err, ".1e"),
             "status": r.status_text + (" (throttled)" if r.throttled else ""),
@@ -63,13 +63,22 @@ def to_table(results: list[Result], env: dict, file) -> None:
     if not rows:
         console.print("(no results)")
         return
-    t = Table(show_lines=False, header_style="bold")
-    for col in rows[0]:
-        t.add_column(col, justify="right" if col not in ("kernel", "family", "stage", "status", "prec") else "left",
-                     no_wrap=col in ("kernel", "shape"), overflow="fold")
+    # A narrow terminal keeps the columns that carry the comparison; family and stage are in
+    # the kernel's name, % of peak is in the json/csv.
+    drop = {"family", "stage", "% peak"} if console.width < 150 else set()
+    precs = {r.precision for r in results}
+    if drop and len(precs) == 1:
+        drop.add("prec")
+        console.print(f"precision: {precs.pop()}", highlight=False)
+    from rich import box
+    t = Table(show_lines=False, header_style="bold", pad_edge=False, box=box.SIMPLE_HEAD)
+    cols = [c for c in rows[0] if c not in drop]
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("kernel", "family", "stage", "status", "prec") else "right",
+                     no_wrap=col != "status", overflow="fold")
     for row, r in zip(rows, results):
         style = {"FAILED": "bold red", "error": "red", "unsupported": "dim", "skipped": "dim"}.get(r.status)
-        t.add_row(*row.values(), style=style)
+        t.add_row(*(row[c] for c in cols), style=style)
     console.print(t)
 
 
