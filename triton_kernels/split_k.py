@@ -170,10 +170,20 @@ def _reduce_kernel(w_ptr, c_ptr, M, N, S, stride_cm, stride_cn, alpha, beta,
     # element: the same bits on every run. Flat, coalesced walk over the M*N elements.
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < M * N
+    MN = M * N
+    mask = offs < MN
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in range(0, S):
-        acc += tl.load(w_ptr + s * M * N + offs, mask=mask, other=0.0)
+    # Four partials are loaded before any is added, so their loads are in flight together; the
+    # adds stay in index order (a masked-out partial adds an exact 0.0).
+    for s0 in range(0, S, 4):
+        w0 = tl.load(w_ptr + s0 * MN + offs, mask=mask, other=0.0)
+        w1 = tl.load(w_ptr + (s0 + 1) * MN + offs, mask=mask & (s0 + 1 < S), other=0.0)
+        w2 = tl.load(w_ptr + (s0 + 2) * MN + offs, mask=mask & (s0 + 2 < S), other=0.0)
+        w3 = tl.load(w_ptr + (s0 + 3) * MN + offs, mask=mask & (s0 + 3 < S), other=0.0)
+        acc += w0
+        acc += w1
+        acc += w2
+        acc += w3
     c_ptrs = c_ptr + (offs // N) * stride_cm + (offs % N) * stride_cn
     out = acc * alpha
     if HAS_BETA:
@@ -279,7 +289,8 @@ class _Plan:
         _tuner.ensure(self.key, C, first)
         self._partials(C)
         if self.mode == WORKSPACE:
-            BLOCK = 1024
+            # Enough programs to reach every SM a few times over even for a 256x256 output.
+            BLOCK = 1024 if self.M * self.N >= 1024 * 4 * sm_count(C.device) else 256
             grid = (triton.cdiv(self.M * self.N, BLOCK),)
             _reduce_kernel[grid](self.W, C, self.M, self.N, self.S, C.stride(0), C.stride(1),
                                  self.alpha, self.beta, HAS_BETA=self.beta != 0, BLOCK=BLOCK, num_warps=4)
