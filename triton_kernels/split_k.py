@@ -102,7 +102,7 @@ def _prune(configs, named_args, **kwargs):
 
 @triton.autotune(
     configs=[INTERPRET_CONFIG] if interpreting() else _ALL_CONFIGS,
-    key=["M", "N", "K", "K_CHUNK", "PRECISION", "PRESPLIT", "MODE"],
+    key=["M", "N", "K", "K_CHUNK", "PRECISION", "PRESPLIT", "MODE", "stride_am"],
     prune_configs_by={"early_config_prune": _prune},
     cache_results=True,
 )

@@ -217,7 +217,7 @@ def mac(acc, a_ptr, b_ptr, offs_am, offs_bn, k_lo, k_hi,
 
 @triton.autotune(
     configs=[INTERPRET_CONFIG] if interpreting() else _ALL_CONFIGS,
-    key=["M", "N", "K", "PRECISION", "PRESPLIT"],
+    key=["M", "N", "K", "PRECISION", "PRESPLIT", "stride_am"],
     prune_configs_by={"early_config_prune": _prune},
     cache_results=True,
 )
@@ -285,17 +285,20 @@ TUNING: dict = {}
 
 
 def operand_mode(precision: str, override: Optional[str] = None) -> str:
-    """How A and B reach the kernel (see _operands.py): fp32 reads them as given; tf32 reads B
-    through a K-major copy; tf32x3 pre-splits both into TF32 pairs. ``override`` (or the env
-    variable TRITON_TF32_OPERANDS, for the tensor-core precisions) picks another mode, to
-    compare on a GPU: direct | k_major | presplit (presplit only for tf32x3)."""
+    """How A and B reach the kernel (see _operands.py): fp32 reads A through an M-major copy
+    and B as given; tf32 and tf32x3 read B through a K-major copy. ``override`` (or the env
+    variable TRITON_FP32_OPERANDS / TRITON_TF32_OPERANDS) picks another mode, to compare on a
+    GPU: direct | k_major | presplit (tf32x3 only) | m_major_a (fp32 only)."""
     mode = override
-    if mode is None and precision != "fp32":
-        mode = os.environ.get("TRITON_TF32_OPERANDS", "").strip() or None
     if mode is None:
-        mode = {"fp32": ops.DIRECT, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}[precision]
-    if mode not in (ops.DIRECT, ops.K_MAJOR, ops.PRESPLIT):
-        raise ValueError(f"unknown operand mode {mode!r}; choose direct, k_major or presplit")
+        var = "TRITON_FP32_OPERANDS" if precision == "fp32" else "TRITON_TF32_OPERANDS"
+        mode = os.environ.get(var, "").strip() or None
+    if mode is None:
+        mode = {"fp32": ops.M_MAJOR_A, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}[precision]
+    if mode not in (ops.DIRECT, ops.K_MAJOR, ops.PRESPLIT, ops.M_MAJOR_A):
+        raise ValueError(f"unknown operand mode {mode!r}; choose direct, k_major, presplit or m_major_a")
+    if mode == ops.M_MAJOR_A and precision != "fp32":
+        raise ValueError(f"operand mode 'm_major_a' is an fp32 (FFMA) layout study; precision is {precision!r}")
     if mode == ops.PRESPLIT and precision != "tf32x3":
         raise ValueError(f"operand mode 'presplit' is the tf32x3 algorithm; precision is {precision!r}")
     return mode
@@ -372,5 +375,5 @@ KERNEL = register(Kernel(
     meta={"configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
           "autotune_key": "M, N, K, precision (+ presplit)",
           "autotune_cache": "triton.autotune(cache_results=True) under TRITON_CACHE_DIR",
-          "operands": {"fp32": ops.DIRECT, "tf32": ops.K_MAJOR, "tf32x3": ops.PRESPLIT}},
+          "operands": {"fp32": ops.M_MAJOR_A, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}},
 ))
