@@ -204,7 +204,7 @@ def test_one_tf32_pass_fails_fp32_tolerance_three_pass():
 
 
 @pytest.mark.parametrize("precision,mode", [("tf32", "direct"), ("tf32x3", "k_major"), ("tf32x3", "direct"),
-                                            ("fp32", "k_major")])
+                                            ("fp32", "k_major"), ("fp32", "m_major_a")])
 def test_operand_mode_overrides(precision, mode):
     torch.manual_seed(1)
     A, B, C0 = torch.randn(40, 100), torch.randn(100, 30), torch.randn(40, 30)
@@ -218,6 +218,26 @@ def test_operand_mode_overrides(precision, mode):
         tiled.tiled_matmul(A, B, torch.empty(40, 30), precision="tf32", operands="presplit")
     with pytest.raises(ValueError, match="unknown operand mode"):
         tiled.tiled_matmul(A, B, torch.empty(40, 30), precision="tf32", operands="fast")
+    with pytest.raises(ValueError, match="'m_major_a' is an fp32"):
+        tiled.tiled_matmul(A, B, torch.empty(40, 30), precision="tf32", operands="m_major_a")
+
+
+def test_fp32_takes_the_m_major_copy_of_a_only_for_wide_outputs():
+    assert tiled.operand_mode("fp32", N=tiled.M_MAJOR_A_MIN_N) == _operands.M_MAJOR_A
+    assert tiled.operand_mode("fp32", N=tiled.M_MAJOR_A_MIN_N - 1) == _operands.DIRECT
+    assert tiled.operand_mode("fp32") == _operands.DIRECT          # split-K: no N, no copy
+    assert tiled.operand_mode("tf32", N=4096) == _operands.K_MAJOR
+
+
+@pytest.mark.parametrize("shape", [(7, 33, 127), (77, 65, 300), (255, 129, 1023)], ids=str)
+def test_m_major_a_on_odd_shapes(shape):
+    M, K, N = shape[0], shape[2], shape[1]
+    torch.manual_seed(2)
+    A, B, C0 = torch.randn(M, K), torch.randn(K, N), torch.randn(M, N)
+    C = C0.clone()
+    tiled.tiled_matmul(A, B, C, -2.0, 0.5, "fp32", operands="m_major_a")
+    torch.testing.assert_close(C.double(), -2 * (A.double() @ B.double()) + 0.5 * C0.double(),
+                               rtol=1e-5, atol=1e-4)
 
 
 FUNCS = [naive_blocked.naive_blocked_matmul, tiled.tiled_matmul, split_k.split_k_matmul,

@@ -32,7 +32,9 @@ Three facts about Hopper decide how A and B should reach ``tl.dot``:
    (A^T, contiguous along M; one coalesced transpose per launch, inside the timed region) makes
    them vector loads, as CUDA stage 06 does by storing A transposed in shared memory. Measured on
    an H200 (results/h200/fp32-operands/): triton.tiled fp32 44.9 -> 49.4 TFLOP/s at 4096^3
-   (88% -> 97% of cuBLAS), 46.9 -> 50.2 at 8192^3, 42.3 -> 47.0 at 2048^3.
+   (88% -> 97% of cuBLAS), 46.9 -> 50.2 at 8192^3, 42.3 -> 47.0 at 2048^3. The copy moves
+   8*M*K bytes, so for small N it costs more than it saves (split-K at 256x256x131072: 86% ->
+   80%); tiled.py uses it from N >= 2048 and split_k.py not at all.
 
 Workspaces are allocated once (in ``prepare``); ``fill`` launches the pass(es) on the current
 stream and is part of every timed launch, since the user handed us plain row-major fp32.

@@ -284,17 +284,25 @@ _tuner = ScratchTuner()
 TUNING: dict = {}
 
 
-def operand_mode(precision: str, override: Optional[str] = None) -> str:
+# The M-major copy of A costs ~8*M*K bytes of traffic against 2*M*N*K FFMA flops: ~1.5% at
+# N = 4096 but 11% at N = 256 (measured in split-K: 86% -> 80% of cuBLAS at 256x256x131072).
+# It is used from this N up, where it was measured to pay (2048..8192: +8..11%).
+M_MAJOR_A_MIN_N = 2048
+
+
+def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int] = None) -> str:
     """How A and B reach the kernel (see _operands.py): fp32 reads A through an M-major copy
     and B as given; tf32 and tf32x3 read B through a K-major copy. ``override`` (or the env
     variable TRITON_FP32_OPERANDS / TRITON_TF32_OPERANDS) picks another mode, to compare on a
-    GPU: direct | k_major | presplit (tf32x3 only) | m_major_a (fp32 only)."""
+    GPU: direct | k_major | presplit (tf32x3 only) | m_major_a (fp32 only). fp32 takes the
+    M-major copy only when ``N`` is given and >= M_MAJOR_A_MIN_N."""
     mode = override
     if mode is None:
         var = "TRITON_FP32_OPERANDS" if precision == "fp32" else "TRITON_TF32_OPERANDS"
         mode = os.environ.get(var, "").strip() or None
     if mode is None:
-        mode = {"fp32": ops.M_MAJOR_A, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}[precision]
+        fp32 = ops.M_MAJOR_A if N is not None and N >= M_MAJOR_A_MIN_N else ops.DIRECT
+        mode = {"fp32": fp32, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}[precision]
     if mode not in (ops.DIRECT, ops.K_MAJOR, ops.PRESPLIT, ops.M_MAJOR_A):
         raise ValueError(f"unknown operand mode {mode!r}; choose direct, k_major, presplit or m_major_a")
     if mode == ops.M_MAJOR_A and precision != "fp32":
@@ -338,7 +346,7 @@ def tiled_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float
     ``operands`` overrides how A and B are fed (see :func:`operand_mode`). A direct call
     allocates the tf32/tf32x3 workspaces each time; ``prepare`` (the benchmark path) does it once."""
     check_gemm_args("tiled_matmul", A, B, C, alpha, beta, precision, PRECISIONS)
-    o = ops.make_operands(A, B, operand_mode(precision, operands))
+    o = ops.make_operands(A, B, operand_mode(precision, operands, N=B.shape[1]))
     _run(o, C, alpha, beta, precision)
     return C
 
@@ -349,7 +357,7 @@ def best_config(M: int, N: int, K: int, precision: str, operands: Optional[str] 
     is the one used by the latest launch."""
     if interpreting():
         return str(INTERPRET_CONFIG)
-    want = (M, N, K, DOT_PRECISION[precision], operand_mode(precision, operands) == ops.PRESPLIT)
+    want = (M, N, K, DOT_PRECISION[precision], operand_mode(precision, operands, N=N) == ops.PRESPLIT)
     for key, cfg in _tiled_kernel.cache.items():
         if tuple(key[:5]) == want:
             return str(cfg)
@@ -360,7 +368,7 @@ def _prepare(problem, inputs):
     A, B, C = inputs.A, inputs.B, inputs.C
     alpha, beta, precision = problem.alpha, problem.beta, problem.precision
     check_gemm_args("triton.tiled", A, B, C, alpha, beta, precision, PRECISIONS)
-    o = ops.make_operands(A, B, operand_mode(precision))   # workspaces allocated once, here
+    o = ops.make_operands(A, B, operand_mode(precision, N=problem.N))   # workspaces allocated once, here
 
     def launch():
         _run(o, C, alpha, beta, precision)
@@ -375,5 +383,6 @@ KERNEL = register(Kernel(
     meta={"configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
           "autotune_key": "M, N, K, precision (+ presplit)",
           "autotune_cache": "triton.autotune(cache_results=True) under TRITON_CACHE_DIR",
-          "operands": {"fp32": ops.M_MAJOR_A, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}},
+          "operands": {"fp32": f"{ops.M_MAJOR_A} (N >= {M_MAJOR_A_MIN_N}) else {ops.DIRECT}",
+                       "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}},
 ))
