@@ -146,7 +146,7 @@ class _GemmTrack:
         m = measure(self._launch, before=self._inputs.reset_c)
         if m.throttled:
             print(f"warning: {kernel} {shape} {precision}: GPU throttled while measuring "
-                  f"({', '.join(m.throttle_reasons) or 'SM clock below 90% of max'})", file=_sys.stderr)
+                  f"({', '.join(m.throttle_reasons) or 'SM clock below 95% of max'})", file=_sys.stderr)
         return m.median_s
 
 

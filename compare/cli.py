@@ -254,9 +254,8 @@ def _main(args) -> int:
     finally:
         if prog:
             prog.stop()
-    env = gpuinfo.environment().as_dict() if device is None else {
-        "gpu": "none (Triton interpreter on CPU)", "torch": gpuinfo._static_env()["torch"],
-        "triton": gpuinfo._static_env()["triton"], "cupy": gpuinfo._static_env()["cupy"],
-        "python": gpuinfo._static_env()["python"]}
+    env = gpuinfo.environment().as_dict()
+    if args.interpret:
+        env["gpu"] = "none (Triton interpreter on CPU)"
     render(results, env, args)
     return 1 if runner.any_failed(results) else 0

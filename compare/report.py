@@ -39,6 +39,10 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
 
 
 def header_lines(env: dict) -> list[str]:
+    versions = (f"torch {env.get('torch')}, triton {env.get('triton')}, cupy {env.get('cupy')}, "
+                f"python {env.get('python')}")
+    if not env.get("sm_count"):   # no GPU (interpreter run)
+        return [f"GPU: {env.get('gpu')}", versions]
     peak = env.get("fp32_peak_tflops")
     lines = [
         f"GPU: {env.get('gpu')} ({env.get('sm_count')} SMs, cc {env.get('compute_capability')}, "

@@ -7,7 +7,6 @@ what it raised (status "error").
 """
 from __future__ import annotations
 
-import math
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -178,10 +177,11 @@ def baseline_pairs(pairs: Iterable[tuple[Kernel, Problem]]) -> list[tuple[Kernel
 def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device: Optional[str] = None,
         measure_kw: Optional[dict] = None, skip: Optional[Callable[[Kernel], Optional[str]]] = None,
         progress: Optional[Callable[[Kernel, Problem], None]] = None) -> list[Result]:
-    """Every (kernel, problem) pair, in order. Keep pairs of one problem together: inputs and the
-    float64 reference are made once per problem and shared by every kernel."""
+    """Every (kernel, problem) pair, in order (pass them through ``baseline_pairs`` first). Keep
+    pairs of one problem together: inputs and the float64 reference are made once per problem
+    and shared by every kernel."""
     results = []
-    for k, p in baseline_pairs(pairs):
+    for k, p in pairs:
         if progress:
             progress(k, p)
         why = skip(k) if skip else None
@@ -196,6 +196,3 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
 def any_failed(results: Iterable[Result]) -> bool:
     return any(r.status in (FAILED,) for r in results)
 
-
-def finite(x) -> bool:
-    return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
