@@ -33,7 +33,7 @@ def matmul_precision(tf32: bool):
             m.allow_tf32 = old
 
 
-def _prepare(problem, inputs):
+def _prepare(problem, inputs, options=None):
     A, B, C = inputs.A, inputs.B, inputs.C
     alpha, beta = problem.alpha, problem.beta
     tf32 = problem.precision == "tf32"

@@ -48,13 +48,33 @@ BASELINE_STAGE = "cublas"
 
 
 @dataclass(frozen=True)
+class Option:
+    """One knob of a kernel (tile, split count, operand mode, autotune on/off), declared with it.
+
+    ``parse`` turns the user's text (``--opt name=value``) into the value ``prepare`` receives and
+    raises ``ValueError`` with a readable message on a bad value. A kernel's heuristic chooses every
+    option the user leaves out; whatever was used, chosen or given, is reported in the result
+    row's ``config``.
+    """
+
+    name: str
+    help: str
+    parse: Callable[[str], object] = str
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One row of the comparison.
 
-    ``prepare(problem, inputs)`` compiles / autotunes and returns ``launch``: a zero-argument
-    callable that enqueues ``C = alpha*A@B + beta*C`` (in place, BLAS semantics; with beta == 0
-    C must not be read) on torch's current CUDA stream and returns without synchronizing.
-    ``prepare`` may write C; the harness resets C before every checked or timed run.
+    ``prepare(problem, inputs, options)`` compiles / autotunes and returns ``launch``: a
+    zero-argument callable that enqueues ``C = alpha*A@B + beta*C`` (in place, BLAS semantics;
+    with beta == 0 C must not be read) on torch's current CUDA stream and returns without
+    synchronizing. ``options`` maps option names (declared in ``options``) to parsed values the
+    user chose; the kernel picks the rest itself. ``launch.config`` (a dict attribute of the
+    returned callable) holds the resolved configuration: every knob's value, whether chosen by the
+    kernel's heuristic, an autotuner or the user. The runner reads it after the first launch, so an
+    autotuner may fill it in then. ``prepare`` may write C; the harness resets C before every
+    checked or timed run.
     ``supports(problem)`` returns None or the reason, in words, that the kernel can't take it.
     """
 
@@ -68,8 +88,25 @@ class Kernel:
     variant: str = ""
     # Runs under TRITON_INTERPRET=1 on CPU tensors (correctness only).
     interpretable: bool = False
-    # Extra knobs a user may see (tile sizes, split count, ...), for --list and docs.
+    # The knobs a user may set with --opt; everything else about the kernel is fixed.
+    options: tuple = ()
+    # Descriptive facts for --list and docs (config counts, operand layouts); never read to run.
     meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def parse_options(self, raw: dict) -> dict:
+        """``{name: text}`` -> ``{name: value}``; a UsageError names an unknown option or bad value."""
+        from .errors import UsageError
+        known = {o.name: o for o in self.options}
+        out = {}
+        for name, text in raw.items():
+            if name not in known:
+                have = ", ".join(sorted(known)) or "none"
+                raise UsageError(f"{self.name} has no option {name!r} (its options: {have})")
+            try:
+                out[name] = known[name].parse(text)
+            except (ValueError, TypeError) as e:
+                raise UsageError(f"{self.name}: bad value {text!r} for option {name!r}: {e}") from None
+        return out
 
     @property
     def group(self) -> str:

@@ -37,6 +37,8 @@ class Result:
     beta: float
     status: str
     reason: str = ""
+    # The resolved configuration that produced this row (tile, split, autotuned config, ...).
+    config: dict = field(default_factory=dict)
     median_ms: Optional[float] = None
     iqr_ms: Optional[float] = None
     min_ms: Optional[float] = None
@@ -74,13 +76,20 @@ def _sync(inputs: Inputs) -> None:
         torch.cuda.synchronize()
 
 
-def prepare(kernel: Kernel, problem: Problem, inputs: Inputs) -> tuple[Callable[[], None], float]:
-    """Compile / autotune and do the first launch; returns (launch, seconds it took)."""
+def prepare(kernel: Kernel, problem: Problem, inputs: Inputs,
+            options: Optional[dict] = None) -> tuple[Callable[[], None], float]:
+    """Compile / autotune and do the first launch; returns (launch, seconds it took).
+    ``launch.config`` is the resolved configuration (read after the first launch: autotuners
+    choose then)."""
     t0 = time.perf_counter()
-    launch = kernel.prepare(problem, inputs)
+    launch = kernel.prepare(problem, inputs, dict(options or {}))
     launch()
     _sync(inputs)
     return launch, time.perf_counter() - t0
+
+
+def config_of(launch) -> dict:
+    return dict(getattr(launch, "config", None) or {})
 
 
 def checked_run(problem: Problem, inputs: Inputs, launch: Callable[[], None]) -> _check.CheckResult:
@@ -93,13 +102,13 @@ def checked_run(problem: Problem, inputs: Inputs, launch: Callable[[], None]) ->
 
 
 def check_kernel(kernel: Kernel, problem: Problem, device: Optional[str] = None,
-                 repeats: int = 1) -> _check.CheckResult:
+                 repeats: int = 1, options: Optional[dict] = None) -> _check.CheckResult:
     """For tests: prepare and check ``kernel`` on ``problem``; raises if unsupported."""
     why = kernel.why_not(problem)
     if why:
         raise ValueError(f"{kernel.name} can't run {problem.shape} {problem.precision}: {why}")
     inputs = make_inputs(problem, device)
-    launch, _ = prepare(kernel, problem, inputs)
+    launch, _ = prepare(kernel, problem, inputs, options)
     res = None
     for _ in range(repeats):
         res = checked_run(problem, inputs, launch)
@@ -109,13 +118,13 @@ def check_kernel(kernel: Kernel, problem: Problem, device: Optional[str] = None,
 
 
 def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device: Optional[str] = None,
-               measure_kw: Optional[dict] = None) -> Result:
+               measure_kw: Optional[dict] = None, options: Optional[dict] = None) -> Result:
     why = kernel.why_not(problem)
     if why:
         return _base(kernel, problem, UNSUPPORTED, why)
     try:
         inputs = make_inputs(problem, device)
-        launch, prep_s = prepare(kernel, problem, inputs)
+        launch, prep_s = prepare(kernel, problem, inputs, options)
         res = checked_run(problem, inputs, launch)
     except Exception as exc:  # a kernel that raises is a row, not a crash of the whole comparison
         msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
@@ -123,6 +132,7 @@ def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device:
             traceback.print_exc()
         return _base(kernel, problem, ERROR, msg[:300])
     r = _base(kernel, problem, OK if res.ok else FAILED, "" if res.ok else res.message)
+    r.config = config_of(launch)
     r.rel_err, r.worst_err, r.prepare_s = res.rel_err, res.worst_err, prep_s
     if not res.ok or not timing:
         return r

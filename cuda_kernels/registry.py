@@ -234,7 +234,7 @@ def _gemm_args(problem, A, B, C):
 
 def _single_kernel_prepare(spec: StageSpec, pick: Callable):
     """Stages that are one kernel launch over a 1-D grid of C tiles."""
-    def prepare(problem, inputs):
+    def prepare(problem, inputs, options=None):
         cfg = pick(problem, inputs)
         be = loader.backend()
         fn = be.function(spec.file, cfg)
@@ -326,7 +326,7 @@ def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 8, blocks_per_sm
 def _split_k_prepare(spec: StageSpec, atomic: bool):
     spec09 = next(s for s in SPECS if s.number == 9)
 
-    def prepare(problem, inputs):
+    def prepare(problem, inputs, options=None):
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
         tile = TILES_10[0] if atomic else _tile_choice(10)

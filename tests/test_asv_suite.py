@@ -134,7 +134,7 @@ def test_asv_conf():
 def _fake_kernel(wrong: bool):
     from compare.registry import Kernel
 
-    def prepare(problem, inputs):
+    def prepare(problem, inputs, options=None):
         A, B, C = inputs.A, inputs.B, inputs.C
 
         def launch():

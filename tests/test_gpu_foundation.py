@@ -47,7 +47,7 @@ def test_cublas_alpha_beta(alpha, beta):
 
 
 def test_a_wrong_kernel_is_failed_and_never_timed():
-    def prepare_wrong(problem, inputs):
+    def prepare_wrong(problem, inputs, options=None):
         def launch():
             inputs.C.copy_(inputs.A[:, : inputs.C.shape[1]] * 0 + 1)
         return launch
@@ -55,7 +55,7 @@ def test_a_wrong_kernel_is_failed_and_never_timed():
     r = run_kernel(bad, Problem(64, 64, 64))
     assert r.status == "FAILED" and r.median_ms is None and r.samples is None
 
-    def prepare_skips_one(problem, inputs):
+    def prepare_skips_one(problem, inputs, options=None):
         def launch():
             inputs.C.copy_(inputs.A @ inputs.B)
             inputs.C[-1, -1] = float("nan")

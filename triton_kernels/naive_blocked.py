@@ -82,7 +82,7 @@ def naive_blocked_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alph
     return C
 
 
-def _prepare(problem, inputs):
+def _prepare(problem, inputs, options=None):
     A, B, C = inputs.A, inputs.B, inputs.C
     check_gemm_args("triton.naive_blocked", A, B, C, problem.alpha, problem.beta, problem.precision, PRECISIONS)
     alpha, beta = problem.alpha, problem.beta

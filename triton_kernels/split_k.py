@@ -334,7 +334,7 @@ def best_config(plan_key) -> Optional[str]:
 
 
 def _make_prepare(name: str, deterministic: bool):
-    def _prepare(problem, inputs):
+    def _prepare(problem, inputs, options=None):
         A, B, C = inputs.A, inputs.B, inputs.C
         check_gemm_args(name, A, B, C, problem.alpha, problem.beta, problem.precision, PRECISIONS)
         plan = _Plan(A, B, C, problem.alpha, problem.beta, problem.precision, deterministic)

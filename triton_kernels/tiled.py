@@ -364,7 +364,7 @@ def best_config(M: int, N: int, K: int, precision: str, operands: Optional[str] 
     return None
 
 
-def _prepare(problem, inputs):
+def _prepare(problem, inputs, options=None):
     A, B, C = inputs.A, inputs.B, inputs.C
     alpha, beta, precision = problem.alpha, problem.beta, problem.precision
     check_gemm_args("triton.tiled", A, B, C, alpha, beta, precision, PRECISIONS)
