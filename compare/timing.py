@@ -4,17 +4,35 @@ Why our own and not ``triton.testing.do_bench`` or cuda-bench (nvbench's Python 
 do_bench times with events and flushes L2, but it runs a fixed time budget rather than stopping
 on a noise target, reports no IQR/noise, and knows nothing about clocks; cuda-bench has the
 statistics we want but owns the launch loop and process (its own CLI, its own state object) and
-is not on the GPU images we run on. The contract below is ~100 lines, so we keep it here:
+is not on the GPU images we run on. The contract below is small, so we keep it here:
 
 * warm-up: the launch runs until at least ``warmup_s`` of GPU work has passed (clocks ramp up,
-  lazy module loads and autotune hits happen outside the samples);
+  lazy module loads and autotune hits happen outside the samples); it also measures how long
+  the host takes to enqueue one launch (its "dispatch" time);
 * every sample: optional ``before`` hook (e.g. reset C), then an L2 flush (writing a buffer of
-  2x the device's L2, size read off the device), then CUDA events around the launch alone;
+  2x the device's L2, size read off the device), then a *hold*, then CUDA events around the
+  launch alone;
 * adaptive count: at least ``min_samples``; then more, in batches, until the relative standard
   error of the median (estimated from the IQR) is under ``target_noise`` or ``budget_s`` of
   sampling has passed, or ``max_samples`` are taken;
 * reports median, IQR, min, max, sample count, noise; SM clock, temperature and NVML throttle
-  reasons before and after, and a ``throttled`` flag.
+  reasons before and after, and a ``throttled`` flag; and how the samples were taken
+  (``method``, ``hold_us``, ``hold_failures``, ``dispatch_us``).
+
+The hold: the start event is enqueued before Python has dispatched the launch. If the GPU is
+idle it reaches that event at once and then waits for the launch, so a kernel shorter than its
+dispatch (Triton's Python launcher: tens of us) would be timed as its dispatch. As nvbench
+does with its blocking kernel, we first enqueue a spin kernel (``torch.cuda._sleep``) that keeps
+the stream busy for a few times the measured dispatch time, so start event, launch and end
+event are all queued before the GPU reaches the start event. Whether it held is checked, not
+assumed: if the start event has already completed when the end event has been enqueued, the
+GPU caught up with the host; that sample is discarded and the hold doubled. A launch that
+waits for the GPU itself (a host sync inside it) can never be held; after the hold passes
+``HOLD_MAX_S`` the engine stops holding and says so (method "events (hold gave up)").
+
+``method="graph"`` captures the launch once in a CUDA graph and times its replay the same way
+(the launch must be capturable: it enqueues on torch's current stream, does no host sync).
+``method="events"`` is the old, unheld timing, kept to show what the hold removes.
 """
 from __future__ import annotations
 
@@ -25,6 +43,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 from . import gpuinfo
+from .errors import UsageError
+
+METHODS = ("hold", "graph", "events")
+# First hold: HOLD_FACTOR x the median dispatch time of the launch plus HOLD_FLOOR_S for the two
+# event records and host jitter. A failed hold is multiplied by HOLD_GROWTH; beyond HOLD_MAX_S
+# the launch is taken to wait for the GPU itself and holding stops.
+HOLD_FACTOR = 3.0
+HOLD_FLOOR_S = 20e-6
+HOLD_GROWTH = 2.0
+HOLD_MAX_S = 0.05
 
 
 @dataclass
@@ -41,6 +69,12 @@ class Measurement:
     temp_after_c: Optional[int] = None
     throttle_reasons: list = field(default_factory=list)
     throttled: bool = False
+    # How the samples were taken: "events+hold", "graph+hold", "events" (unheld: includes host
+    # dispatch whenever the GPU is idle), or "events (hold gave up)".
+    method: str = "events"
+    hold_us: Optional[float] = None   # the last hold used (after any growth)
+    hold_failures: int = 0            # samples discarded because the hold ended too early
+    dispatch_us: Optional[float] = None  # median host time to enqueue one launch (warm-up)
     times_s: list = field(default_factory=list, repr=False)
 
     def as_dict(self, with_times: bool = False) -> dict:
@@ -63,6 +97,92 @@ def _l2_flush_buffer():
     return _flush_buf
 
 
+_spin_cycles_per_s: dict = {}
+
+
+class TorchGPU:
+    """The GPU pieces of the sampling loop, all on torch's current stream (where every launch
+    enqueues its work). ``measure`` takes any object with these methods; the CPU tests pass a
+    simulated GPU with a fake clock."""
+
+    def __init__(self, flush: bool = True):
+        import torch
+        self._torch = torch
+        self.stream = torch.cuda.current_stream()
+        self._flush_buf = _l2_flush_buffer() if flush else None
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def flush_l2(self) -> None:
+        if self._flush_buf is not None:
+            self._flush_buf.zero_()
+
+    def new_event(self):
+        return self._torch.cuda.Event(enable_timing=True)
+
+    def record(self, event) -> None:
+        event.record(self.stream)
+
+    def completed(self, event) -> bool:
+        return event.query()
+
+    def elapsed_s(self, start, end) -> float:
+        return start.elapsed_time(end) / 1e3
+
+    def calibrate_hold(self) -> None:
+        """Spin cycles per second of ``torch.cuda._sleep`` (it counts SM clock cycles). The
+        fastest of a few runs, so that a hold lasts at least what was asked at any lower clock;
+        a clock boost beyond it shows up as a failed hold and grows the next one."""
+        torch = self._torch
+        dev = torch.cuda.current_device()
+        if dev in _spin_cycles_per_s:
+            return
+        cycles = 1_000_000            # ~0.5 ms at 2 GHz: the event/dispatch overhead is < 1% of it
+        torch.cuda._sleep(cycles)
+        best = math.inf
+        for _ in range(3):
+            s, e = self.new_event(), self.new_event()
+            self.record(s)
+            torch.cuda._sleep(cycles)
+            self.record(e)
+            e.synchronize()
+            best = min(best, self.elapsed_s(s, e))
+        _spin_cycles_per_s[dev] = cycles / best
+
+    def hold(self, seconds: float) -> None:
+        rate = _spin_cycles_per_s[self._torch.cuda.current_device()]
+        self._torch.cuda._sleep(max(1, int(seconds * rate)))
+
+    def capture(self, launch: Callable[[], None]) -> Callable[[], None]:
+        """``launch`` captured once in a CUDA graph; returns a zero-arg replay on the current
+        stream. The capture stream runs the launch once first (per-stream lazy state, e.g. a
+        cuBLAS workspace, must exist before capture)."""
+        torch = self._torch
+        side = torch.cuda.Stream()
+        side.wait_stream(self.stream)
+        try:
+            with torch.cuda.stream(side):
+                launch()
+            side.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=side):
+                launch()
+        except Exception as exc:
+            raise RuntimeError(f"the launch can't be captured in a CUDA graph ({type(exc).__name__}: {exc}); "
+                               "time it with method='hold'") from exc
+        self.stream.wait_stream(side)
+        self.stream.synchronize()
+
+        def replay():
+            graph.replay()
+        replay.graph = graph          # the graph lives as long as its replay
+        return replay
+
+
 def noise_of(times: list[float]) -> tuple[float, float]:
     """(median, relative standard error of the median). sigma ~ IQR/1.349 for a normal core, and
     the median's standard error is sqrt(pi/2)*sigma/sqrt(n); the IQR keeps outliers from
@@ -75,58 +195,109 @@ def noise_of(times: list[float]) -> tuple[float, float]:
     return med, 1.2533 * ((q3 - q1) / 1.349) / math.sqrt(n) / med
 
 
+@dataclass
+class _Sampled:
+    times: list
+    hold_s: Optional[float]
+    hold_failures: int
+    hold_gave_up: bool
+
+
+def _sample(gpu, launch: Callable[[], None], before: Optional[Callable[[], None]], *, min_n: int,
+            max_samples: int, target_noise: float, budget_s: float, hold_s: Optional[float]) -> _Sampled:
+    """The sampling loop. ``hold_s`` None: no hold (method "events")."""
+    times: list[float] = []
+    failures, gave_up = 0, False
+    t_start = gpu.now()
+    attempts, batch = 0, min_n
+    while True:
+        pending = []
+        for _ in range(batch):
+            attempts += 1
+            if before:
+                before()
+            gpu.flush_l2()
+            if hold_s is not None:
+                gpu.hold(hold_s)
+            s, e = gpu.new_event(), gpu.new_event()
+            gpu.record(s)
+            launch()
+            gpu.record(e)
+            if hold_s is not None and gpu.completed(s):
+                # The GPU reached the start event before the launch was all enqueued: this sample
+                # would count host dispatch. Drop it and hold longer.
+                failures += 1
+                hold_s *= HOLD_GROWTH
+                if hold_s > HOLD_MAX_S:
+                    hold_s, gave_up = None, True
+                continue
+            pending.append((s, e))
+        gpu.synchronize()
+        times.extend(gpu.elapsed_s(s, e) for s, e in pending)
+        elapsed = gpu.now() - t_start
+        if len(times) >= max_samples:
+            break
+        if len(times) >= min_n:
+            _, noise = noise_of(times)
+            if noise <= target_noise or elapsed >= budget_s:
+                break
+            # enough to halve the noise next round, but stay inside the budget and max_samples
+            per_attempt = elapsed / attempts
+            batch = max(1, min(len(times), max_samples - len(times),
+                               int((budget_s - elapsed) / max(per_attempt, 1e-12)) + 1))
+        else:
+            batch = min_n - len(times)   # discarded samples are made up, budget or not
+    return _Sampled(times=times, hold_s=hold_s, hold_failures=failures, hold_gave_up=gave_up)
+
+
 def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] = None,
             flush: bool = True, min_samples: int = 10, max_samples: int = 2000,
-            target_noise: float = 0.003, budget_s: float = 2.0, warmup_s: float = 0.05) -> Measurement:
-    import torch
+            target_noise: float = 0.003, budget_s: float = 2.0, warmup_s: float = 0.05,
+            method: str = "hold", gpu=None) -> Measurement:
+    """Time the GPU work of ``launch`` (see the module doc). ``method``: "hold" (default),
+    "graph" or "events". ``gpu``: the GPU pieces (default ``TorchGPU(flush)``; tests pass a fake)."""
+    if method not in METHODS:
+        raise UsageError(f"unknown timing method {method!r}; choose one of {', '.join(METHODS)}")
+    if min_samples < 1 or max_samples < 1:
+        raise UsageError(f"min_samples ({min_samples}) and max_samples ({max_samples}) must be >= 1")
+    if gpu is None:
+        gpu = TorchGPU(flush)
 
     gpuinfo.clock_sample()  # NVML init outside everything timed
-    flush_buf = _l2_flush_buffer() if flush else None
-    stream = torch.cuda.current_stream()
+    timed = gpu.capture(launch) if method == "graph" else launch
 
-    # Warm-up: also tells us roughly how long one launch takes.
-    t0 = time.perf_counter()
+    # Warm-up: also tells us roughly how long one launch takes, and its host dispatch time.
+    t0 = gpu.now()
     n_warm = 0
+    dispatch = []
     while True:
         if before:
             before()
-        launch()
+        t = gpu.now()
+        timed()
+        dispatch.append(gpu.now() - t)
         n_warm += 1
-        stream.synchronize()
-        if n_warm >= 2 and time.perf_counter() - t0 >= warmup_s:
+        gpu.synchronize()
+        if n_warm >= 2 and gpu.now() - t0 >= warmup_s:
             break
-    per_launch = (time.perf_counter() - t0) / n_warm
+    per_launch = (gpu.now() - t0) / n_warm
+    dispatch_s = statistics.median(dispatch)
     # A kernel that takes seconds per launch still gets a median of several samples, but not 10
     # of them inside a 2 s budget.
-    min_n = max(3, min(min_samples, int(budget_s / max(per_launch, 1e-9))))
+    min_n = min(max_samples, max(3, min(min_samples, int(budget_s / max(per_launch, 1e-9)))))
+
+    hold_s = None
+    if method != "events":
+        gpu.calibrate_hold()
+        hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * dispatch_s)
 
     c_before = gpuinfo.clock_sample()
-    times: list[float] = []
-    t_start = time.perf_counter()
-    batch = min_n
-    while True:
-        events = []
-        for _ in range(batch):
-            if before:
-                before()
-            if flush_buf is not None:
-                flush_buf.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(stream)
-            launch()
-            e.record(stream)
-            events.append((s, e))
-        stream.synchronize()
-        times.extend(s.elapsed_time(e) / 1e3 for s, e in events)
-        med, noise = noise_of(times)
-        elapsed = time.perf_counter() - t_start
-        if len(times) >= max_samples or noise <= target_noise or elapsed >= budget_s:
-            break
-        # enough to halve the noise next round, but stay inside the budget and max_samples
-        per_sample = elapsed / len(times)
-        batch = max(1, min(len(times), max_samples - len(times), int((budget_s - elapsed) / per_sample) + 1))
+    sampled = _sample(gpu, timed, before, min_n=min_n, max_samples=max_samples,
+                      target_noise=target_noise, budget_s=budget_s, hold_s=hold_s)
     c_after = gpuinfo.clock_sample()
+    times = sampled.times
 
+    med, noise = noise_of(times)
     q1, _, q3 = statistics.quantiles(times, n=4) if len(times) >= 2 else (times[0], 0, times[0])
     reasons = sorted(set((c_before.throttle or []) + (c_after.throttle or [])))
     maxclk = gpuinfo.max_sm_clock_mhz()
@@ -134,8 +305,16 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
     # clock actually fell. Thermal and hardware slowdowns always count.
     slow_clock = bool(maxclk and c_after.sm_mhz and c_after.sm_mhz < 0.95 * maxclk)
     hard = [r for r in reasons if r != "sw_power_cap"]
+    if method == "events":
+        how = "events"
+    elif sampled.hold_gave_up:
+        how = "events (hold gave up)"
+    else:
+        how = "graph+hold" if method == "graph" else "events+hold"
     return Measurement(
         median_s=med, iqr_s=q3 - q1, min_s=min(times), max_s=max(times), samples=len(times),
         noise=noise, sm_clock_before_mhz=c_before.sm_mhz, sm_clock_after_mhz=c_after.sm_mhz,
         temp_before_c=c_before.temp_c, temp_after_c=c_after.temp_c, throttle_reasons=reasons,
-        throttled=bool(hard) or slow_clock, times_s=times)
+        throttled=bool(hard) or slow_clock, method=how,
+        hold_us=None if sampled.hold_s is None else sampled.hold_s * 1e6,
+        hold_failures=sampled.hold_failures, dispatch_us=dispatch_s * 1e6, times_s=times)
