@@ -1,24 +1,29 @@
 """What each kernel configuration costs on the chip: registers, shared memory, spills.
 
-Every configuration declared in ``cuda_kernels.registry`` is compiled with
-``nvcc -cubin -arch=<arch> --resource-usage`` from the same self-contained source the loader
-hands to NVRTC, plus one line that takes the address of that template instantiation (which
-makes nvcc instantiate it). One nvcc run per configuration, in parallel, in a temporary
-directory that is removed afterwards. Needs nvcc (a CUDA toolkit), not a GPU.
+Every configuration declared in ``cuda_kernels.registry`` is compiled with nvcc
+``--resource-usage`` from the same self-contained source the loader hands to NVRTC, plus one
+line that takes the address of that template instantiation (which makes nvcc instantiate it).
+One nvcc run per configuration for all requested architectures at once (``-gencode`` per arch:
+the host pass is shared, ptxas reports each arch in its own section), in parallel, in a
+temporary directory that is removed afterwards. A line per finished compile goes to stderr, so
+a full run (a minute on two cores) shows where it is. Needs nvcc (a CUDA toolkit, or NVIDIA's
+``nvidia-cuda-nvcc`` wheel: the project's ``nvcc`` extra), not a GPU.
 
-    python -m cuda_kernels.resources [--arch sm_80]
+    python -m cuda_kernels.resources [--arch sm_80[,sm_90]] [--kernel cuda.09_double_buffered]
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Callable, Optional, Sequence
 
 from . import loader
 from .registry import Config, StageSpec, all_configs
@@ -39,7 +44,9 @@ SMEM_RESERVED_PER_BLOCK = 1024  # the driver keeps 1 KiB of shared memory per re
 _RE_REGS = re.compile(r"Used (\d+) registers")
 _RE_SMEM = re.compile(r"(\d+) bytes smem")
 _RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+NVCC_MISSING = ("nvcc not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or an nvidia-cuda-nvcc wheel "
+                "(pip install -e \".[nvcc]\" installs one)")
 
 
 class NvccMissing(RuntimeError):
@@ -53,6 +60,16 @@ def nvcc_path() -> Optional[str]:
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if root and os.path.exists(os.path.join(root, "bin", "nvcc")):
             return os.path.join(root, "bin", "nvcc")
+    return wheel_nvcc(sys.path)
+
+
+def wheel_nvcc(search_path: Sequence[str]) -> Optional[str]:
+    """nvcc from NVIDIA's nvidia-cuda-nvcc wheel (the project's `nvcc` extra), which installs it
+    into site-packages/nvidia/cu<major>/bin: on no PATH. The newest CUDA major wins."""
+    for entry in search_path:
+        for cand in sorted(glob.glob(os.path.join(entry, "nvidia", "cu*", "bin", "nvcc")), reverse=True):
+            if os.access(cand, os.X_OK):
+                return cand
     return None
 
 
@@ -63,30 +80,29 @@ def instantiation_source(spec: StageSpec, cfg: Config) -> str:
             + f"void* gemm_instance_under_test[] = {{ (void*)&{cfg.expr} }};\n")
 
 
-def compile_config(spec: StageSpec, cfg: Config, arch: str, workdir: str, nvcc: Optional[str] = None) -> dict:
-    nvcc = nvcc or nvcc_path()
-    if not nvcc:
-        raise NvccMissing("nvcc not found on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin")
-    tag = re.sub(r"[^A-Za-z0-9]+", "_", f"{spec.file}_{cfg.expr}_{arch}")
-    src = os.path.join(workdir, tag + ".cu")
-    with open(src, "w", encoding="utf-8") as fh:
-        fh.write(instantiation_source(spec, cfg))
-    cmd = [nvcc, "-cubin", f"-arch={arch}", *loader.NVRTC_OPTIONS, "--resource-usage",
-           "-o", os.path.join(workdir, tag + ".cubin"), src]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    out = proc.stdout + proc.stderr
-    row = dict(kernel=spec.name, file=spec.file, config=cfg.label, expr=cfg.expr, arch=arch,
-               threads=cfg.threads, ok=proc.returncode == 0, log="" if proc.returncode == 0 else out[-4000:])
-    if proc.returncode != 0:
-        return row
-    # One section per entry function; non-template kernels of the file are always compiled,
-    # so pick the section of the kernel under test by its mangled name (_Z<len><name>...).
+def _nvcc_command(nvcc: str, archs: Sequence[str], src: str, out_stem: str) -> list[str]:
+    if len(archs) == 1:
+        target = ["-cubin", f"-arch={archs[0]}"]
+        out = out_stem + ".cubin"
+    else:  # a cubin holds one arch; a fatbin holds one per -gencode
+        target = ["-fatbin"]
+        for arch in archs:
+            target += ["-gencode", f"arch=compute_{arch.removeprefix('sm_')},code={arch}"]
+        out = out_stem + ".fatbin"
+    return [nvcc, *target, *loader.NVRTC_OPTIONS, "--resource-usage", "-o", out, src]
+
+
+def _row_from_report(row: dict, cfg: Config, arch: str, out: str) -> dict:
+    """Fill ``row`` from the ptxas section of the kernel under test compiled for ``arch``."""
+    # One section per (entry function, arch); non-template kernels of the file are always
+    # compiled, so pick the section of the kernel under test by its mangled name (_Z<len><name>...).
     parts = re.split(r"(?=ptxas info\s*: Compiling entry function)", out)
     want = f"_Z{len(cfg.kernel)}{cfg.kernel}"
-    mine = [p for p in parts if (m := _RE_ENTRY.search(p)) and m.group(1).startswith(want)]
+    mine = [p for p in parts if (m := _RE_ENTRY.search(p)) and m.group(1).startswith(want)
+            and m.group(2) == arch]
     if len(mine) != 1:
-        row.update(ok=False, log=f"expected one entry function {want}... in the ptxas report, got "
-                                 f"{_RE_ENTRY.findall(out)}\n{out[-4000:]}")
+        row.update(ok=False, log=f"expected one entry function {want}... for {arch} in the ptxas report, "
+                                 f"got {_RE_ENTRY.findall(out)}\n{out[-4000:]}")
         return row
     sec = mine[0]
     regs, stack, smem = _RE_REGS.search(sec), _RE_STACK.search(sec), _RE_SMEM.search(sec)
@@ -98,6 +114,31 @@ def compile_config(spec: StageSpec, cfg: Config, arch: str, workdir: str, nvcc: 
                stack=int(stack.group(1)), spill_stores=int(stack.group(2)), spill_loads=int(stack.group(3)))
     row["blocks_per_sm"] = blocks_per_sm(row, arch)
     return row
+
+
+def compile_config_archs(spec: StageSpec, cfg: Config, archs: Sequence[str], workdir: str,
+                         nvcc: Optional[str] = None) -> list[dict]:
+    """One nvcc run for ``cfg`` on every arch in ``archs``; one row per arch, in that order."""
+    nvcc = nvcc or nvcc_path()
+    if not nvcc:
+        raise NvccMissing(NVCC_MISSING)
+    tag = re.sub(r"[^A-Za-z0-9]+", "_", f"{spec.file}_{cfg.expr}_{'_'.join(archs)}")
+    src = os.path.join(workdir, tag + ".cu")
+    with open(src, "w", encoding="utf-8") as fh:
+        fh.write(instantiation_source(spec, cfg))
+    proc = subprocess.run(_nvcc_command(nvcc, archs, src, os.path.join(workdir, tag)),
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    rows = []
+    for arch in archs:
+        row = dict(kernel=spec.name, file=spec.file, config=cfg.label, expr=cfg.expr, arch=arch,
+                   threads=cfg.threads, ok=proc.returncode == 0, log="" if proc.returncode == 0 else out[-4000:])
+        rows.append(_row_from_report(row, cfg, arch, out) if proc.returncode == 0 else row)
+    return rows
+
+
+def compile_config(spec: StageSpec, cfg: Config, arch: str, workdir: str, nvcc: Optional[str] = None) -> dict:
+    return compile_config_archs(spec, cfg, [arch], workdir, nvcc)[0]
 
 
 def blocks_per_sm(row: dict, arch: str) -> int:
@@ -113,15 +154,62 @@ def blocks_per_sm(row: dict, arch: str) -> int:
     return int(min(by_regs, by_smem, by_threads, lim["max_blocks_per_sm"]))
 
 
-def resource_rows(arch: str = "sm_90", jobs: Optional[int] = None) -> list[dict]:
-    """One row per registered configuration, compiled for ``arch``."""
+def _progress_line(done: int, total: int, rows: list[dict], seconds: float) -> str:
+    r0 = rows[0]
+    what = f"{r0['kernel']} {r0['config']}"
+    if not all(r["ok"] for r in rows):
+        return f"[{done:>{len(str(total))}}/{total}] {what}: FAILED ({seconds:.1f} s)"
+    regs = "/".join(str(r["registers"]) for r in rows)
+    archs = ",".join(r["arch"] for r in rows)
+    return f"[{done:>{len(str(total))}}/{total}] {what} ({archs}): {regs} registers ({seconds:.1f} s)"
+
+
+def resource_rows_by_arch(archs: Sequence[str], jobs: Optional[int] = None,
+                          kernels: Optional[Sequence[str]] = None,
+                          progress: Optional[Callable[[str], None]] = None) -> dict[str, list[dict]]:
+    """Every registered configuration (or those of ``kernels``) compiled once for all ``archs``:
+    ``{arch: rows in registry order}``. ``progress`` gets one line per finished compile."""
     nvcc = nvcc_path()
     if not nvcc:
-        raise NvccMissing("nvcc not found on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin")
+        raise NvccMissing(NVCC_MISSING)
+    archs = list(dict.fromkeys(archs))
+    unknown = [a for a in archs if not re.fullmatch(r"sm_\d+a?", a)]
+    if unknown:
+        raise ValueError(f"--arch must look like sm_80 or sm_90; got {', '.join(unknown)}")
     items = all_configs()
+    if kernels:
+        missing = sorted(set(kernels) - {spec.name for spec, _ in items})
+        if missing:
+            raise ValueError(f"no CUDA kernel named {', '.join(missing)}; "
+                             f"known: {', '.join(dict.fromkeys(spec.name for spec, _ in items))}")
+        items = [(spec, cfg) for spec, cfg in items if spec.name in kernels]
+    workers = jobs or os.cpu_count() or 2
+    if progress:
+        progress(f"compiling {len(items)} CUDA configurations for {','.join(archs)} with {nvcc} "
+                 f"({workers} in parallel)")
+    results: list[Optional[list[dict]]] = [None] * len(items)
     with tempfile.TemporaryDirectory(prefix="gemm_resources_") as tmp:
-        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2) as ex:
-            return list(ex.map(lambda sc: compile_config(sc[0], sc[1], arch, tmp, nvcc), items))
+        with ThreadPoolExecutor(max_workers=workers) as ex:
+            def one(i):
+                t0 = time.perf_counter()
+                spec, cfg = items[i]
+                return i, compile_config_archs(spec, cfg, archs, tmp, nvcc), time.perf_counter() - t0
+            futures = [ex.submit(one, i) for i in range(len(items))]
+            for done, fut in enumerate(as_completed(futures), 1):
+                i, rows, seconds = fut.result()
+                results[i] = rows
+                if progress:
+                    progress(_progress_line(done, len(items), rows, seconds))
+    return {arch: [rows[k] for rows in results] for k, arch in enumerate(archs)}
+
+
+def resource_rows(arch: str = "sm_90", jobs: Optional[int] = None) -> list[dict]:
+    """One row per registered configuration, compiled for ``arch``."""
+    return resource_rows_by_arch([arch], jobs)[arch]
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def format_table(rows: list[dict]) -> str:
@@ -144,19 +232,30 @@ def format_table(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cuda_kernels.resources",
                                  description="registers / shared memory / spills of every CUDA kernel configuration")
-    ap.add_argument("--arch", default="sm_90", help="GPU architecture to compile for (default sm_90)")
+    ap.add_argument("--arch", default="sm_90",
+                    help="GPU architecture(s) to compile for, comma-separated (default sm_90); "
+                         "several archs share one nvcc run per configuration")
+    ap.add_argument("--kernel", action="append", default=None, metavar="NAME",
+                    help="only this CUDA kernel's configurations, e.g. cuda.09_double_buffered (repeatable)")
     ap.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: CPU count)")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args(argv)
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     try:
-        rows = resource_rows(args.arch, args.jobs)
-    except NvccMissing as e:
+        by_arch = resource_rows_by_arch(archs, args.jobs, args.kernel,
+                                        progress=None if args.quiet else _stderr_line)
+    except (NvccMissing, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"arch {args.arch}  (nvcc --resource-usage; smem = static + dynamic bytes per block)")
-    print(format_table(rows))
-    bad = [r for r in rows if not r["ok"]]
+    bad = []
+    for i, (arch, rows) in enumerate(by_arch.items()):
+        if i:
+            print()
+        print(f"arch {arch}  (nvcc --resource-usage; smem = static + dynamic bytes per block)")
+        print(format_table(rows))
+        bad += [r for r in rows if not r["ok"]]
     for r in bad:
-        print(f"\n{r['kernel']} {r['config']} failed to compile:\n{r['log']}", file=sys.stderr)
+        print(f"\n{r['kernel']} {r['config']} ({r['arch']}) failed to compile:\n{r['log']}", file=sys.stderr)
     return 1 if bad else 0
 
 

@@ -23,18 +23,26 @@ needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc not found (no CUDA t
 ARCH_LIMITS = {"sm_80": 163 * 1024, "sm_90": 227 * 1024}  # max shared memory per block
 
 
-@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
-def compiled(request):
-    """Every configuration compiled once per arch (parallel nvcc runs)."""
+@pytest.fixture(scope="session")
+def compiled_by_arch():
+    """Every configuration compiled ONCE per test session for both archs (one nvcc run per
+    configuration with a -gencode per arch, in parallel): {arch: rows}."""
     if not HAVE_NVCC:
         pytest.skip("nvcc not found (no CUDA toolkit on this machine)")
-    return request.param, resources.resource_rows(request.param)
+    return resources.resource_rows_by_arch(list(ARCH_LIMITS))
+
+
+@pytest.fixture(params=list(ARCH_LIMITS))
+def compiled(request, compiled_by_arch):
+    return request.param, compiled_by_arch[request.param]
 
 
 @needs_nvcc
 def test_every_configuration_compiles(compiled):
     arch, rows = compiled
     assert len(rows) == len(registry.all_configs())
+    assert [(r["kernel"], r["config"]) for r in rows] == [(s.name, c.label) for s, c in registry.all_configs()]
+    assert all(r["arch"] == arch for r in rows)
     bad = [f"{r['kernel']} {r['config']}:\n{r['log']}" for r in rows if not r["ok"]]
     assert not bad, f"nvcc -arch={arch} failed:\n" + "\n".join(bad)
 
@@ -66,12 +74,58 @@ def test_tiled_stages_keep_two_blocks_per_sm(compiled):
 
 
 @needs_nvcc
-def test_resources_cli_prints_a_table():
-    proc = subprocess.run([sys.executable, "-m", "cuda_kernels.resources", "--arch", "sm_90"],
+def test_one_nvcc_run_reports_each_arch_separately(compiled_by_arch):
+    """The two archs come from one fatbin compile: their ptxas sections must not be mixed up.
+    sm_90 allows more shared memory per SM than sm_80, so a block that is shared-memory bound
+    on sm_80 fits at least as many times on sm_90; and the entry functions are the same."""
+    rows80, rows90 = compiled_by_arch["sm_80"], compiled_by_arch["sm_90"]
+    for a, b in zip(rows80, rows90):
+        assert a["entry"] == b["entry"] and a["config"] == b["config"]
+        assert a["smem_static"] == b["smem_static"]
+    assert any(a["registers"] != b["registers"] for a, b in zip(rows80, rows90)), \
+        "identical register counts on sm_80 and sm_90 for every configuration: the report parser " \
+        "is probably reading one arch's section twice"
+
+
+def test_resources_table_lists_every_configuration(compiled_by_arch):
+    """The full table, from the session's compile (the CLI test below compiles one stage only)."""
+    for arch, rows in compiled_by_arch.items():
+        table = resources.format_table(rows)
+        for spec, cfg in registry.all_configs():
+            assert cfg.label in table and spec.name in table
+
+
+@needs_nvcc
+def test_resources_cli_prints_a_table_and_progress():
+    proc = subprocess.run([sys.executable, "-m", "cuda_kernels.resources", "--arch", "sm_80,sm_90",
+                           "--kernel", "cuda.01_naive"],
                           capture_output=True, text=True, cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    for spec, cfg in registry.all_configs():
-        assert cfg.label in proc.stdout and spec.name in proc.stdout
+    assert "arch sm_80" in proc.stdout and "arch sm_90" in proc.stdout
+    naive = [(s, c) for s, c in registry.all_configs() if s.name == "cuda.01_naive"]
+    for spec, cfg in naive:
+        assert proc.stdout.count(f"{spec.name}  {cfg.label}") == 2, proc.stdout
+    # Progress: a line per compile on stderr, so a full run is never silent for a minute.
+    assert f"compiling {len(naive)} CUDA configurations for sm_80,sm_90" in proc.stderr
+    assert f"[{len(naive)}/{len(naive)}] cuda.01_naive" in proc.stderr, proc.stderr
+
+
+def test_resources_cli_refuses_an_unknown_kernel_or_arch():
+    for args in (["--kernel", "cuda.99_nope"], ["--arch", "90"]):
+        proc = subprocess.run([sys.executable, "-m", "cuda_kernels.resources", *args],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+        assert proc.stdout == ""
+
+
+def test_nvcc_from_the_nvidia_wheel_is_found(tmp_path):
+    """pip's nvidia-cuda-nvcc (the `nvcc` extra) puts nvcc in site-packages/nvidia/cu13/bin."""
+    assert resources.wheel_nvcc([str(tmp_path)]) is None
+    nvcc = tmp_path / "nvidia" / "cu13" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\n")
+    nvcc.chmod(0o755)
+    assert resources.wheel_nvcc([str(tmp_path / "elsewhere"), str(tmp_path)]) == str(nvcc)
 
 
 def _find_nvrtc():
