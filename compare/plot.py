@@ -3,15 +3,43 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Iterable
 
 from .runner import OK, Result
+
+# Each kernel line gets a (colour, marker) pair. Ten colours and seven markers advance together,
+# and 10 and 7 share no factor, so no two of the first 70 lines look alike (a colour cycle alone
+# repeats at the 11th line: stage 01 and stage 10's atomic variant were both blue). The family
+# sets the line style on top (CUDA solid, Triton dotted); cuBLAS is always black and dashed.
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
+           "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+FAMILY_LINESTYLE = {"cuda": "-", "triton": ":"}
 
 
 def _label(r: Result) -> str:
     return f"{r.kernel} [{r.precision}]"
 
 
-def plot(results: list[Result], path: str, title: str = "") -> str:
+def line_styles(labels: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """(colour, marker) per label, in the order given: distinct for up to 70 labels."""
+    return {label: (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)])
+            for i, label in enumerate(dict.fromkeys(labels))}
+
+
+def default_title(results: list[Result], gpu: str = "") -> str:
+    """A short description of what was measured: GPU, precisions, families, sizes."""
+    precisions = ", ".join(dict.fromkeys(r.precision for r in results))
+    families = ", ".join(dict.fromkeys(r.family for r in results))
+    shapes = len({r.shape for r in results})
+    parts = [gpu.strip() or "GPU not recorded", precisions, families,
+             f"{shapes} shape{'s' if shapes != 1 else ''}"]
+    return "  ·  ".join(p for p in parts if p)
+
+
+def plot(results: list[Result], path: str, title: str = "", gpu: str = "") -> str:
+    """Draw both pictures into ``path`` (.png/.svg). The figure's title is ``title`` when given,
+    else :func:`default_title` (``gpu``, precisions, families, sizes)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -26,14 +54,16 @@ def plot(results: list[Result], path: str, title: str = "") -> str:
     lines = defaultdict(list)
     for r in ok:
         lines[_label(r)].append((xpos[r.shape], r.tflops, r.family))
+    styles = line_styles(label for label, pts in sorted(lines.items()) if pts[0][2] != "cublas")
     for label, pts in sorted(lines.items()):
         pts.sort()
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         if pts[0][2] == "cublas":
             ax1.plot(xs, ys, "k--", lw=2.5, marker="s", label=label, zorder=5)
         else:
-            ls = "-" if pts[0][2] == "cuda" else ":"
-            ax1.plot(xs, ys, ls, marker="o", label=label)
+            colour, marker = styles[label]
+            ax1.plot(xs, ys, linestyle=FAMILY_LINESTYLE.get(pts[0][2], "-."), color=colour,
+                     marker=marker, label=label)
     ax1.set_xticks(range(len(shapes)), [s for _, s in shapes], rotation=30, ha="right")
     ax1.set_ylabel("TFLOP/s (2MNK / median time)")
     ax1.set_xlabel("M x N x K")
@@ -57,8 +87,7 @@ def plot(results: list[Result], path: str, title: str = "") -> str:
         ax2.legend(fontsize=8)
     else:
         ax2.text(0.5, 0.5, "no cuBLAS baseline in this run", ha="center", transform=ax2.transAxes)
-    if title:
-        fig.suptitle(title, fontsize=10)
+    fig.suptitle(title or default_title(ok, gpu), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,0 +1,69 @@
+"""The plot tells its lines apart and says what was measured, not how the command line looked."""
+import pytest
+
+from compare import plot as plotmod
+from compare.runner import Result, fill_pct_cublas
+
+matplotlib = pytest.importorskip("matplotlib")  # the dev extra brings it; CI fails on this skip
+
+
+def _rows(kernels, precision="fp32"):
+    rows = []
+    for i, (name, family) in enumerate([("cublas", "cublas"), *kernels]):
+        for n in (1024, 4096):
+            rows.append(Result(kernel=name, family=family, stage=name, group="tiled", variant="",
+                               shape=f"{n}x{n}x{n}", M=n, N=n, K=n, precision=precision, alpha=1.0,
+                               beta=0.0, status="ok", median_ms=1.0 + i,
+                               tflops=2 * n**3 / ((1.0 + i) * 1e-3) / 1e12, rel_err=1e-6))
+    fill_pct_cublas(rows)
+    return rows
+
+
+# The CUDA ladder and its variant plus the Triton kernels: more lines than a 10-colour cycle.
+LADDER = [(f"cuda.{i:02d}_stage", "cuda") for i in range(1, 11)] + [("cuda.10_split_k_atomic", "cuda")] \
+    + [(f"triton.k{i}", "triton") for i in range(19)]
+
+
+def _drawn_figure(monkeypatch, rows, **kw):
+    """Run plot() and keep the figure it draws (plot closes it after saving)."""
+    import matplotlib.pyplot as plt
+    kept = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    try:
+        plotmod.plot(rows, kw.pop("path"), **kw)
+    finally:
+        monkeypatch.setattr(plt, "close", real_close)
+    assert len(kept) == 1
+    return kept[0]
+
+
+def test_thirty_lines_look_different(monkeypatch, tmp_path):
+    rows = _rows(LADDER)
+    fig = _drawn_figure(monkeypatch, rows, path=str(tmp_path / "p.png"))
+    lines = [l for l in fig.axes[0].get_lines() if not l.get_label().startswith("cublas")]
+    assert len(lines) == len(LADDER) == 30
+    looks = [(matplotlib.colors.to_hex(l.get_color()), l.get_marker(), l.get_linestyle()) for l in lines]
+    assert len(set(looks)) == len(looks), "two kernel lines share colour, marker and line style"
+    by_label = dict(zip((l.get_label() for l in lines), looks))
+    # the collision that was reported: stage 01 and stage 10's atomic variant, both blue circles
+    assert by_label["cuda.01_stage [fp32]"] != by_label["cuda.10_split_k_atomic [fp32]"]
+    matplotlib.pyplot.close(fig)
+
+
+def test_line_styles_are_distinct_for_seventy_labels():
+    styles = plotmod.line_styles(f"k{i}" for i in range(70))
+    assert len(set(styles.values())) == 70
+
+
+def test_title_is_a_description_not_a_command_line(monkeypatch, tmp_path):
+    rows = _rows(LADDER[:3]) + _rows(LADDER[:3], precision="tf32")
+    fig = _drawn_figure(monkeypatch, rows, path=str(tmp_path / "p.svg"), gpu="NVIDIA H200")
+    title = fig._suptitle.get_text()
+    assert "NVIDIA H200" in title and "fp32, tf32" in title and "2 shapes" in title, title
+    assert "--" not in title and "/" not in title, title
+    matplotlib.pyplot.close(fig)
+    # an explicit title still wins
+    fig = _drawn_figure(monkeypatch, rows, path=str(tmp_path / "q.png"), title="my title")
+    assert fig._suptitle.get_text() == "my title"
+    matplotlib.pyplot.close(fig)
