@@ -18,6 +18,12 @@ PRECISIONS = ("fp32", "tf32", "tf32x3")
 # Indices inside the kernels are 32-bit; each matrix must have fewer than 2**31 elements.
 MAX_ELEMENTS = 2**31 - 1
 
+# Largest K whose fp32 check can still tell fp32 from TF32 (compare/check.py): beyond it the
+# rounding error of an fp32 running sum (~0.3 * 2**-24 * sqrt(K) relative) comes within a factor
+# of about 3 of the error TF32 input rounding causes (~3e-4 at any K), so a TF32 result could pass
+# as fp32 or a correct fp32 one fail. fp32 and tf32x3 problems are limited to it; tf32 is not.
+MAX_K_FP32 = 2**22
+
 
 class ProblemError(ValueError):
     """A problem that can't be run, with the reason in words."""
@@ -47,6 +53,10 @@ class Problem:
                     f"integers, so each matrix must hold at most {MAX_ELEMENTS} elements")
         if self.precision not in PRECISIONS:
             raise ProblemError(f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}")
+        if self.precision != "tf32" and self.K > MAX_K_FP32:
+            raise ProblemError(
+                f"K = {self.K} is over {MAX_K_FP32} = 2**22, the largest K at which the {self.precision} "
+                f"check can tell an fp32-accurate result from a TF32 one; use a smaller K or --precision tf32")
         for name in ("alpha", "beta"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -79,11 +89,19 @@ class Problem:
         return fp32 + fp64_ref + fp64_tmp
 
 
-_SHAPE_RE = re.compile(r"^\s*(\d+)\s*(?:[xX*,]\s*(\d+)\s*[xX*,]\s*(\d+))?\s*$")
+_SHAPE_RE = re.compile(r"^\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*[xX*]\s*(\d+))?\s*$")
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
-    """'4096' -> (4096, 4096, 4096); '256x256x131072' -> (256, 256, 131072)."""
+    """'4096' -> (4096, 4096, 4096); '256x256x131072' -> (256, 256, 131072).
+
+    A comma is not a separator: '64,64,1024' once ran as two cubes (64 and 1024) without a word;
+    it is an error that shows the MxNxK spelling instead."""
+    if "," in text:
+        parts = [t.strip() for t in text.split(",")]
+        hint = f" (one shape: {'x'.join(parts)})" if len(parts) == 3 and all(t.isdigit() for t in parts) else ""
+        raise ProblemError(f"malformed shape {text!r}: write one shape as MxNxK{hint}, or one number for a "
+                           f"cube; repeat --shape for several shapes")
     m = _SHAPE_RE.match(text)
     if not m:
         raise ProblemError(f"malformed shape {text!r}: write MxNxK (e.g. 512x512x65536) or one number for a cube")

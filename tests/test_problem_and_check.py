@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from compare.check import check, errors, tolerance
-from compare.inputs import make_inputs
-from compare.problem import MAX_ELEMENTS, Problem, ProblemError, parse_shape
+from compare.check import FP32_REL_CAP, check, errors, tolerance
+from compare.inputs import clear_cache, make_inputs
+from compare.problem import MAX_ELEMENTS, MAX_K_FP32, Problem, ProblemError, parse_shape
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -24,9 +24,17 @@ def test_problem_rejects_bad_input(kw, msg):
 
 
 def test_problem_limit_is_per_matrix():
-    Problem(1, 1, MAX_ELEMENTS)  # A is 1 x (2**31-1): allowed
+    Problem(1, 1, MAX_ELEMENTS, precision="tf32")  # A is 1 x (2**31-1): allowed
     with pytest.raises(ProblemError, match="at most 2147483647"):
-        Problem(2, 1, MAX_ELEMENTS)
+        Problem(2, 1, MAX_ELEMENTS, precision="tf32")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32x3"])
+def test_fp32_class_k_is_limited_to_where_the_check_can_tell_tf32_apart(precision):
+    Problem(8, 8, MAX_K_FP32, precision=precision)
+    with pytest.raises(ProblemError, match=r"K = 4194305 is over 4194304 .* tell an fp32-accurate result from a TF32"):
+        Problem(8, 8, MAX_K_FP32 + 1, precision=precision)
+    Problem(8, 8, MAX_K_FP32 + 1, precision="tf32")  # tf32 has no such limit
 
 
 @pytest.mark.parametrize("text, dims", [("4096", (4096,) * 3), ("256x256x131072", (256, 256, 131072)),
@@ -35,10 +43,16 @@ def test_parse_shape(text, dims):
     assert parse_shape(text) == dims
 
 
-@pytest.mark.parametrize("text", ["", "12x", "axbxc", "1x2", "0", "4x0x4", "-4"])
+@pytest.mark.parametrize("text", ["", "12x", "axbxc", "1x2", "0", "4x0x4", "-4", "64,64", "64,64,1024"])
 def test_parse_shape_errors(text):
     with pytest.raises(ProblemError, match="malformed shape"):
         parse_shape(text)
+
+
+def test_comma_shape_is_an_error_that_shows_the_x_spelling():
+    # "64,64,1024" used to parse as one shape here and as two cubes on the command line
+    with pytest.raises(ProblemError, match=r"one shape: 64x64x1024"):
+        parse_shape("64,64,1024")
 
 
 def _tf32(x: torch.Tensor) -> torch.Tensor:
@@ -74,10 +88,10 @@ def test_fp32_result_passes_and_tf32_result_fails_fp32_check():
     assert check(p.with_(precision="tf32"), tf32, inp.ref, inp.bound).ok
 
 
-@pytest.mark.parametrize("K", [1, 4096, 131072])
+@pytest.mark.parametrize("K", [1, 4096, 131072, 2**20, MAX_K_FP32])
 def test_fp32_tolerance_sits_below_tf32_error_at_every_K(K):
     rel_fp32, _ = tolerance(Problem(8, 8, K))
-    assert rel_fp32 < 1.5e-4  # TF32 products err by ~3e-4..8e-4 whatever K is
+    assert rel_fp32 <= FP32_REL_CAP < 1.5e-4  # TF32 products err by ~2e-4..5e-4 whatever K is
     rel_tf32, _ = tolerance(Problem(8, 8, K, precision="tf32"))
     assert rel_tf32 > 1e-3
 
@@ -116,3 +130,28 @@ def test_errors_inf_on_nan():
     out = torch.ones(2, 2)
     out[0, 0] = float("inf")
     assert errors(out, ref, ref) == (math.inf, math.inf)
+
+
+def test_tf32_result_fails_and_fp32_running_sum_passes_fp32_check_at_the_largest_K():
+    """At K = 2**22 the uncapped sqrt(K) limit (4.9e-4) let a one-pass TF32 result (3.3e-4) pass
+    as fp32. With the cap it fails, while the least accurate honest fp32 result, a plain running
+    sum in fp32 (what one thread's accumulator does), still passes."""
+    import numpy as np
+    p = Problem(8, 8, MAX_K_FP32, seed=7)
+    clear_cache()
+    inp = make_inputs(p, device="cpu")
+    try:
+        tf32 = (_tf32(inp.A).double() @ _tf32(inp.B).double()).float()
+        r = check(p, tf32, inp.ref, inp.bound)
+        assert not r.ok and "relative error" in r.message, r
+        assert check(p.with_(precision="tf32"), tf32, inp.ref, inp.bound).ok
+        A, B = inp.A.numpy(), inp.B.numpy()
+        running = np.empty((p.M, p.N), dtype=np.float32)
+        for i in range(p.M):
+            # np.cumsum accumulates in order, in float32: the worst-case sequential fp32 sum
+            running[i] = np.cumsum(A[i, :, None] * B, axis=0, dtype=np.float32)[-1]
+        r32 = check(p, torch.from_numpy(running), inp.ref, inp.bound)
+        assert r32.ok, r32
+        assert r32.rel_err < FP32_REL_CAP / 2   # and with room to spare
+    finally:
+        clear_cache()
