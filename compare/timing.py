@@ -30,6 +30,11 @@ GPU caught up with the host; that sample is discarded and the hold doubled. A la
 waits for the GPU itself (a host sync inside it) can never be held; after the hold passes
 ``HOLD_MAX_S`` the engine stops holding and says so (method "events (hold gave up)").
 
+What a sample is, then: one launch on a stream that was busy until just before it. It keeps
+the GPU's own cost of starting an isolated launch (~3 us on an H100; a CUDA graph replaying
+launches back to back hides most of it: tests/test_gpu_timing.py), the same for every family,
+and leaves out the host's dispatch, which differs by family (Triton's launcher: ~30 us).
+
 ``method="graph"`` captures the launch once in a CUDA graph and times its replay the same way
 (the launch must be capturable: it enqueues on torch's current stream, does no host sync).
 ``method="events"`` is the old, unheld timing, kept to show what the hold removes.
