@@ -1,14 +1,20 @@
 """python -m compare: every family's kernels for a stage, on identical inputs, next to cuBLAS.
 
-Exit codes: 0 all rows ok / unsupported / skipped; 1 a kernel FAILED its correctness check;
-2 the run could not start (bad arguments, no GPU, a shape that does not fit).
+Exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check or errored
+(raised, ran out of memory); 2 the run could not start (bad arguments or files, no GPU, a shape
+that does not fit) or would check nothing (every selected kernel unsupported or skipped on every
+shape). Everything that makes a run exit 2 is found before any GPU work.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
+import tempfile
 from typing import Optional
+
+from .errors import UsageError
 
 # Default shapes per group (ANCHORS.md's shapes): naive stages are slow, so small cubes; the tiled
 # ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
@@ -19,10 +25,21 @@ DEFAULT_SHAPES = {
     "split_k": ["256x256x131072", "512x512x65536", "1024x1024x16384"],
 }
 INTERPRET_SHAPES = ["77x65x300"]
+# -o FILE without --format: the format its suffix names (anything else gets the table).
+SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 
-
-class UsageError(Exception):
-    pass
+EPILOG = """\
+options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them);
+  without KERNEL: it applies to every selected kernel that declares NAME. Every result row
+  records the configuration that ran (the config column / field).
+sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes) run every
+  selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /
+  best % of cuBLAS); with --plot, the sweep plot.
+-o FILE without --format writes the format its suffix names (.json, .csv, .md; else the table).
+exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check or errored
+  (raised, ran out of memory); 2 the run could not start (bad arguments or files, no GPU, a shape
+  that does not fit) or would check nothing (every selected kernel unsupported or skipped on every
+  shape). Exit 2 is decided before any GPU work."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,16 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m compare",
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
-        epilog="Exit codes: 0 ok, 1 a kernel FAILED its correctness check, 2 could not run.")
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stage", default="all", metavar="STAGE",
                    help=f"a group ({', '.join(GROUPS)}), a stage name, or all; one of: {', '.join(stage_choices())}")
     p.add_argument("--shape", action="append", metavar="MxNxK",
                    help="problem shape, repeatable; one number means a cube (default: the group's shapes)")
+    p.add_argument("--sweep", action="append", metavar="NAME",
+                   help=f"a named shape set ({_shape_set_names()}); repeatable or comma-separated; not with --shape")
+    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/shapes.py); not with --shape")
     p.add_argument("--precision", action="append", metavar="P",
                    help=f"{' | '.join(PRECISIONS)}; repeatable (default fp32)")
     p.add_argument("--family", action="append", metavar="F",
                    help=f"{' | '.join(FAMILIES)}; repeatable or comma-separated (cuBLAS is always kept as the baseline)")
-    p.add_argument("--kernel", action="append", metavar="NAME", help="only these kernels (registry names); repeatable")
+    p.add_argument("--kernel", action="append", metavar="NAME",
+                   help="only these kernels (registry names; each must be in the --stage/--family selection); repeatable")
+    p.add_argument("--opt", action="append", metavar="[KERNEL:]NAME=VALUE",
+                   help="set a kernel option (repeatable); without KERNEL: for every selected kernel that declares NAME")
     p.add_argument("--alpha", type=float, default=1.0)
     p.add_argument("--beta", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
@@ -51,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="correctness only, no timing")
     p.add_argument("--interpret", action="store_true",
                    help="no GPU needed: run the Triton kernels under TRITON_INTERPRET=1 on CPU tensors, correctness only")
-    p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table")
+    p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default=None,
+                   help="default: from the -o suffix (.json, .csv, .md), else table")
     p.add_argument("--output", "-o", metavar="FILE", help="write the formatted results here instead of stdout")
     p.add_argument("--plot", metavar="FILE.png|.svg", help="also draw TFLOP/s vs size and the %%-of-cuBLAS staircase")
     p.add_argument("--from-json", metavar="FILE", help="do not measure: load results written by --format json and render/plot them")
@@ -62,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _shape_set_names() -> str:
+    try:
+        from .shapes import SHAPE_SETS
+    except ImportError:
+        return "see compare/shapes.py"
+    return ", ".join(SHAPE_SETS)
+
+
 def _split(values: Optional[list]) -> list:
     out = []
     for v in values or []:
@@ -69,28 +101,57 @@ def _split(values: Optional[list]) -> list:
     return out
 
 
+def _shape_texts(args, kernels) -> list[str]:
+    """The shape strings this run uses: --shape, --sweep/--shapes-file, or the groups' defaults."""
+    from .registry import STAGE_BY_NAME
+    if args.shape:
+        return list(args.shape)   # not comma-split: "64,64,1024" is an error that says MxNxK
+    if _is_sweep(args):
+        return [f"{M}x{N}x{K}" for M, N, K in _sweep_shapes(args)]
+    if args.interpret:
+        return INTERPRET_SHAPES
+    groups = {k.group for k in kernels if k.family != "cublas"}
+    if args.stage in STAGE_BY_NAME:
+        groups.add(STAGE_BY_NAME[args.stage].group)
+    texts = []
+    for g in ("naive", "tiled", "split_k"):
+        if g in groups or args.stage in (g, "all"):
+            texts += [t for t in DEFAULT_SHAPES[g] if t not in texts]
+    return texts
+
+
+def _is_sweep(args) -> bool:
+    return bool(args.sweep or args.shapes_file)
+
+
+def _sweep_shapes(args) -> list[tuple]:
+    """--sweep sets and --shapes-file shapes, in order, duplicates dropped."""
+    from . import shapes
+    out = []
+    for name in _split(args.sweep):
+        out += shapes.shape_set(name)
+    if args.shapes_file:
+        out += shapes.load_shapes_file(args.shapes_file)
+    seen, uniq = set(), []
+    for s in out:
+        s = tuple(s)
+        if s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    if not uniq:
+        raise UsageError("the sweep has no shapes")
+    return uniq
+
+
 def _problems(args, kernels) -> list:
     from .problem import PRECISIONS, Problem, ProblemError, parse_shape
-    from .registry import STAGE_BY_NAME
     precisions = _split(args.precision) or ["fp32"]
     for pr in precisions:
         if pr not in PRECISIONS:
             raise UsageError(f"unknown precision {pr!r}; valid: {', '.join(PRECISIONS)}")
-    if args.shape:
-        texts = _split(args.shape)
-    elif args.interpret:
-        texts = INTERPRET_SHAPES
-    else:
-        groups = {k.group for k in kernels if k.family != "cublas"}
-        if args.stage in STAGE_BY_NAME:
-            groups.add(STAGE_BY_NAME[args.stage].group)
-        texts = []
-        for g in ("naive", "tiled", "split_k"):
-            if g in groups or args.stage in (g, "all"):
-                texts += [t for t in DEFAULT_SHAPES[g] if t not in texts]
     problems = []
     try:
-        for t in texts:
+        for t in _shape_texts(args, kernels):
             M, N, K = parse_shape(t)
             for pr in precisions:
                 problems.append(Problem(M, N, K, precision=pr, alpha=args.alpha, beta=args.beta, seed=args.seed))
@@ -103,7 +164,7 @@ def _pairs(args, kernels, problems):
     """Which kernel runs which problem. With default shapes, a kernel runs its own group's shapes
     (the naive stage is not run at 8192^3); cuBLAS runs all of them as the baseline."""
     from .problem import parse_shape
-    if args.shape or args.interpret:
+    if args.shape or args.interpret or _is_sweep(args):
         return [(k, p) for p in problems for k in kernels]
     group_shapes = {g: {parse_shape(t) for t in ts} for g, ts in DEFAULT_SHAPES.items()}
     out = []
@@ -112,6 +173,85 @@ def _pairs(args, kernels, problems):
             if k.family == "cublas" or (p.M, p.N, p.K) in group_shapes.get(k.group, set()):
                 out.append((k, p))
     return out
+
+
+def _select(args) -> list:
+    """--stage / --family / --kernel -> the kernels to run. A --kernel outside the stage and family
+    selection is an error naming both (it used to be dropped without a word)."""
+    from . import registry
+    families = _split(args.family) or None
+    try:
+        selected = registry.select(args.stage, families)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.interpret and families and "triton" not in families:
+        raise UsageError(f"--interpret runs the Triton kernels only (the Triton interpreter on CPU tensors); "
+                         f"--family {','.join(families)} selects none of them, so nothing would be checked")
+    if args.kernel:
+        names = _split(args.kernel)
+        known = {k.name for k in registry.kernels()}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UsageError(f"unknown kernel {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        in_sel = {k.name for k in selected}
+        outside = [n for n in names if n not in in_sel]
+        if outside:
+            fam = f" --family {','.join(families)}" if families else ""
+            raise UsageError(f"--kernel {outside[0]} is not in the selection of --stage {args.stage}{fam}; "
+                             f"pick a --stage that shows it (e.g. --stage {registry.get(outside[0]).stage}) "
+                             f"or drop --stage")
+        selected = [k for k in selected if k.name in names or k.family == "cublas"]
+    return selected
+
+
+def _options(args, selected) -> dict:
+    """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
+    from . import registry
+    raw: dict = {}
+    by_name = {k.name: k for k in selected}
+    for text in args.opt or []:
+        lhs, eq, value = text.partition("=")
+        kname, colon, name = lhs.strip().rpartition(":")
+        name = name.strip()
+        if not eq or not name:
+            raise UsageError(f"--opt {text!r}: write [KERNEL:]NAME=VALUE, e.g. --opt split_k=8")
+        if colon:
+            if kname not in by_name:
+                known = {k.name for k in registry.kernels()}
+                if kname not in known:
+                    raise UsageError(f"--opt {text!r}: unknown kernel {kname!r}")
+                raise UsageError(f"--opt {text!r}: kernel {kname} is not selected in this run")
+            targets = [by_name[kname]]
+        else:
+            targets = [k for k in selected if any(o.name == name for o in k.options)]
+            if not targets:
+                have = sorted({f"{o.name} ({k.name})" for k in selected for o in k.options})
+                raise UsageError(f"--opt {text!r}: no selected kernel has an option {name!r}; "
+                                 f"options of the selected kernels: {', '.join(have) or 'none'}")
+        for k in targets:
+            raw.setdefault(k.name, {})[name] = value
+    # parse_options raises UsageError naming the kernel, the option and what is wrong
+    return {kname: by_name[kname].parse_options(opts) for kname, opts in raw.items()}
+
+
+def _check_something_runs(pairs, skip, selected) -> None:
+    """A run whose every row would be unsupported or skipped proves nothing: say so before any
+    GPU work. cuBLAS alone counts only when it is all that was selected."""
+    wanted = [k for k in selected if k.family != "cublas"] or selected
+    wanted_names = {k.name for k in wanted}
+    reasons = []
+    for k, p in pairs:
+        if k.name not in wanted_names:
+            continue
+        why = (skip(k) if skip else None) or k.why_not(p)
+        if not why:
+            return
+        reasons.append(f"{k.name} {p.shape} {p.precision}: {why}")
+    distinct = list(dict.fromkeys(reasons))
+    shown = "; ".join(distinct[:4])
+    more = f" (and {len(distinct) - 4} more)" if len(distinct) > 4 else ""
+    raise UsageError(f"nothing to check: every selected kernel is unsupported or skipped on every shape "
+                     f"({shown or 'no kernel selected'}{more})")
 
 
 def print_list(file=None) -> None:
@@ -130,6 +270,8 @@ def print_list(file=None) -> None:
     for k in ks:
         extra = f" ({k.variant})" if k.variant else ""
         print(f"  {k.name:<30} {k.family:<7} {k.stage:<19} {','.join(k.precisions):<18} {k.idea}{extra}", file=file)
+        for o in k.options:
+            print(f"  {'':<30}   --opt {k.name}:{o.name}=...  {o.help}", file=file)
 
 
 def _progress(enabled: bool, total: int):
@@ -145,36 +287,145 @@ def _progress(enabled: bool, total: int):
     return prog
 
 
+def _writable_target(path: str, what: str) -> None:
+    """``path`` can be written: not a directory, its directory exists and is writable."""
+    if os.path.isdir(path):
+        raise UsageError(f"{what} {path} is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: directory {parent} is not writable")
+
+
+def _validate_files(args) -> None:
+    """-o, --plot and --from-json are checked before anything runs, so a typo in a path never
+    costs a GPU run's measurements."""
+    if args.output:
+        _writable_target(args.output, "-o")
+        suffix = os.path.splitext(args.output)[1].lower()
+        implied = SUFFIX_FORMATS.get(suffix)
+        if args.format is None:
+            args.format = implied or "table"
+        elif implied and implied != args.format:
+            raise UsageError(f"--format {args.format} contradicts -o {args.output} (a {suffix} file holds "
+                             f"{implied}); drop --format or change the suffix")
+    args.format = args.format or "table"
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+            from matplotlib.backend_bases import FigureCanvasBase
+        except ImportError as exc:
+            raise UsageError(f"--plot {args.plot}: matplotlib is not importable ({exc}); "
+                             f"pip install matplotlib") from None
+        suffix = os.path.splitext(args.plot)[1].lower().lstrip(".")
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        if suffix not in kinds:
+            raise UsageError(f"--plot {args.plot}: unknown image type {('.' + suffix) if suffix else '(no suffix)'}; "
+                             f"use one of {', '.join('.' + k for k in sorted(kinds))}")
+        _writable_target(args.plot, "--plot")
+        if args.output and os.path.abspath(args.output) == os.path.abspath(args.plot):
+            raise UsageError(f"-o and --plot name the same file {args.plot}")
+        if args.check or args.interpret:
+            raise UsageError(f"--plot draws times, and {'--check' if args.check else '--interpret'} "
+                             f"measures none; drop one of them")
+
+
+def _write_atomically(path: str, write) -> None:
+    """``write(tmp_path)`` then rename over ``path``: an interrupted or failed write never leaves
+    a truncated file where a good one was."""
+    parent = os.path.dirname(os.path.abspath(path))
+    suffix = os.path.splitext(path)[1]
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=f".tmp{suffix}")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def _emit(text: str, args) -> None:
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        def write(tmp):
+            with open(tmp, "w") as f:
+                f.write(text)
+        _write_atomically(args.output, write)
     else:
         sys.stdout.write(text)
 
 
-def render(results, env, args) -> None:
+def command_line(argv: list) -> str:
+    """The command that reproduces this run (recorded in the JSON), whatever script started it."""
+    return shlex.join(["python", "-m", "compare", *argv])
+
+
+def render(results, env, args, summary=None) -> None:
+    """Results in args.format to -o or stdout; a sweep's summary table ends the output (json: a
+    "summary" field; csv: on stderr, so the file stays one table)."""
+    import io
     from . import report
+    text_summary = None
+    if summary is not None:
+        from . import sweep
+        text_summary = sweep.render_summary(summary, "markdown" if args.format == "markdown" else "table")
     if args.format == "json":
-        _emit(report.to_json(results, env, sys.argv), args)
+        text = report.to_json(results, env, command_line(args.argv), summary=summary)
     elif args.format == "csv":
-        _emit(report.to_csv(results), args)
+        text = report.to_csv(results)
+        if text_summary:
+            sys.stderr.write(text_summary if text_summary.endswith("\n") else text_summary + "\n")
     elif args.format == "markdown":
-        _emit(report.to_markdown(results, env), args)
+        text = report.to_markdown(results, env)
+        if text_summary:
+            text += "\n" + text_summary
     elif args.output:
-        with open(args.output, "w") as f:
-            report.to_table(results, env, f)
+        buf = io.StringIO()
+        report.to_table(results, env, buf)
+        text = buf.getvalue() + (("\n" + text_summary) if text_summary else "")
     else:
         report.to_table(results, env, sys.stdout)
-    if args.plot:
+        text = ("\n" + text_summary) if text_summary else ""
+    if text and text_summary and not text.endswith("\n"):
+        text += "\n"
+    _emit(text, args)
+
+
+def draw(results, env, args) -> bool:
+    """--plot; False (with a message, not a traceback) when the run has nothing to draw."""
+    if not any(r.status == "ok" and r.tflops for r in results):
+        print(f"error: --plot {args.plot} not written: no row has status ok and a time "
+              f"(every kernel FAILED, errored or was not run)", file=sys.stderr)
+        return False
+    if _is_sweep(args):
+        from .sweep import plot_sweep
+        _write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
+    else:
         from .plot import plot
-        plot(results, args.plot, title=f"{env.get('gpu', '')}  {' '.join(sys.argv[1:])}")
-        print(f"plot written to {args.plot}", file=sys.stderr)
+        title = f"{env.get('gpu', '')}  {' '.join(args.argv)}"
+        _write_atomically(args.plot, lambda tmp: plot(results, tmp, title=title))
+    print(f"plot written to {args.plot}", file=sys.stderr)
+    return True
+
+
+def verdict(results) -> int:
+    """The exit status of a finished (or loaded) run; see the module docstring."""
+    from . import runner
+    if runner.nothing_checked(results):
+        print("error: nothing was checked: every row is unsupported or skipped", file=sys.stderr)
+        return 2
+    return 1 if runner.any_bad(results) else 0
 
 
 def main(argv: Optional[list] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
         return _main(args)
     except UsageError as e:
@@ -196,24 +447,35 @@ def _main(args) -> int:
     if args.resources:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
+    _validate_files(args)
     if args.from_json:
         from . import report
         results, env = report.load(args.from_json)
-        render(results, env, args)
-        return 1 if runner.any_failed(results) else 0
+        if args.plot and not any(r.status == "ok" and r.tflops for r in results):
+            raise UsageError(f"--plot: nothing to plot in {args.from_json}: no row has status ok and a time "
+                             f"(a --check or --interpret run?)")
+        summary = None
+        if _is_sweep(args):
+            from . import sweep
+            summary = sweep.summarize(results)
+        render(results, env, args, summary)
+        if args.plot:
+            draw(results, env, args)
+        return verdict(results)
 
-    try:
-        selected = registry.select(args.stage, _split(args.family) or None)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if args.kernel:
-        names = set(_split(args.kernel))
-        known = {k.name for k in registry.kernels()}
-        unknown = names - known
-        if unknown:
-            raise UsageError(f"unknown kernel {sorted(unknown)[0]!r}; known: {', '.join(sorted(known))}")
-        selected = [k for k in selected if k.name in names or k.family == "cublas"]
+    if args.shape and _is_sweep(args):
+        raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
+    selected = _select(args)
+    options = _options(args, selected)
     problems = _problems(args, selected)
+
+    def skip(k):
+        if args.interpret and not k.interpretable:
+            return "needs a GPU (--interpret runs the Triton kernels only)"
+        return None
+
+    pairs = runner.baseline_pairs(_pairs(args, selected, problems))
+    _check_something_runs(pairs, skip, selected)
 
     from .inputs import gpu_available
     from . import gpuinfo
@@ -233,7 +495,6 @@ def _main(args) -> int:
             except ProblemError as e:
                 raise UsageError(str(e)) from None
 
-    pairs = runner.baseline_pairs(_pairs(args, selected, problems))
     prog = _progress(not args.quiet, len(pairs))
 
     def progress(k, p):
@@ -243,13 +504,8 @@ def _main(args) -> int:
                 prog.advance(task)
             prog.update(task, description=f"{k.name} {p.shape} {p.precision}")
 
-    def skip(k):
-        if args.interpret and not k.interpretable:
-            return "needs a GPU (--interpret runs the Triton kernels only)"
-        return None
-
     try:
-        results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress,
+        results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
                              measure_kw={"budget_s": args.budget, "target_noise": args.target_noise})
     finally:
         if prog:
@@ -257,5 +513,11 @@ def _main(args) -> int:
     env = gpuinfo.environment().as_dict()
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"
-    render(results, env, args)
-    return 1 if runner.any_failed(results) else 0
+    summary = None
+    if _is_sweep(args):
+        from . import sweep
+        summary = sweep.summarize(results)
+    render(results, env, args, summary)
+    if args.plot:
+        draw(results, env, args)
+    return verdict(results)

@@ -34,6 +34,7 @@ def matmul_precision(tf32: bool):
 
 
 def _prepare(problem, inputs, options=None):
+    import torch
     A, B, C = inputs.A, inputs.B, inputs.C
     alpha, beta = problem.alpha, problem.beta
     tf32 = problem.precision == "tf32"
@@ -41,6 +42,9 @@ def _prepare(problem, inputs, options=None):
     def launch():
         with matmul_precision(tf32):
             C.addmm_(A, B, beta=beta, alpha=alpha)
+    # cuBLAS picks its own kernel per call; what this row can state is the library, the math mode
+    # and the torch build that called it.
+    launch.config = {"library": "cuBLAS", "tf32": tf32, "torch": torch.__version__}
     return launch
 
 

@@ -2,14 +2,18 @@
 
     python -m compare.repeatability [--kernel cublas] [--shape 4096] [--repeats 5] [-o results/x.json]
 
-Prints each median and the spread (max - min) / median; exit 1 when the spread is over --limit.
+Prints each median and the spread (max - min) / median; exit 1 when the spread is over --limit
+or a run is not ok (FAILED, error), 2 when it can't start.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import statistics
 import sys
+import tempfile
 
 
 def main(argv=None) -> int:
@@ -21,17 +25,33 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=2.0)
     ap.add_argument("--limit", type=float, default=0.01)
     ap.add_argument("-o", "--output")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
     from . import gpuinfo, registry
     from .inputs import gpu_available
-    from .problem import Problem, parse_shape
-    from .runner import run_kernel
+    from .problem import Problem, ProblemError, parse_shape
+    from .runner import OK, run_kernel
+    try:
+        p = Problem(*parse_shape(a.shape), precision=a.precision)
+        k = registry.get(a.kernel)
+    except (ProblemError, KeyError) as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    if a.output:
+        parent = os.path.dirname(os.path.abspath(a.output))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            print(f"error: -o {a.output}: directory {parent} does not exist or is not writable", file=sys.stderr)
+            return 2
     if not gpu_available():
         print("error: no CUDA GPU found", file=sys.stderr)
         return 2
-    p = Problem(*parse_shape(a.shape), precision=a.precision)
-    k = registry.get(a.kernel)
-    rows = [run_kernel(k, p, measure_kw={"budget_s": a.budget}).as_dict() for _ in range(a.repeats)]
+    rows = []
+    for _ in range(a.repeats):
+        r = run_kernel(k, p, measure_kw={"budget_s": a.budget})
+        if r.status != OK:
+            print(f"{a.kernel} {p.shape} {a.precision}: {r.status_text}", file=sys.stderr)
+            return 1
+        rows.append(r.as_dict())
     meds = [r["median_ms"] for r in rows]
     spread = (max(meds) - min(meds)) / statistics.median(meds)
     for r in rows:
@@ -39,9 +59,12 @@ def main(argv=None) -> int:
               f"IQR {r['iqr_ms']:.4f} ms  n={r['samples']}  noise={r['noise']:.2e}  clock={r['sm_clock_mhz']} MHz")
     print(f"spread (max-min)/median over {a.repeats} runs: {100 * spread:.2f}% (limit {100 * a.limit:.1f}%)")
     if a.output:
-        with open(a.output, "w") as f:
-            json.dump({"command": " ".join(sys.argv), "environment": gpuinfo.environment().as_dict(),
-                       "spread": spread, "runs": rows}, f, indent=1)
+        doc = {"command": shlex.join(["python", "-m", "compare.repeatability", *argv]),
+               "environment": gpuinfo.environment().as_dict(), "spread": spread, "runs": rows}
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.output)), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(tmp, a.output)
     return 0 if spread <= a.limit else 1
 
 

@@ -9,9 +9,13 @@ import math
 import time
 from typing import Iterable, Optional
 
+from .errors import UsageError
 from .runner import Result
 
 FIELDS = [f.name for f in dataclasses.fields(Result)]
+# Fields every stored row must have; the rest (config, timings, ...) may be missing in older files.
+REQUIRED = [f.name for f in dataclasses.fields(Result)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 _INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c"}
 _FLOAT = {"alpha", "beta", "median_ms", "iqr_ms", "min_ms", "noise", "tflops", "pct_cublas", "pct_peak",
           "rel_err", "worst_err", "prepare_s"}
@@ -23,6 +27,17 @@ def _num(x, fmt: str, dash: str = "-") -> str:
     return format(x, fmt)
 
 
+def config_text(config: dict) -> str:
+    """{"tile": "128x128x16", "split_k": 4} -> 'tile=128x128x16 split_k=4' (the table's column)."""
+    def val(v):
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        if isinstance(v, (list, tuple)):
+            return "x".join(str(x) for x in v)
+        return str(v)
+    return " ".join(f"{k}={val(v)}" for k, v in (config or {}).items())
+
+
 def display_rows(results: Iterable[Result]) -> list[dict]:
     """The human columns, as strings, shared by the table and markdown views."""
     rows = []
@@ -32,7 +47,7 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
             "kernel": r.kernel, "family": r.family, "stage": r.stage, "shape": r.shape,
             "prec": r.precision, "ms ±IQR/2": ms, "TFLOP/s": _num(r.tflops, ".1f"),
             "% cuBLAS": _num(r.pct_cublas, ".0f"), "% peak": _num(r.pct_peak, ".0f"),
-            "rel err": _num(r.rel_err, ".1e"),
+            "rel err": _num(r.rel_err, ".1e"), "config": config_text(r.config),
             "status": r.status_text + (" (throttled)" if r.throttled else ""),
         })
     return rows
@@ -69,7 +84,9 @@ def to_table(results: list[Result], env: dict, file) -> None:
         return
     # A narrow terminal keeps the columns that carry the comparison; family and stage are in
     # the kernel's name, % of peak is in the json/csv.
-    drop = {"family", "stage", "% peak"} if console.width < 150 else set()
+    drop = {"family", "stage", "% peak", "config"} if console.width < 150 else set()
+    if not any(row["config"] for row in rows):
+        drop.add("config")
     precs = {r.precision for r in results}
     if drop and len(precs) == 1:
         drop.add("prec")
@@ -78,8 +95,10 @@ def to_table(results: list[Result], env: dict, file) -> None:
     t = Table(show_lines=False, header_style="bold", pad_edge=False, box=box.SIMPLE_HEAD)
     cols = [c for c in rows[0] if c not in drop]
     for col in cols:
-        t.add_column(col, justify="left" if col in ("kernel", "family", "stage", "status", "prec") else "right",
-                     no_wrap=col != "status", overflow="fold")
+        # status and config wrap (a long config folds onto more lines); the numbers never do
+        t.add_column(col, justify="left" if col in ("kernel", "family", "stage", "status", "prec", "config") else "right",
+                     no_wrap=col not in ("status", "config"), overflow="fold",
+                     ratio=1 if col == "config" else None, min_width=20 if col == "config" else None)
     for row, r in zip(rows, results):
         style = {"FAILED": "bold red", "error": "red", "unsupported": "dim", "skipped": "dim"}.get(r.status)
         t.add_row(*(row[c] for c in cols), style=style)
@@ -91,17 +110,22 @@ def to_markdown(results: list[Result], env: dict) -> str:
     out = [f"> {line}  " for line in header_lines(env)]
     out.append("")
     if rows:
-        cols = list(rows[0])
+        cols = [c for c in rows[0] if c != "config" or any(row["config"] for row in rows)]
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "|".join("---" for _ in cols) + "|")
         for row in rows:
-            out.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row.values()) + " |")
+            out.append("| " + " | ".join(str(row[c]).replace("|", "\\|") for c in cols) + " |")
     return "\n".join(out) + "\n"
 
 
-def to_json(results: list[Result], env: dict, command: Optional[list] = None) -> str:
-    doc = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command or [],
+def to_json(results: list[Result], env: dict, command: Optional[str] = None,
+            summary: Optional[list] = None) -> str:
+    """``command`` is the command line that reproduces the run (``python -m compare ...``);
+    ``summary`` the per-kernel sweep summary, when the run was a sweep."""
+    doc = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command or "",
            "environment": env, "results": [r.as_dict() for r in results]}
+    if summary is not None:
+        doc["summary"] = summary
     return json.dumps(doc, indent=1, default=str)
 
 
@@ -112,6 +136,8 @@ def to_csv(results: list[Result]) -> str:
     for r in results:
         d = r.as_dict()
         d["throttle_reasons"] = ";".join(d["throttle_reasons"] or [])
+        # JSON text keeps the values' types, so a csv file reads back the same config dict.
+        d["config"] = json.dumps(d["config"]) if d["config"] else ""
         w.writerow({k: ("" if v is None else v) for k, v in d.items()})
     return buf.getvalue()
 
@@ -131,8 +157,14 @@ def _from_dict(d: dict) -> Result:
                 v = v if isinstance(v, bool) else str(v) == "True"
             elif k == "throttle_reasons" and isinstance(v, str):
                 v = [x for x in v.split(";") if x]
+            elif k == "config" and isinstance(v, str):
+                v = json.loads(v)
         if k == "throttle_reasons" and v is None:
             v = []
+        if k == "config" and v is None:   # files written before rows carried their config
+            v = {}
+        if k == "config" and not isinstance(v, dict):
+            raise ValueError(f"config is {type(v).__name__}, not an object")
         if k in ("reason", "variant") and v is None:
             v = ""
         kw[k] = v
@@ -140,10 +172,44 @@ def _from_dict(d: dict) -> Result:
 
 
 def load(path: str) -> tuple[list[Result], dict]:
-    """Read results written with --format json or csv. Returns (results, environment)."""
-    with open(path, newline="") as f:
-        text = f.read()
+    """Read results written with --format json or csv. Returns (results, environment).
+
+    Raises UsageError, naming the file and what is wrong with it, for a file that is missing,
+    empty, not JSON/CSV, or not a results file."""
+    import os
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory, not a results file")
+    try:
+        with open(path, newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"can't read {path}: {exc}") from None
+    if not text.strip():
+        raise UsageError(f"{path} is empty (an interrupted run?); expected results written by --format json")
     if path.endswith(".csv"):
-        return [_from_dict(d) for d in csv.DictReader(io.StringIO(text))], {}
-    doc = json.loads(text)
-    return [_from_dict(d) for d in doc["results"]], doc.get("environment", {})
+        rows, env = list(csv.DictReader(io.StringIO(text))), {}
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path} is not valid JSON ({exc}); expected results written by --format json") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+            raise UsageError(f"{path} is JSON but not a results file: no 'results' list "
+                             f"(expected the output of python -m compare --format json)")
+        rows, env = doc["results"], doc.get("environment") or {}
+        if not isinstance(env, dict):
+            raise UsageError(f"{path}: 'environment' is {type(env).__name__}, not an object")
+    results = []
+    for i, d in enumerate(rows):
+        if not isinstance(d, dict):
+            raise UsageError(f"{path}: result {i} is {type(d).__name__}, not an object")
+        missing = [k for k in REQUIRED if d.get(k) is None and k != "variant"]
+        if missing:
+            raise UsageError(f"{path}: result {i} lacks {', '.join(missing)}; not a results file of python -m compare")
+        try:
+            results.append(_from_dict(d))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{path}: result {i} has a bad value: {exc}") from None
+    return results, env

@@ -119,23 +119,33 @@ def check_kernel(kernel: Kernel, problem: Problem, device: Optional[str] = None,
 
 def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device: Optional[str] = None,
                measure_kw: Optional[dict] = None, options: Optional[dict] = None) -> Result:
+    """THE path from a (kernel, problem) to a result row: prepare -> poison C -> check -> measure.
+
+    ``options`` are the kernel's parsed options (``Kernel.parse_options``). Never raises for a
+    kernel's own trouble: a problem the kernel can't take is "unsupported", a wrong result is
+    "FAILED" (and never timed), and an exception anywhere (compile, launch, an out-of-memory,
+    the timing loop) is an "error" row carrying the exception's first line. The row's
+    ``config`` is the resolved configuration the kernel reported (``launch.config``)."""
     why = kernel.why_not(problem)
     if why:
         return _base(kernel, problem, UNSUPPORTED, why)
+    launch = None
     try:
         inputs = make_inputs(problem, device)
         launch, prep_s = prepare(kernel, problem, inputs, options)
         res = checked_run(problem, inputs, launch)
-    except Exception as exc:  # a kernel that raises is a row, not a crash of the whole comparison
-        msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        if _debug():
-            traceback.print_exc()
-        return _base(kernel, problem, ERROR, msg[:300])
-    r = _base(kernel, problem, OK if res.ok else FAILED, "" if res.ok else res.message)
-    r.config = config_of(launch)
-    r.rel_err, r.worst_err, r.prepare_s = res.rel_err, res.worst_err, prep_s
-    if not res.ok or not timing:
+        r = _base(kernel, problem, OK if res.ok else FAILED, "" if res.ok else res.message)
+        r.config = config_of(launch)
+        r.rel_err, r.worst_err, r.prepare_s = res.rel_err, res.worst_err, prep_s
+        if not res.ok or not timing:
+            return r
+        _measure_into(r, problem, inputs, launch, measure_kw)
         return r
+    except Exception as exc:  # a kernel that raises is a row, not a crash of the whole comparison
+        return _error_row(kernel, problem, exc, launch)
+
+
+def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_kw: Optional[dict]) -> None:
     from .timing import measure
     m = measure(launch, before=inputs.reset_c, **(measure_kw or {}))
     r.median_ms, r.iqr_ms, r.min_ms = m.median_s * 1e3, m.iqr_s * 1e3, m.min_s * 1e3
@@ -146,7 +156,35 @@ def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device:
     peak = gpuinfo.environment().fp32_peak_tflops
     if peak and problem.precision in ("fp32",):
         r.pct_peak = 100 * r.tflops / peak
+
+
+def _error_row(kernel: Kernel, problem: Problem, exc: BaseException, launch) -> Result:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    msg = f"{type(exc).__name__}: {first}"
+    if _debug():
+        traceback.print_exc()
+    if _is_oom(exc):
+        # Free what this problem holds so the next kernel (or shape) starts from a clean slate.
+        from .inputs import clear_cache
+        clear_cache()
+        try:
+            import torch
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except Exception:
+            pass
+        msg = "out of GPU memory: " + msg
+    r = _base(kernel, problem, ERROR, msg[:300])
+    try:
+        r.config = config_of(launch) if launch is not None else {}
+    except Exception:
+        r.config = {}
     return r
+
+
+def _is_oom(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
 
 
 def _debug() -> bool:
@@ -186,10 +224,12 @@ def baseline_pairs(pairs: Iterable[tuple[Kernel, Problem]]) -> list[tuple[Kernel
 
 def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device: Optional[str] = None,
         measure_kw: Optional[dict] = None, skip: Optional[Callable[[Kernel], Optional[str]]] = None,
-        progress: Optional[Callable[[Kernel, Problem], None]] = None) -> list[Result]:
+        progress: Optional[Callable[[Kernel, Problem], None]] = None,
+        options: Optional[dict] = None) -> list[Result]:
     """Every (kernel, problem) pair, in order (pass them through ``baseline_pairs`` first). Keep
     pairs of one problem together: inputs and the float64 reference are made once per problem
-    and shared by every kernel."""
+    and shared by every kernel. ``options`` maps a kernel name to its parsed options."""
+    options = options or {}
     results = []
     for k, p in pairs:
         if progress:
@@ -198,11 +238,26 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
         if why:
             results.append(_base(k, p, SKIPPED, why))
         else:
-            results.append(run_kernel(k, p, timing=timing, device=device, measure_kw=measure_kw))
+            results.append(run_kernel(k, p, timing=timing, device=device, measure_kw=measure_kw,
+                                      options=options.get(k.name)))
     fill_pct_cublas(results)
     return results
 
 
-def any_failed(results: Iterable[Result]) -> bool:
-    return any(r.status in (FAILED,) for r in results)
+BAD = (FAILED, ERROR)
+CHECKED = (OK, FAILED, ERROR)
 
+
+def any_failed(results: Iterable[Result]) -> bool:
+    """Some kernel produced a wrong result (FAILED)."""
+    return any(r.status == FAILED for r in results)
+
+
+def any_bad(results: Iterable[Result]) -> bool:
+    """Some kernel FAILED its check or errored (raised, ran out of memory): the run's exit status 1."""
+    return any(r.status in BAD for r in results)
+
+
+def nothing_checked(results: Iterable[Result]) -> bool:
+    """No row was run at all (every one unsupported or skipped): a run that proves nothing."""
+    return not any(r.status in CHECKED for r in results)

@@ -65,6 +65,26 @@ def test_a_wrong_kernel_is_failed_and_never_timed():
     assert r.status == "FAILED" and "NaN" in r.reason and r.median_ms is None
 
 
+def test_cublas_row_records_its_config():
+    p = Problem(256, 256, 256)
+    r = run_kernel(registry.get("cublas"), p, timing=False)
+    assert r.status == "ok" and r.config == {"library": "cuBLAS", "tf32": False, "torch": torch.__version__}
+    r = run_kernel(registry.get("cublas"), p.with_(precision="tf32"), timing=False)
+    assert r.status == "ok" and r.config["tf32"] is True
+
+
+def test_out_of_memory_is_an_error_row_and_the_next_kernel_still_runs():
+    def prepare_hog(problem, inputs, options=None):
+        free, _ = torch.cuda.mem_get_info()
+        hog = torch.empty(free + 2**30, dtype=torch.uint8, device="cuda")  # more than is free
+        return lambda: hog
+    hog = registry.Kernel(name="test.hog", family="cuda", stage="naive", precisions=("fp32",), prepare=prepare_hog)
+    r = run_kernel(hog, Problem(128, 128, 128))
+    assert r.status == "error" and r.reason.startswith("out of GPU memory"), r.status_text
+    ok = run_kernel(registry.get("cublas"), Problem(128, 128, 128), timing=False)
+    assert ok.status == "ok"
+
+
 def test_measurement_engine_reports_its_statistics():
     r = run_kernel(registry.get("cublas"), Problem(2048, 2048, 2048), measure_kw={"budget_s": 0.5})
     assert r.status == "ok"
@@ -94,3 +114,6 @@ def test_cli_split_k_end_to_end_every_family_ok(tmp_path):
     fams = {r.family for r in rows if r.status == "ok"}
     assert fams == {"cublas", "cuda", "triton"}, [(r.kernel, r.status_text) for r in rows]
     assert all(r.status == "ok" for r in rows), [(r.kernel, r.status_text) for r in rows]
+    assert all(r.config["library"] == "cuBLAS" for r in rows if r.family == "cublas")
+    import json
+    assert json.loads(out.read_text())["command"].startswith("python -m compare --stage split_k")
