@@ -3,9 +3,9 @@
 Every configuration declared in ``cuda_kernels.registry`` is compiled with nvcc
 ``--resource-usage`` from the same self-contained source the loader hands to NVRTC, plus one
 line that takes the address of that template instantiation (which makes nvcc instantiate it).
-One nvcc run per configuration for all requested architectures at once (``-gencode`` per arch:
-the host pass is shared, ptxas reports each arch in its own section), in parallel, in a
-temporary directory that is removed afterwards. A line per finished compile goes to stderr, so
+One nvcc process per configuration for all requested architectures (a ``-gencode`` per arch;
+nvcc still runs the front end and ptxas once per arch, and ptxas reports each arch in its own
+section), in parallel, in a temporary directory that is removed afterwards. A line per finished compile goes to stderr, so
 a full run (a minute on two cores) shows where it is. Needs nvcc (a CUDA toolkit, or NVIDIA's
 ``nvidia-cuda-nvcc`` wheel: the project's ``nvcc`` extra), not a GPU.
 
