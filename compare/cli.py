@@ -225,9 +225,13 @@ def _options(args, selected) -> dict:
         else:
             targets = [k for k in selected if any(o.name == name for o in k.options)]
             if not targets:
-                have = sorted({f"{o.name} ({k.name})" for k in selected for o in k.options})
+                owners: dict = {}
+                for k in selected:
+                    for o in k.options:
+                        owners.setdefault(o.name, []).append(k.name)
+                have = "; ".join(f"{n} ({', '.join(ks)})" for n, ks in sorted(owners.items()))
                 raise UsageError(f"--opt {text!r}: no selected kernel has an option {name!r}; "
-                                 f"options of the selected kernels: {', '.join(have) or 'none'}")
+                                 f"options of the selected kernels: {have or 'none'}")
         for k in targets:
             raw.setdefault(k.name, {})[name] = value
     # parse_options raises UsageError naming the kernel, the option and what is wrong
@@ -406,8 +410,7 @@ def draw(results, env, args) -> bool:
         _write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
     else:
         from .plot import plot
-        title = f"{env.get('gpu', '')}  {' '.join(args.argv)}"
-        _write_atomically(args.plot, lambda tmp: plot(results, tmp, title=title))
+        _write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))
     print(f"plot written to {args.plot}", file=sys.stderr)
     return True
 
