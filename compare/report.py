@@ -16,9 +16,9 @@ FIELDS = [f.name for f in dataclasses.fields(Result)]
 # Fields every stored row must have; the rest (config, timings, ...) may be missing in older files.
 REQUIRED = [f.name for f in dataclasses.fields(Result)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c"}
+_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures"}
 _FLOAT = {"alpha", "beta", "median_ms", "iqr_ms", "min_ms", "noise", "tflops", "pct_cublas", "pct_peak",
-          "rel_err", "worst_err", "prepare_s"}
+          "rel_err", "worst_err", "prepare_s", "hold_us"}
 
 
 def _num(x, fmt: str, dash: str = "-") -> str:

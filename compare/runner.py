@@ -54,6 +54,11 @@ class Result:
     temp_c: Optional[int] = None
     throttled: Optional[bool] = None
     throttle_reasons: list = field(default_factory=list)
+    # How the number was taken (compare.timing.Measurement.method: "events+hold", "graph+hold",
+    # "events", "events (hold gave up)"), the stream hold used and how many samples it discarded.
+    timing_method: str = ""
+    hold_us: Optional[float] = None
+    hold_failures: Optional[int] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -153,6 +158,7 @@ def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_k
     r.tflops = problem.flops / m.median_s / 1e12
     r.sm_clock_mhz, r.temp_c = m.sm_clock_after_mhz, m.temp_after_c
     r.throttled, r.throttle_reasons = m.throttled, m.throttle_reasons
+    r.timing_method, r.hold_us, r.hold_failures = m.method, m.hold_us, m.hold_failures
     peak = gpuinfo.environment().fp32_peak_tflops
     if peak and problem.precision in ("fp32",):
         r.pct_peak = 100 * r.tflops / peak
