@@ -1,33 +1,39 @@
 """Regression gate over asv result files: did HEAD make anything slower than BASE? Works offline.
 
     python -m compare.gate --base <sha> --head <sha> [--factor 1.10] [--results-dir .asv/results]
-                           [--machine NAME] [--env NAME]
+                           [--machine NAME] [--env NAME] [--failures-only]
 
-Reads the result files asv 0.6 writes (``<results_dir>/<machine>/<sha8>-<env>.json``: JSON with
-"commit_hash", "env_name", "result_columns" and "results"; each benchmark's row holds its
-values, one per point of its parameter grid, and the grid itself), and compares every
-benchmark x parameter point of BASE with HEAD. asv stores a point that failed (raised, timed
-out) as null and one that was skipped (n/a: NotImplementedError in setup) as NaN. The values
-are times (lower is better).
+Reads the result files of the two commits through compare.asv_results (the one reader; it says
+what a stored value means: a number, null = failed, NaN = n/a, anything else invalid) and
+compares every benchmark x parameter point. Times are lower-is-better; a % of cuBLAS
+(``track_pct_cublas``, ``track_geomean_pct_cublas``: cuBLAS measured in the same process, so a
+slower machine or clock cancels out) is higher-is-better. ``slowdown`` is head/base for a time
+and base/head for a %, so > 1 is always worse.
 
-A point fails the gate when, on HEAD, it is
-  * SLOWER:  head / base > factor;
-  * FAILING: null while base had a number (the benchmark raised: e.g. a wrong result);
-  * LOST:    NaN (n/a) while base had a number;
-  * MISSING: absent while base had a number (benchmark or point deleted).
-Everything else passes: faster, within the factor, n/a or failing on both sides, new points.
-A benchmark whose ``version`` differs between the two is shown as not comparable (its
-measurement was deliberately redefined) and does not fail.
+Verdicts (nvbench's compare labels, plus the ways a head can lose a number):
+  * SLOW:      slowdown > factor and, where asv recorded the 99% interval of the median on both
+               sides (stats_ci_99_a/b), the intervals do not overlap;
+  * AMBIGUOUS: slowdown > factor but the intervals overlap, or either side's interval is wider
+               than the factor allows (half-width / value > factor - 1): noise too large to tell;
+  * FAST:      slowdown < 1/factor (and the intervals do not overlap, where recorded);
+  * SAME:      everything else with a number on both sides;
+  * FAILING:   null on head while base had a number (the benchmark raised: e.g. a wrong result);
+  * LOST:      NaN (n/a) on head while base had a number;
+  * INVALID:   +-inf, 0 or a negative value on head while base had a number;
+  * MISSING:   absent on head while base had a number (benchmark or point deleted).
+A benchmark whose ``version`` differs between the two is not compared (its measurement was
+deliberately redefined), unless head has no number at all for it: that fails (ALL FAILING).
 
-Exit status: 1 if any point fails, 0 if none, 2 for usage errors (unknown commit, no results,
-ambiguous machine or environment). Commits may be given as sha prefixes or, inside a git
-checkout, as any revision git understands (HEAD~1, main).
+Exit status: 1 if any point is SLOW, AMBIGUOUS, FAILING, LOST, INVALID or MISSING, and also when
+nothing was compared (no point has a number on both sides: a run on a box without a GPU records
+only n/a, which proves nothing); 0 otherwise; 2 for usage errors (unknown commit, no results,
+ambiguous machine or environment, an unreadable result file of one of the two commits; result
+files of other commits that can't be read are skipped with a warning). Commits may be given as
+sha prefixes or, inside a git checkout, as any revision git understands (HEAD~1, main).
 """
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import math
 import os
 import platform
@@ -36,80 +42,14 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from . import asv_results
+from .asv_results import ResultFile, describe, higher_is_better, is_na, is_number
+from .errors import UsageError
+
 OK_EXIT, FAIL_EXIT, USAGE_EXIT = 0, 1, 2
-SKIP_FILES = ("machine.json", "benchmarks.json")
+SKIP_FILES = asv_results.SKIP_FILES
+points_of = asv_results.points_of
 _MISSING = object()
-
-
-class UsageError(Exception):
-    pass
-
-
-# ---------------------------------------------------------------------------- reading asv files
-
-@dataclass
-class ResultFile:
-    path: str
-    commit: str
-    env: str
-    data: dict
-
-    def points(self) -> dict:
-        """{(benchmark, params tuple): value} with value a float, NaN (n/a) or None (failed)."""
-        return points_of(self.data)
-
-    def versions(self) -> dict:
-        cols = self.data["result_columns"]
-        i = cols.index("version") if "version" in cols else None
-        return {name: (row[i] if i is not None and i < len(row) else None)
-                for name, row in self.data["results"].items()}
-
-
-def _param_text(v) -> str:
-    """asv stores parameter values as repr() strings: "'cublas'" -> cublas."""
-    if isinstance(v, str) and len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-        return v[1:-1]
-    return str(v)
-
-
-def points_of(data: dict) -> dict:
-    cols = data["result_columns"]
-    i_res, i_par = cols.index("result"), cols.index("params")
-    out = {}
-    for name, row in data["results"].items():
-        result = row[i_res] if i_res < len(row) else None
-        params = row[i_par] if i_par < len(row) else None
-        combos = list(itertools.product(*params)) if params else [()]
-        if not isinstance(result, list):
-            result = [result] * len(combos)      # a whole-benchmark failure is one null
-        for j, combo in enumerate(combos):
-            v = result[j] if j < len(result) else None
-            out[(name, tuple(_param_text(p) for p in combo))] = None if v is None else float(v)
-    return out
-
-
-def load_result_file(path: str) -> ResultFile:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"can't read {path}: {exc}") from None
-    if not isinstance(data, dict) or not all(k in data for k in ("commit_hash", "result_columns", "results")):
-        raise UsageError(f"{path} is not an asv 0.6 result file (no commit_hash/result_columns/results)")
-    return ResultFile(path, data["commit_hash"], data.get("env_name", ""), data)
-
-
-def machines(results_dir: str) -> list[str]:
-    if not os.path.isdir(results_dir):
-        raise UsageError(f"results dir {results_dir} does not exist (run asv first)")
-    return sorted(d for d in os.listdir(results_dir)
-                  if os.path.isfile(os.path.join(results_dir, d, "machine.json")))
-
-
-def result_files(results_dir: str, machine: str) -> list[ResultFile]:
-    d = os.path.join(results_dir, machine)
-    return [load_result_file(os.path.join(d, fn)) for fn in sorted(os.listdir(d))
-            if fn.endswith(".json") and fn not in SKIP_FILES]
 
 
 def _git_resolve(rev: str) -> Optional[str]:
@@ -135,16 +75,22 @@ def resolve_commit(rev: str, known: set[str]) -> Optional[str]:
     return None
 
 
-def pick(results_dir: str, base: str, head: str, machine: Optional[str], env: Optional[str]):
+def pick(results_dir: str, base: str, head: str, machine: Optional[str], env: Optional[str],
+         warn=lambda msg: print(msg, file=sys.stderr)):
     """(machine, base ResultFile, head ResultFile)."""
-    all_machines = machines(results_dir)
+    all_machines = asv_results.machines(results_dir)
     if not all_machines:
         raise UsageError(f"no asv results in {results_dir} (no <machine>/machine.json)")
     if machine is not None and machine not in all_machines:
         raise UsageError(f"no results for machine {machine!r} in {results_dir}; there are: {', '.join(all_machines)}")
+    # The two commits' own files must be readable (their names carry the sha prefix); any
+    # other file that can't be read is skipped with a warning instead of blocking the gate.
+    wanted = tuple(x for x in (base, head, _git_resolve(base), _git_resolve(head)) if x)
     found = {}
     for m in ([machine] if machine else all_machines):
-        files = result_files(results_dir, m)
+        files, warnings = asv_results.scan(os.path.join(results_dir, m), wanted)
+        for w in warnings:
+            warn(w)
         known = {f.commit for f in files}
         b, h = resolve_commit(base, known), resolve_commit(head, known)
         found[m] = (files, b, h)
@@ -153,8 +99,8 @@ def pick(results_dir: str, base: str, head: str, machine: Optional[str], env: Op
         lines = []
         for m, (_, b, h) in found.items():
             miss = [name for name, v in (("base " + base, b), ("head " + head, h)) if not v]
-            lines.append(f"  machine {m}: no results for {' and '.join(miss)}")
-        raise UsageError("no results to compare:\n" + "\n".join(lines))
+            lines.append(f"machine {m}: no results for {' and '.join(miss)}")
+        raise UsageError("no results to compare: " + "; ".join(lines))
     if len(usable) > 1:
         host = platform.node()
         if host not in usable:
@@ -180,91 +126,134 @@ def pick(results_dir: str, base: str, head: str, machine: Optional[str], env: Op
 
 # ---------------------------------------------------------------------------- comparing
 
+FAILING_VERDICTS = ("SLOW", "AMBIGUOUS", "FAILING", "LOST", "INVALID", "MISSING", "ALL")
+
+
 @dataclass
 class Row:
     benchmark: str
     params: tuple
-    base: object
+    base: object                 # value: float, NaN, None (failed); None also when absent
     head: object
-    ratio: Optional[float]
+    ratio: Optional[float]       # slowdown: > 1 is worse, whichever way the benchmark points
     verdict: str
     failed: bool
+    compared: bool = False       # a number on both sides, same version
+    noise: Optional[float] = None  # the wider side's interval half-width / value, where recorded
 
 
-def _is_num(v) -> bool:
-    return isinstance(v, float) and math.isfinite(v)
+def _rel_halfwidth(p) -> Optional[float]:
+    if p is None or p.ci is None or not is_number(p.value):
+        return None
+    a, b = p.ci
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return abs(b - a) / 2 / p.value
 
 
-def _is_nan(v) -> bool:
-    return isinstance(v, float) and math.isnan(v)
+def _overlap(bp, hp) -> Optional[bool]:
+    if bp.ci is None or hp.ci is None:
+        return None
+    return max(bp.ci[0], hp.ci[0]) <= min(bp.ci[1], hp.ci[1])
+
+
+def _numbers_verdict(name: str, bp, hp, factor: float) -> tuple[float, str, bool, Optional[float]]:
+    """(slowdown, verdict, failed, noise) for a point with a number on both sides."""
+    b, h = bp.value, hp.value
+    slowdown = b / h if higher_is_better(name) else h / b
+    widths = [w for w in (_rel_halfwidth(bp), _rel_halfwidth(hp)) if w is not None]
+    noise = max(widths) if len(widths) == 2 else None
+    overlap = _overlap(bp, hp)
+    if noise is not None and noise > factor - 1:
+        return slowdown, f"AMBIGUOUS (noise {_pct(noise)} > {_pct(factor - 1)})", True, noise
+    if slowdown > factor:
+        if overlap:
+            return slowdown, f"AMBIGUOUS (x{slowdown:.3f} but the 99% intervals overlap)", True, noise
+        return slowdown, f"SLOW (> x{factor:g})", True, noise
+    if slowdown < 1 / factor and not overlap:
+        return slowdown, "FAST", False, noise
+    return slowdown, "SAME", False, noise
+
+
+def _pct(x: float) -> str:
+    return "inf" if not math.isfinite(x) else f"{100 * x:.1f}%"
 
 
 def compare(base: ResultFile, head: ResultFile, factor: float) -> list[Row]:
     bp, hp = base.points(), head.points()
     bv, hv = base.versions(), head.versions()
+    # A redefined benchmark (version changed) is not compared, but a head where it has no
+    # number at all is a failure whatever the version says.
+    head_has_number = {}
+    for (name, _), p in hp.items():
+        head_has_number[name] = head_has_number.get(name, False) or is_number(p.value)
     keys = list(bp) + [k for k in hp if k not in bp]
     rows = []
     for key in keys:
         name, params = key
-        b, h = bp.get(key, _MISSING), hp.get(key, _MISSING)
-        ratio, failed = None, False
+        b = bp.get(key, _MISSING)
+        h = hp.get(key, _MISSING)
+        bval = None if b is _MISSING else b.value
+        hval = None if h is _MISSING else h.value
+        ratio, failed, compared, noise = None, False, False, None
         if b is _MISSING:
             verdict = "new"
         elif h is _MISSING:
-            failed = _is_num(b)
-            verdict = "MISSING on head" if failed else "gone (was n/a)" if _is_nan(b) else "gone (was failing)"
+            failed = is_number(bval)
+            verdict = "MISSING on head" if failed else f"gone (was {describe(bval)})"
         elif name in bv and name in hv and bv[name] != hv[name]:
-            verdict = f"not comparable (version {bv[name]} -> {hv[name]})"
-        elif _is_num(b) and _is_num(h):
-            ratio = h / b if b > 0 else math.inf
-            if ratio > factor:
-                verdict, failed = f"SLOWER (> x{factor:g})", True
-            elif ratio < 1 / factor:
-                verdict = "faster"
+            if not head_has_number.get(name) and any(is_number(p.value) for (n, _), p in bp.items() if n == name):
+                verdict, failed = f"ALL FAILING on head (version {bv[name]} -> {hv[name]})", True
             else:
-                verdict = "ok"
-        elif _is_num(b) and h is None:
+                verdict = f"not comparable (version {bv[name]} -> {hv[name]})"
+        elif is_number(bval) and is_number(hval):
+            ratio, verdict, failed, noise = _numbers_verdict(name, b, h, factor)
+            compared = True
+        elif is_number(bval) and hval is None:
             verdict, failed = "FAILING on head", True
-        elif _is_num(b) and _is_nan(h):
+        elif is_number(bval) and is_na(hval):
             verdict, failed = "LOST: n/a on head", True
-        elif b is None and h is None:
-            verdict = "failing (also on base)"
-        elif _is_nan(b) and _is_nan(h):
-            verdict = "n/a"
-        elif _is_num(h):
-            verdict = "fixed" if b is None else "new value"
-        elif h is None:
-            verdict = "failing (base n/a)"
+        elif is_number(bval):
+            verdict, failed = f"INVALID on head: {hval!r}", True
+        elif is_number(hval):
+            verdict = f"fixed (base {describe(bval)})"
         else:
-            verdict = "n/a (base failing)"
-        rows.append(Row(name, params, None if b is _MISSING else b, None if h is _MISSING else h,
-                        ratio, verdict, failed))
+            verdict = f"no number (base {describe(bval)}, head {describe(hval)})"
+        rows.append(Row(name, params, None if b is _MISSING else bval, None if h is _MISSING else hval,
+                        ratio, verdict, failed, compared, noise))
     return rows
 
 
-def fmt_time(v, missing: bool = False) -> str:
+def fmt_value(v, benchmark: str = "", missing: bool = False) -> str:
     if missing:
         return "-"
     if v is None:
         return "failed"
-    if _is_nan(v):
+    if is_na(v):
         return "n/a"
-    if not _is_num(v):
-        return str(v)
+    if not is_number(v):
+        return f"invalid {v!r}"
+    if higher_is_better(benchmark):
+        return f"{v:.4g}%"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if abs(v) >= scale or unit == "ns":
             return f"{v / scale:.4g} {unit}"
     return str(v)
 
 
+fmt_time = fmt_value
+
+
 def table(rows: list[Row], base_points: dict, head_points: dict) -> str:
-    header = ("benchmark", "params", "base", "head", "ratio", "verdict")
+    header = ("benchmark", "params", "base", "head", "slowdown", "noise", "verdict")
     lines = [header]
     for r in rows:
         key = (r.benchmark, r.params)
         lines.append((r.benchmark, ", ".join(r.params) or "-",
-                      fmt_time(r.base, key not in base_points), fmt_time(r.head, key not in head_points),
+                      fmt_value(r.base, r.benchmark, key not in base_points),
+                      fmt_value(r.head, r.benchmark, key not in head_points),
                       f"{r.ratio:.3f}" if r.ratio is not None and math.isfinite(r.ratio) else "-",
+                      _pct(r.noise) if r.noise is not None else "-",
                       r.verdict))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = []
@@ -278,10 +267,11 @@ def table(rows: list[Row], base_points: dict, head_points: dict) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.gate",
                                  description="Fail (exit 1) when HEAD's asv results are slower than BASE's, "
-                                             "newly failing, or missing.")
+                                             "newly failing, missing, or when nothing could be compared.")
     ap.add_argument("--base", required=True, help="base commit (sha or prefix; or a git revision)")
     ap.add_argument("--head", required=True, help="head commit (sha or prefix; or a git revision)")
-    ap.add_argument("--factor", type=float, default=1.10, help="head/base time ratio that fails (default 1.10)")
+    ap.add_argument("--factor", type=float, default=1.10,
+                    help="slowdown that fails: head/base time, base/head %% of cuBLAS (default 1.10)")
     ap.add_argument("--results-dir", default=".asv/results", help="asv results dir (default .asv/results)")
     ap.add_argument("--machine", default=None, help="asv machine name (default: the one with results for both)")
     ap.add_argument("--env", default=None, help="substring of the asv environment name, when there are several")
@@ -301,10 +291,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows = compare(bf, hf, args.factor)
     shown = [r for r in rows if r.failed] if args.failures_only else rows
     print(f"machine {machine}, env {hf.env}\nbase {bf.commit[:12]}  head {hf.commit[:12]}  "
-          f"fail if head/base > {args.factor:g}\n")
+          f"fail if slowdown > {args.factor:g}\n")
     if shown:
         print(table(shown, bf.points(), hf.points()))
     bad = [r for r in rows if r.failed]
+    n_compared = sum(r.compared for r in rows)
     counts = {}
     for r in bad:
         k = r.verdict.split(" ")[0].rstrip(":")
@@ -314,7 +305,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"GATE FAILED: {len(bad)} of {len(rows)} points: "
               + ", ".join(f"{n} {k.lower()}" for k, n in counts.items()))
         return FAIL_EXIT
-    print(f"gate passed: {len(rows)} points, none slower than x{args.factor:g}, newly failing or missing")
+    if n_compared == 0:
+        print(f"GATE FAILED: nothing was compared: none of {len(rows)} points has a number on both "
+              f"commits (n/a everywhere means no GPU was used, or every benchmark was redefined)")
+        return FAIL_EXIT
+    print(f"gate passed: {n_compared} of {len(rows)} points compared, none slower than x{args.factor:g}, "
+          f"newly failing or missing")
     return OK_EXIT
 
 

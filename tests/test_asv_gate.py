@@ -116,7 +116,7 @@ def test_one_point_1_5x_slower_fails(tmp_path, capsys):
     rd = _write_results(tmp_path, h)
     assert _gate(rd) == 1
     out = capsys.readouterr().out
-    assert "SLOWER" in out and "1.500" in out and "GATE FAILED: 1 of" in out
+    assert "SLOW (> x1.1)" in out and "1.500" in out and "GATE FAILED: 1 of" in out
 
 
 def test_factor_flag_is_honored(tmp_path):
@@ -144,7 +144,7 @@ def test_faster_passes(tmp_path, capsys):
     _set(h, p, _get(h, p) * 0.8)
     rd = _write_results(tmp_path, h)
     assert _gate(rd) == 0
-    assert "faster" in capsys.readouterr().out
+    assert "FAST" in capsys.readouterr().out
 
 
 def test_newly_failing_point_fails(tmp_path, capsys):
@@ -198,12 +198,22 @@ def test_new_benchmark_on_head_passes(tmp_path, capsys):
     assert "new" in capsys.readouterr().out
 
 
+def _with_second_benchmark(data: dict) -> dict:
+    """A copy with every benchmark duplicated under another name, so that one benchmark can be
+    changed while something else is still compared."""
+    d = copy.deepcopy(data)
+    for name in list(d["results"]):
+        d["results"][name + "_twin"] = copy.deepcopy(d["results"][name])
+    return d
+
+
 def test_changed_version_is_not_compared(tmp_path, capsys):
-    h = _head_copy()
+    b = _with_second_benchmark(BASE)
+    h = _with_second_benchmark(_head_copy())
     p = POINTS[0]
     _set(h, p, _get(h, p) * 3)
     h["results"][p[0]][I_VER] = "changed-on-purpose"
-    rd = _write_results(tmp_path, h)
+    rd = _write_results(tmp_path, h, base=b)
     assert _gate(rd) == 0
     assert "not comparable" in capsys.readouterr().out
 
@@ -227,7 +237,7 @@ def test_real_fixture_pair_and_cli_exit_codes(tmp_path):
            "--base", BASE["commit_hash"][:8], "--head", head["commit_hash"][:8]]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode in (0, 1), p.stderr
-    assert "ratio" in p.stdout
+    assert "slowdown" in p.stdout
     h = _head_copy()
     _set(h, POINTS[0], _get(h, POINTS[0]) * 1.5)
     rd = _write_results(tmp_path, h)
@@ -246,4 +256,171 @@ def test_points_parsing_matches_grid():
     assert len(pts) == n
     for (name, params), v in pts.items():
         assert all("'" not in p for p in params)
-        assert v is None or isinstance(v, float)
+        assert v.value is None or isinstance(v.value, float)
+
+
+# ---------------------------------------------------------------------------- holes that exited 0
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, 0.0, -1e-4])
+def test_head_without_a_valid_number_fails(tmp_path, capsys, bad):
+    """+-inf, 0 or a negative time on head where base had a number: not 'faster', not 'n/a'."""
+    h = _head_copy()
+    _set(h, POINTS[0], bad)
+    rd = _write_results(tmp_path, h)
+    assert _gate(rd) == 1
+    out = capsys.readouterr().out
+    assert "INVALID on head" in out and "GATE FAILED: 1 of" in out
+
+
+def test_changed_version_does_not_hide_an_all_failing_head(tmp_path, capsys):
+    b = _with_second_benchmark(BASE)
+    h = _with_second_benchmark(_head_copy())
+    name = POINTS[0][0]
+    h["results"][name][I_RES] = None
+    h["results"][name][I_VER] = "changed-on-purpose"
+    rd = _write_results(tmp_path, h, base=b)
+    assert _gate(rd) == 1
+    assert "ALL FAILING on head" in capsys.readouterr().out
+
+
+def _all(data: dict, value) -> dict:
+    d = copy.deepcopy(data)
+    for name, row in d["results"].items():
+        if isinstance(row[I_RES], list):
+            row[I_RES] = [value] * len(row[I_RES])
+    return d
+
+
+def test_nothing_compared_fails(tmp_path, capsys):
+    """A box without a GPU records n/a everywhere, on both commits: that proves nothing."""
+    b = _all(BASE, float("nan"))
+    h = _all(_head_copy(), float("nan"))
+    rd = _write_results(tmp_path, h, base=b)
+    assert _gate(rd) == 1
+    out = capsys.readouterr().out
+    assert "nothing was compared" in out and "gate passed" not in out
+
+
+def test_every_benchmark_redefined_is_nothing_compared(tmp_path, capsys):
+    h = _head_copy()
+    for row in h["results"].values():
+        row[I_VER] = "changed-on-purpose"
+    rd = _write_results(tmp_path, h)
+    assert _gate(rd) == 1
+    assert "nothing was compared" in capsys.readouterr().out
+
+
+def _corrupt_variants():
+    no_params = _head_copy()
+    for row in no_params["results"].values():
+        del row[I_PAR:]
+    text_value = _head_copy()
+    _set(text_value, POINTS[0], "fast")
+    short_grid = _head_copy()
+    name = POINTS[0][0]
+    short_grid["results"][name][I_RES] = short_grid["results"][name][I_RES][:-1]
+    return {"no params": json.dumps(no_params), "a text value": json.dumps(text_value),
+            "grid/result mismatch": json.dumps(short_grid), "not JSON": "{not json"}
+
+
+@pytest.mark.parametrize("what", list(_corrupt_variants()))
+def test_unreadable_head_file_is_a_usage_error(tmp_path, capsys, what):
+    rd = _write_results(tmp_path, _head_copy())
+    path = os.path.join(rd, MACHINE, f"{HEAD_SHA[:8]}-{BASE['env_name']}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_corrupt_variants()[what])
+    assert _gate(rd) == 2
+    err = capsys.readouterr().err
+    assert path in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unrelated_corrupt_file_is_skipped_with_a_warning(tmp_path, capsys):
+    rd = _write_results(tmp_path, _head_copy())
+    junk = os.path.join(rd, MACHINE, f"{'abcdef01' * 5}"[:8] + "-junk.json")
+    with open(junk, "w", encoding="utf-8") as f:
+        f.write("{truncated")
+    assert _gate(rd) == 0
+    cap = capsys.readouterr()
+    assert "warning: skipped" in cap.err and junk in cap.err
+    assert "gate passed" in cap.out
+
+
+# ---------------------------------------------------------------------------- noise and % of cuBLAS
+
+I_CI_A, I_CI_B = COLS.index("stats_ci_99_a"), COLS.index("stats_ci_99_b")
+
+
+def _with_ci(data: dict, rel: float) -> dict:
+    """Give every numbered point a 99% interval of +-rel around its value (as asv records it)."""
+    d = copy.deepcopy(data)
+    for name, row in d["results"].items():
+        res = row[I_RES]
+        if not isinstance(res, list):
+            continue
+        while len(row) <= I_CI_B:
+            row.append(None)
+        row[I_CI_A] = [v * (1 - rel) if isinstance(v, float) else None for v in res]
+        row[I_CI_B] = [v * (1 + rel) if isinstance(v, float) else None for v in res]
+    return d
+
+
+def _slowed(data: dict, factor: float) -> dict:
+    h = copy.deepcopy(data)
+    h["commit_hash"] = HEAD_SHA
+    _set(h, POINTS[0], _get(h, POINTS[0]) * factor)
+    return h
+
+
+def test_slow_needs_separated_intervals(tmp_path, capsys):
+    b = _with_ci(BASE, 0.01)
+    rd = _write_results(tmp_path, _with_ci(_slowed(BASE, 1.5), 0.01), base=b)
+    assert _gate(rd) == 1
+    assert "SLOW (> x1.1)" in capsys.readouterr().out
+
+
+def test_overlapping_intervals_are_ambiguous_not_slow(tmp_path, capsys):
+    b = _with_ci(BASE, 0.08)
+    rd = _write_results(tmp_path, _with_ci(_slowed(BASE, 1.15), 0.08), base=b)
+    assert _gate(rd) == 1
+    out = capsys.readouterr().out
+    assert "AMBIGUOUS" in out and "intervals overlap" in out and "SLOW (" not in out
+
+
+def test_noise_above_threshold_is_ambiguous(tmp_path, capsys):
+    b = _with_ci(BASE, 0.2)
+    rd = _write_results(tmp_path, _with_ci(_slowed(BASE, 1.0), 0.2), base=b)
+    assert _gate(rd) == 1
+    assert "AMBIGUOUS (noise" in capsys.readouterr().out
+
+
+def test_within_noise_is_same_and_passes(tmp_path, capsys):
+    b = _with_ci(BASE, 0.01)
+    rd = _write_results(tmp_path, _with_ci(_slowed(BASE, 1.005), 0.01), base=b)
+    assert _gate(rd) == 0
+    out = capsys.readouterr().out
+    assert "SAME" in out and "gate passed: 5 of 5 points compared" in out
+
+
+def _as_pct(data: dict) -> dict:
+    """The same grid as a % of cuBLAS benchmark (higher is better)."""
+    d = copy.deepcopy(data)
+    d["results"] = {n.replace("track_time", "track_pct_cublas"): [
+        [100 * 1e-4 / v if isinstance(v, float) else v for v in row[I_RES]], *row[1:]]
+        for n, row in d["results"].items()}
+    return d
+
+
+def test_pct_cublas_is_higher_is_better(tmp_path, capsys):
+    b = _as_pct(BASE)
+    name = next(iter(b["results"]))
+    h = copy.deepcopy(b)
+    h["commit_hash"] = HEAD_SHA
+    h["results"][name][I_RES][0] /= 1.5            # head reaches 2/3 of base's % of cuBLAS
+    rd = _write_results(tmp_path, h, base=b)
+    assert _gate(rd) == 1
+    out = capsys.readouterr().out
+    assert "SLOW" in out and "1.500" in out and "%" in out
+    h["results"][name][I_RES][0] *= 1.5 * 1.5     # now 1.5x base's %: better
+    rd = _write_results(tmp_path / "up", h, base=b)
+    assert _gate(rd) == 0
+    assert "FAST" in capsys.readouterr().out
