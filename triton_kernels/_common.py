@@ -1,14 +1,14 @@
-"""What the three Triton modules share: argument checks, the interpreter switch, the SM count,
-and "tune on a scratch output" for autotuned in-place kernels.
+"""What every Triton module shares: argument checks, the interpreter switch, the SM count.
 
 Nothing here is a GEMM idea of its own; each idea lives in its own module (naive_blocked.py,
-tiled.py, split_k.py; _operands.py prepares tensor-core operands for the last two).
+tiled.py, split_k.py). _gemm.py holds what the tile GEMMs share (tile loop, launch order,
+config choice, options); _operands.py prepares their operands.
 """
 from __future__ import annotations
 
 import math
 import os
-from typing import Callable, Iterable, Optional
+from typing import Iterable
 
 import torch
 
@@ -143,53 +143,3 @@ def sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return 132
     return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-def env_int(name: str) -> Optional[int]:
-    v = os.environ.get(name, "").strip()
-    if not v:
-        return None
-    try:
-        n = int(v)
-    except ValueError:
-        raise ValueError(f"{name}={v!r} is not an integer") from None
-    if n < 1:
-        raise ValueError(f"{name}={v!r} must be >= 1")
-    return n
-
-
-# ---------------------------------------------------------------------------------------------
-# Autotuning an in-place kernel.
-
-
-def autotune_limit(configs: list) -> list:
-    """TRITON_GEMM_AUTOTUNE=first keeps only the first candidate config (quick correctness runs,
-    e.g. tests on many odd shapes); unset or "all" times every candidate."""
-    v = os.environ.get("TRITON_GEMM_AUTOTUNE", "").strip().lower()
-    if v in ("", "all"):
-        return configs
-    if v == "first":
-        return configs[:1]
-    raise ValueError(f"TRITON_GEMM_AUTOTUNE={v!r}: use 'all' (default) or 'first'")
-
-
-class ScratchTuner:
-    """Autotune on a scratch output the first time a key is seen.
-
-    ``triton.autotune`` benchmarks by launching the kernel many times on the real arguments. For
-    ``C = alpha*A@B + beta*C`` with beta != 0 (or an atomically accumulating split-K) that would
-    leave C = garbage. So the first call for a key runs on a scratch copy of C; the tuner then
-    has the key in its cache (in memory; on disk too with cache_results) and the real launch is
-    a single run.
-    """
-
-    def __init__(self):
-        self._seen: set = set()
-
-    def ensure(self, key, C: torch.Tensor, run: Callable[[torch.Tensor], None]) -> None:
-        if key in self._seen or interpreting():   # the interpreter has one config: nothing to tune
-            return
-        scratch = C.clone()
-        run(scratch)
-        del scratch
-        self._seen.add(key)
