@@ -1,21 +1,24 @@
-"""Direct sweep of fp32 (ieee/FFMA) configurations for stages "tiled" and "split_k", bypassing
-the autotuner: every candidate calls the jitted kernel with explicit meta-parameters.
+"""Sweep of fp32 (ieee/FFMA) configurations for stages "tiled" and "split_k": each candidate is
+one fixed config (the kernels' ``config`` option, no autotuning), timed next to cuBLAS.
 
     python -m triton_kernels.sweep -o sweep.json            # full, < 180 s on one H100/H200
     python -m triton_kernels.sweep --quick -o sweep.json    # ~1/3 of the candidates
-    python -m triton_kernels.sweep --interpret-smoke        # 2 configs, 64x64x64, CPU interpreter
+    python -m triton_kernels.sweep --interpret-smoke        # 2 configs per kernel, CPU interpreter
 
-Per candidate: first launch (compile, or a disk-cache hit) -> checked run on a NaN-poisoned C
-(compare.check.check against the float64 reference; a wrong candidate is reported, not timed)
--> compare.timing.measure(launch, before=inputs.reset_c, budget_s=0.3).
+Every candidate is a set of kernel options ({"config": "128x128x32/8/3"}, plus "split_k" for
+split-K) run through compare.runner.run_kernel, the pipeline every number in this project comes
+from: first launch (compile, or a disk-cache hit) -> checked run on a NaN-poisoned C (float64
+reference; a wrong candidate is reported, not timed) -> compare.timing.measure. cuBLAS is
+measured in the same run, on the same shapes, for the %cuBLAS column. A row's ``options``
+reproduce it: ``python -m compare --kernel triton.tiled --opt config=128x128x32/8/3 ...``.
 
 Compile time: a pool of spawned worker processes compiles the candidates ahead of the main
-process (``JITFunction.warmup`` with dtype stand-ins, same specialisation as the real call), in
-the order they will be timed, so the main process mostly reads Triton's on-disk cache while the
-GPU times the previous candidate. If the pool fails, the main process compiles by itself
-(slower, same results). A deadline (``--budget``, default 165 s from start, split over the
-phases with unused time rolled over) stops a phase early; candidates are ordered most-plausible
-first, and the JSON is rewritten after every phase.
+process (the kernel's own ``_Plan.compile_only``: the same arguments and specialisation as the
+real launch, nothing launched), in the order they will be timed, so the main process mostly
+reads Triton's on-disk cache while the GPU times the previous candidate. If the pool fails, the
+main process compiles by itself (slower, same results). A deadline (``--budget``, default 165 s
+from start, split over the phases with unused time rolled over) stops a phase early; candidates
+are ordered most-plausible first, and the JSON is rewritten after every phase.
 
 Phases: tiled 4096^3 (all tiled candidates), tiled 8192^3 (the best ones from 4096^3, plus the
 current autotune list), split-K 256x256x131072 and 512x512x65536 (deterministic and atomic).
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -32,7 +34,7 @@ import time
 T_START = time.perf_counter()
 
 # ---------------------------------------------------------------------------------------------
-# Candidates (pure data; no triton import needed).
+# Candidates.
 
 TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (256, 64)]
 
@@ -93,10 +95,10 @@ def _cdiv(a, b):
     return (a + b - 1) // b
 
 
-def split_geometry(K: int, S: int, align: int = 64) -> tuple[int, int]:
-    """(S_eff, K_CHUNK) exactly as split_k.split_for does for an explicit split count."""
-    chunk = _cdiv(_cdiv(K, S), align) * align
-    return _cdiv(K, chunk), chunk
+def split_geometry(K: int, S: int) -> tuple[int, int]:
+    """(S_eff, K_CHUNK) exactly as the split-K kernel makes them for an explicit split count."""
+    from .split_k import split_geometry as kernel_geometry
+    return kernel_geometry(K, S)
 
 
 def split_candidates(M: int, N: int, K: int, limit: int, sms: int = 132,
@@ -154,6 +156,9 @@ def split_candidates(M: int, N: int, K: int, limit: int, sms: int = 132,
     return out
 
 
+META_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+
+
 def cfg_name(c: dict) -> str:
     s = f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} w{c['num_warps']} s{c['num_stages']}"
     if "S" in c:
@@ -163,72 +168,22 @@ def cfg_name(c: dict) -> str:
     return s
 
 
-# ---------------------------------------------------------------------------------------------
-# Launchers (import triton lazily: --interpret-smoke sets TRITON_INTERPRET first).
+def options_of(c: dict, operands: str | None = None) -> dict:
+    """The kernel options that run candidate ``c`` (what a user passes with --opt)."""
+    opts = {"config": f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']}/{c['num_warps']}/{c['num_stages']}"
+                      + ("" if c.get("GROUP_M", 8) == 8 else f"/{c['GROUP_M']}")}
+    if "S" in c:
+        opts["split_k"] = c["S"]
+    if operands:
+        opts["operands"] = operands
+    return opts
 
 
-def _bare(kernel):
-    """The jitted function under @autotune / @heuristics."""
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    while isinstance(kernel, (Autotuner, Heuristics)):
-        kernel = kernel.fn
-    return kernel
-
-
-META_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
-
-
-def _meta(c):
-    return {k: c[k] for k in META_KEYS}
-
-
-def tiled_args(M, N, K, A, B, C):
-    """Positional args of tiled._tiled_kernel for fp32 direct operands (A, B may be dtypes for
-    warmup)."""
-    return (A, B, A, B, C, M, N, K, K, 1, N, 1, N, 1, 1.0, 0.0)
-
-
-def tiled_launch(c, M, N, K, A, B, C):
-    from . import tiled
-    import triton
-    fn = _bare(tiled._tiled_kernel)
-    grid = (triton.cdiv(M, c["BLOCK_M"]) * triton.cdiv(N, c["BLOCK_N"]),)
-    even = K % c["BLOCK_K"] == 0
-    args = tiled_args(M, N, K, A, B, C)
-
-    def launch():
-        fn[grid](*args, PRECISION="ieee", PRESPLIT=False, HAS_BETA=False, EVEN_K=even, **_meta(c))
-    return launch
-
-
-def split_args(M, N, K, chunk, A, B, C, W):
-    return (A, B, A, B, C, W, M, N, K, chunk, K, 1, N, 1, N, 1, 1.0, 0.0)
-
-
-def split_launch(c, M, N, K, A, B, C, W):
-    """The split-K kernel with explicit tile and split, + the reduction (deterministic) or a
-    C.zero_() first (atomic): what split_k._Plan.launch does for fp32, beta = 0."""
-    from . import split_k
-    import triton
-    fn = _bare(split_k._split_k_kernel)
-    S, chunk = c["S"], c["K_CHUNK"]
-    det = c["variant"] == "deterministic"
-    mode = split_k.WORKSPACE if det else split_k.ATOMIC
-    grid = (triton.cdiv(M, c["BLOCK_M"]) * triton.cdiv(N, c["BLOCK_N"]), S)
-    even = K % c["BLOCK_K"] == 0 and chunk % c["BLOCK_K"] == 0
-    args = split_args(M, N, K, chunk, A, B, C, W if det else C)
-    RB = 1024
-    rgrid = (triton.cdiv(M * N, RB),)
-
-    def launch():
-        if not det:
-            C.zero_()
-        fn[grid](*args, PRECISION="ieee", PRESPLIT=False, MODE=mode, HAS_BETA=False, EVEN_K=even,
-                 **_meta(c))
-        if det:
-            split_k._reduce_kernel[rgrid](W, C, M, N, S, C.stride(0), C.stride(1), 1.0, 0.0,
-                                          HAS_BETA=False, BLOCK=RB, num_warps=4)
-    return launch
+def kernel_of(kind: str, c: dict):
+    from . import split_k, tiled
+    if kind == "tiled":
+        return tiled.KERNEL
+    return split_k.KERNEL if c["variant"] == "deterministic" else split_k.KERNEL_ATOMIC
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,22 +195,15 @@ def _warm_one(job):
     t0 = time.perf_counter()
     try:
         import torch
-        import triton
         from . import split_k, tiled
-        kind, c, shape = job["kind"], job["cfg"], job["shape"]
-        M, N, K = shape
-        f32 = torch.float32
-        if kind == "tiled":
-            fn = _bare(tiled._tiled_kernel)
-            fn.warmup(*tiled_args(M, N, K, f32, f32, f32), grid=(1,), PRECISION="ieee", PRESPLIT=False,
-                      HAS_BETA=False, EVEN_K=K % c["BLOCK_K"] == 0, **_meta(c))
+        M, N, K = job["shape"]
+        # Shapes and strides only: the plan's tensors need no memory.
+        A, B, C = (torch.empty(r, c, device="meta") for r, c in ((M, K), (K, N), (M, N)))
+        if job["kind"] == "tiled":
+            plan = tiled._Plan(A, B, C, 1.0, 0.0, "fp32", job["options"])
         else:
-            fn = _bare(split_k._split_k_kernel)
-            det = c["variant"] == "deterministic"
-            fn.warmup(*split_args(M, N, K, c["K_CHUNK"], f32, f32, f32, f32), grid=(1, 1),
-                      PRECISION="ieee", PRESPLIT=False,
-                      MODE=split_k.WORKSPACE if det else split_k.ATOMIC, HAS_BETA=False,
-                      EVEN_K=K % c["BLOCK_K"] == 0 and c["K_CHUNK"] % c["BLOCK_K"] == 0, **_meta(c))
+            plan = split_k._Plan(A, B, C, 1.0, 0.0, "fp32", job["cfg"]["variant"] == "deterministic", job["options"])
+        plan.compile_only()
         return job["id"], time.perf_counter() - t0, None
     except Exception as exc:  # the main process compiles it itself
         return job["id"], time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"[:200]
@@ -298,42 +246,32 @@ class Precompiler:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sync(dev):
-    if dev.type == "cuda":
-        import torch
-        torch.cuda.synchronize()
+ROW_FIELDS = ("status", "reason", "config", "rel_err", "worst_err", "prepare_s", "median_ms", "iqr_ms", "min_ms",
+              "samples", "tflops", "sm_clock_mhz", "throttled")
 
 
-def evaluate(c: dict, problem, inputs, make_launch, timing: bool, budget_s: float) -> dict:
-    """First launch (compile) -> checked run -> measure. Fills and returns a result row."""
-    from compare.check import check
-    row = dict(c, name=cfg_name(c), shape=problem.shape, ok=False)
-    dev = inputs.device
-    try:
-        launch = make_launch()
-        t0 = time.perf_counter()
-        inputs.reset_c()
-        launch()
-        _sync(dev)
-        row["first_call_s"] = round(time.perf_counter() - t0, 3)
-        inputs.reset_c(poison=True)
-        _sync(dev)
-        launch()
-        _sync(dev)
-        res = check(problem, inputs.C, inputs.ref, inputs.bound)
-    except Exception as exc:
-        row["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-        return row
-    row.update(ok=bool(res.ok), rel_err=res.rel_err, worst_err=res.worst_err)
-    if not res.ok:
-        row["error"] = res.message
-        return row
-    if timing:
-        from compare.timing import measure
-        m = measure(launch, before=inputs.reset_c, budget_s=budget_s)
-        row.update(ms=m.median_s * 1e3, iqr_ms=m.iqr_s * 1e3, min_ms=m.min_s * 1e3, samples=m.samples,
-                   tflops=problem.flops / m.median_s / 1e12, sm_clock_mhz=m.sm_clock_after_mhz,
-                   throttled=m.throttled)
+def evaluate(kernel, c: dict, problem, options: dict, timing: bool, budget_s: float) -> dict:
+    """One candidate through compare.runner.run_kernel; the row keeps the candidate's fields, the
+    options that reproduce it and the runner's result."""
+    from compare.runner import OK, run_kernel
+    r = run_kernel(kernel, problem, timing=timing, device="cuda" if timing else "cpu",
+                   options=options, measure_kw={"budget_s": budget_s})
+    row = dict(c, name=cfg_name(c), kernel=kernel.name, shape=problem.shape, options=options,
+               **{f: getattr(r, f) for f in ROW_FIELDS})
+    row["ok"] = r.status == OK
+    row["ms"] = row.pop("median_ms")
+    if not row["ok"]:
+        row["error"] = r.status_text
+    return row
+
+
+def cublas_row(problem, budget_s: float) -> dict:
+    """cuBLAS fp32 on ``problem``, measured in this run (the %cuBLAS reference)."""
+    from compare.registry import get
+    from compare.runner import OK, run_kernel
+    r = run_kernel(get("cublas"), problem, options={}, measure_kw={"budget_s": budget_s})
+    row = dict(name="cublas", kernel="cublas", shape=problem.shape, ok=r.status == OK, **{f: getattr(r, f) for f in ROW_FIELDS})
+    row["ms"] = row.pop("median_ms")
     return row
 
 
@@ -351,10 +289,6 @@ def print_table(title: str, rows: list[dict], top: int = 8, ref_tflops: float | 
         print(f"  {r['name']:34s} {'-':>9s} {'-':>8s}  FAIL {r.get('error', '')[:60]}")
 
 
-# cuBLAS fp32 on the H200 (python -m compare), for the %cuBLAS column.
-CUBLAS_FP32 = {"4096x4096x4096": 51.4, "8192x8192x8192": 50.9, "256x256x131072": 50.2, "512x512x65536": 50.4}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m triton_kernels.sweep", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="about a third of the candidates")
@@ -365,8 +299,10 @@ def main(argv=None) -> int:
                     "at most 14; 0 = compile in the main process)")
     ap.add_argument("--measure-budget", type=float, default=0.3, help="timing.measure budget_s per candidate")
     ap.add_argument("--interpret-smoke", action="store_true",
-                    help="2 configs per kernel on a 64x64x64 CPU problem under TRITON_INTERPRET=1 (no timing)")
+                    help="2 configs per kernel on 64x64x64 / 64x64x256 CPU problems under TRITON_INTERPRET=1 (no timing)")
     ap.add_argument("--list", action="store_true", help="print the candidates and exit (no GPU needed)")
+    ap.add_argument("--operands", choices=("direct", "k_major", "m_major_a"), default=None,
+                    help="operand mode for every candidate (default: each kernel's own choice)")
     args = ap.parse_args(argv)
 
     if args.list:
@@ -389,7 +325,6 @@ def main(argv=None) -> int:
                                        *(sys.argv[1:] if argv is None else argv)], env)
 
     import torch
-    from compare.inputs import make_inputs
     from compare.problem import Problem
     from . import tiled  # noqa: F401  (imports triton under the right mode)
     from ._common import interpreting
@@ -401,7 +336,6 @@ def main(argv=None) -> int:
     if not smoke and not torch.cuda.is_available():
         print("no CUDA GPU: use --interpret-smoke on a CPU box", file=sys.stderr)
         return 2
-    device = "cpu" if smoke else "cuda"
     budget = 1e9 if smoke else args.budget
     deadline_all = T_START + budget
 
@@ -413,8 +347,9 @@ def main(argv=None) -> int:
                        origin="smoke"),
                   dict(BLOCK_M=32, BLOCK_N=64, BLOCK_K=16, GROUP_M=2, num_warps=4, num_stages=3, S=4, K_CHUNK=16,
                        origin="smoke")]
+        s_base = [dict(c, S=split_geometry(256, c["S"])[0], K_CHUNK=split_geometry(256, c["S"])[1]) for c in s_base]
         phases = [("tiled 64^3", "tiled", (64, 64, 64), t_cands, 1),
-                  ("split_k 64^3", "split", (64, 64, 64),
+                  ("split_k 64x64x256", "split", (64, 64, 256),
                    [dict(c, variant=v) for c in s_base for v in ("deterministic", "atomic")], 1)]
         n8192 = 0
     else:
@@ -430,15 +365,18 @@ def main(argv=None) -> int:
             both = [dict(c, variant=v) for c in sc for v in ("deterministic", "atomic")]
             phases.append((f"split_k fp32 {M}x{N}x{K}", "split", (M, N, K), both, 2.5))
 
-    # Compile jobs in timing order. tiled: M, N, K all divisible by 16 at 4096 and 8192, so one
-    # binary serves both shapes; split: K_CHUNK is a multiple of 64, one binary per (tile, mode).
+    def job_key(kind, shape, c):
+        # One compile per (kernel, options, specialisation): the 4096 and 8192 cubes share
+        # binaries (both divisible by 16), but keying on the shape keeps this obviously right.
+        return (kind, shape, c.get("variant"), json.dumps(options_of(c, args.operands), sort_keys=True))
+
     jobs, job_of = [], {}
     for title, kind, shape, cands, _ in phases:
         for c in cands or []:
-            key = (kind, tuple(sorted((k, v) for k, v in c.items() if k in META_KEYS or k == "variant")))
+            key = job_key(kind, shape, c)
             if key not in job_of:
                 job_of[key] = f"j{len(jobs)}"
-                jobs.append(dict(id=job_of[key], kind=kind, cfg=c, shape=shape))
+                jobs.append(dict(id=job_of[key], kind=kind, cfg=c, shape=shape, options=options_of(c, args.operands)))
     if smoke:
         workers = 0
     else:
@@ -450,12 +388,14 @@ def main(argv=None) -> int:
 
     out = dict(started=time.strftime("%Y-%m-%d %H:%M:%S"), quick=args.quick, smoke=smoke,
                device=torch.cuda.get_device_name(0) if not smoke else "cpu (TRITON_INTERPRET=1)",
-               triton=__import__("triton").__version__, budget_s=budget, phases=[])
+               triton=__import__("triton").__version__, budget_s=budget, operands=args.operands, phases=[])
 
     def write():
         out["wall_s"] = round(time.perf_counter() - T_START, 1)
-        with open(args.out, "w") as f:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
             json.dump(out, f, indent=1, default=str)
+        os.replace(tmp, args.out)
 
     rows_by_title = {}
     try:
@@ -470,42 +410,33 @@ def main(argv=None) -> int:
             now = time.perf_counter()
             rest_w = sum(p[4] for p in phases[pi:])
             deadline = now + max(0.0, deadline_all - now) * weight / rest_w
-            M, N, K = shape
-            problem = Problem(M, N, K, "fp32")
+            problem = Problem(*shape, "fp32")
             t_phase = time.perf_counter()
-            inputs = make_inputs(problem, device)
-            W = None
-            if kind == "split":
-                smax = max(c["S"] for c in cands)
-                W = torch.empty(smax * M * N, device=device, dtype=torch.float32)
+            base = None if smoke else cublas_row(problem, args.measure_budget)
             rows = []
             skipped = 0
             for c in cands:
                 if time.perf_counter() >= deadline:
                     skipped += 1
                     continue
-                key = (kind, tuple(sorted((k, v) for k, v in c.items() if k in META_KEYS or k == "variant")))
+                key = job_key(kind, shape, c)
                 if key in job_of:
                     pre.wait(job_of[key], timeout=deadline - time.perf_counter())
-                if kind == "tiled":
-                    mk = lambda c=c: tiled_launch(c, M, N, K, inputs.A, inputs.B, inputs.C)
-                else:
-                    mk = lambda c=c: split_launch(c, M, N, K, inputs.A, inputs.B, inputs.C, W)
-                r = evaluate(c, problem, inputs, mk, timing=not smoke, budget_s=args.measure_budget)
+                r = evaluate(kernel_of(kind, c), c, problem, options_of(c, args.operands), timing=not smoke,
+                             budget_s=args.measure_budget)
                 rows.append(r)
                 if smoke:
                     print(f"  {title}: {r['name']:34s} ok={r['ok']} rel_err={r.get('rel_err')} "
                           f"{r.get('error', '')}", flush=True)
             rows_by_title[title] = rows
-            out["phases"].append(dict(title=title, shape=problem.shape, kind=kind, rows=rows, skipped=skipped,
-                                      phase_s=round(time.perf_counter() - t_phase, 1)))
+            out["phases"].append(dict(title=title, shape=problem.shape, kind=kind, cublas=base, rows=rows,
+                                      skipped=skipped, phase_s=round(time.perf_counter() - t_phase, 1)))
             if not smoke:
                 print_table(title + (f" ({skipped} skipped: deadline)" if skipped else ""), rows,
-                            ref_tflops=CUBLAS_FP32.get(problem.shape))
+                            ref_tflops=base["tflops"] if base and base["ok"] else None)
                 print(f"  phase {time.perf_counter() - t_phase:.1f}s, total {time.perf_counter() - T_START:.1f}s",
                       flush=True)
             write()
-            del inputs, W
     finally:
         pre.close()
         write()
