@@ -6,14 +6,24 @@
 For each commit, oldest first: check it out into a temporary git worktree, and run
 ``asv run --python=same --set-commit-hash <sha>`` on that worktree's own ``benchmarks/`` with
 the worktree first on the import path (so the commit's own compare/, cuda_kernels/ and
-triton_kernels/ are measured, not this checkout's), writing into this checkout's results dir
-(``.asv/results`` from asv.conf.json). ``asv publish`` then shows real history. Commits older
-than the asv suite (no benchmarks/) are skipped with a message.
+triton_kernels/ are measured, not this checkout's). asv writes into a temporary results dir;
+the new result file is then merged, point by point, into this checkout's results dir
+(``.asv/results`` from asv.conf.json), never replacing what is recorded there:
+
+  * a recorded number is never replaced by a failure, an n/a or an invalid value (a re-run on a
+    box without a GPU, or a flaky run, can't erase a commit's numbers and so open the gate);
+  * where both runs have a number, the recorded one stays unless --overwrite;
+  * a point with no number recorded takes the new run's number; a benchmark not recorded yet is
+    added; one whose version changed is replaced only with --overwrite.
+Each kept or taken point is printed. A file is rewritten only when something changed, through
+a temp file + os.replace, so re-running is idempotent. ``asv publish`` then shows real history.
+Commits older than the asv suite (no benchmarks/) are skipped with a message.
 
 asv itself must be importable (installed, or on PYTHONPATH, e.g. from the .whl folder: see
 docs/asv.md). The benchmark processes get this process's PYTHONPATH through ASV_PYTHONPATH.
 Exit status: 0 when asv ran for every commit that has a suite (benchmarks that failed inside a
-run are recorded as failed: the gate reports them), 1 when an asv run itself errored, 2 usage.
+run are recorded as failed: the gate reports them), 1 when an asv run itself errored or its
+results could not be merged (e.g. the recorded file is unreadable: it is left as it is), 2 usage.
 """
 from __future__ import annotations
 
@@ -27,11 +37,10 @@ import sys
 import tempfile
 from typing import Optional
 
+from . import asv_results
+from .errors import UsageError
+
 SETS = ("quick", "default", "full")
-
-
-class UsageError(Exception):
-    pass
 
 
 def _git(args: list[str], cwd: str) -> str:
@@ -78,18 +87,51 @@ def default_machine() -> str:
 
 
 def has_results(results_dir: str, machine: str, sha: str) -> bool:
-    d = os.path.join(results_dir, machine)
-    if not os.path.isdir(d):
-        return False
-    for fn in os.listdir(d):
-        if fn.endswith(".json") and fn not in ("machine.json", "benchmarks.json"):
-            try:
-                with open(os.path.join(d, fn), encoding="utf-8") as f:
-                    if json.load(f).get("commit_hash") == sha:
-                        return True
-            except (OSError, ValueError):
-                continue
-    return False
+    files, _ = asv_results.scan(os.path.join(results_dir, machine))
+    return any(f.commit == sha for f in files)
+
+
+def _load_json(path: str):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False) -> list[str]:
+    """Merge what one asv run wrote under ``new_dir`` into ``results_dir`` (see the module doc).
+    Returns the notes printed. Raises UsageError when a recorded file can't be read (it is left
+    untouched)."""
+    notes = []
+    src_m, dst_m = os.path.join(new_dir, machine), os.path.join(results_dir, machine)
+    if os.path.isfile(os.path.join(src_m, "machine.json")) and not os.path.isfile(os.path.join(dst_m, "machine.json")):
+        asv_results.write_json_atomic(os.path.join(dst_m, "machine.json"), _load_json(os.path.join(src_m, "machine.json")))
+    # benchmarks.json describes the suite (names, params, units), which asv publish needs; asv
+    # rewrites it on every run. Merge by name so that benchmarks of older runs stay described.
+    src_b, dst_b = os.path.join(new_dir, "benchmarks.json"), os.path.join(results_dir, "benchmarks.json")
+    if os.path.isfile(src_b):
+        new_b = _load_json(src_b)
+        try:
+            old_b = _load_json(dst_b) if os.path.isfile(dst_b) else {}
+        except ValueError:
+            raise UsageError(f"{dst_b} is not valid JSON: left as it is; fix or remove it") from None
+        merged_b = {**old_b, **new_b}
+        if merged_b != old_b:
+            asv_results.write_json_atomic(dst_b, merged_b)
+    for src in asv_results.result_paths(src_m):
+        new = asv_results.load(src)
+        dst = os.path.join(dst_m, os.path.basename(src))
+        if not os.path.exists(dst):
+            asv_results.write_json_atomic(dst, new.data)
+            notes.append(f"recorded {os.path.basename(dst)}")
+            continue
+        old = asv_results.load(dst)      # UsageError naming dst: nothing is overwritten
+        merged, point_notes, changed = asv_results.merge(old.data, new.data, overwrite=overwrite)
+        notes += point_notes
+        if changed:
+            asv_results.write_json_atomic(dst, merged)
+            notes.append(f"updated {os.path.basename(dst)}")
+        else:
+            notes.append(f"{os.path.basename(dst)} unchanged")
+    return notes
 
 
 def ensure_machine(machine: str) -> None:
@@ -132,16 +174,19 @@ def asv_command(conf_path: str, sha: str, machine: Optional[str], bench: list[st
     return cmd
 
 
-def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: Optional[str],
-               bench: list[str], bench_set: Optional[str], show_stderr: bool, dry_run: bool) -> int:
-    """asv for one commit from its own worktree; returns asv's exit status."""
+def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: str,
+               bench: list[str], bench_set: Optional[str], show_stderr: bool, dry_run: bool,
+               overwrite: bool = False) -> int:
+    """asv for one commit from its own worktree, into a temporary results dir, then merged into
+    ``results_dir``; returns asv's exit status (1 if the merge failed)."""
     tmp = tempfile.mkdtemp(prefix=f"gemm-history-{sha[:8]}-")
     wt = os.path.join(tmp, "src")
     try:
         conf_path = os.path.join(tmp, "asv.conf.json")
         c = dict(conf)
+        new_results = os.path.join(tmp, "results")
         c.update(repo=root, benchmark_dir=os.path.join(wt, conf.get("benchmark_dir", "benchmarks")),
-                 results_dir=results_dir, html_dir=os.path.join(root, conf.get("html_dir", ".asv/html")),
+                 results_dir=new_results, html_dir=os.path.join(root, conf.get("html_dir", ".asv/html")),
                  env_dir=os.path.join(tmp, "env"))
         env = dict(os.environ)
         # asv's benchmark script puts ASV_PYTHONPATH first on sys.path (and drops PYTHONPATH
@@ -158,7 +203,14 @@ def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: Op
         with open(conf_path, "w", encoding="utf-8") as f:
             json.dump(c, f, indent=2)
         sys.stdout.flush()
-        return subprocess.run(cmd, cwd=wt, env=env).returncode
+        rc = subprocess.run(cmd, cwd=wt, env=env).returncode
+        try:
+            for note in record(new_results, results_dir, machine, overwrite=overwrite):
+                print(f"  {note}")
+        except UsageError as exc:
+            print(f"error: {sha[:8]}: results not recorded: {exc}", file=sys.stderr)
+            return 1
+        return rc
     finally:
         if os.path.isdir(wt):
             subprocess.run(["git", "worktree", "remove", "--force", wt], cwd=root, capture_output=True)
@@ -179,6 +231,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--quick", action="store_true", help="same as --set quick")
     ap.add_argument("--results-dir", default=None, help="default: asv.conf.json's results_dir in this checkout")
     ap.add_argument("--skip-existing", action="store_true", help="skip commits that already have results on this machine")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="where the recorded and the new run both have a number, keep the new one (default: "
+                         "the recorded); also replaces benchmarks whose version changed. A recorded number is "
+                         "never replaced by a failure or n/a, even so")
     ap.add_argument("--show-stderr", action="store_true", help="passed to asv run")
     ap.add_argument("--dry-run", action="store_true", help="print what would run")
     args = ap.parse_args(argv)
@@ -222,7 +278,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             continue
         print(f"=== {short} {subject!r}", flush=True)
         rc = run_commit(root, conf, sha, results_dir=results_dir, machine=machine, bench=args.bench,
-                        bench_set=bench_set, show_stderr=args.show_stderr, dry_run=args.dry_run)
+                        bench_set=bench_set, show_stderr=args.show_stderr, dry_run=args.dry_run,
+                        overwrite=args.overwrite)
         if rc == 2:
             print(f"note: {short}: some benchmarks failed (recorded as failed; `python -m compare.gate` reports them)")
         elif rc != 0:

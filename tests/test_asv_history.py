@@ -1,16 +1,23 @@
 """compare.history end to end on CPU: a throwaway git repo made from this checkout, with a first
 commit older than the asv suite; asv runs each later commit from its own worktree into the
-repo's .asv/results (every point n/a without a GPU), and the gate compares the two commits."""
+repo's .asv/results (every point n/a without a GPU: the gate must FAIL on that), numbers put in
+by hand survive a re-run; and the merge rules of compare.asv_results on the real H200 fixture.
+Also .ci/gpu on this machine (no GPU): it must fail up front, saying so."""
 from __future__ import annotations
 
+import copy
 import glob
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 
 import pytest
+
+from compare import asv_results, history
+from compare.errors import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -81,10 +88,153 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
     data = json.load(open(files[0]))
     assert list(data["results"]) == ["gemm.Naive.track_time"]
     assert not _git(path, "worktree", "list").count("gemm-history")     # worktrees removed
-    # no GPU: every point is n/a on both sides, which passes the gate
+    # no GPU: every point is n/a on both sides: nothing was compared, which must not pass
     g = subprocess.run([sys.executable, "-m", "compare.gate", "--base", shas[1][:7], "--head", "HEAD"],
                        cwd=path, env=env, capture_output=True, text=True)
-    assert g.returncode == 0, g.stdout + g.stderr
+    assert g.returncode == 1, g.stdout + g.stderr
+    assert "nothing was compared" in g.stdout and "gate passed" not in g.stdout
+    c = subprocess.run([sys.executable, "-m", "compare.asv_results", "count", "--commit", shas[2]],
+                       cwd=path, env=env, capture_output=True, text=True)
+    assert c.returncode == 1 and "hold no number" in c.stderr, c.stdout + c.stderr
     # a second pass with --skip-existing runs nothing
     p = _history(path, env, "--last", "2", "--skip-existing", "--machine", "cpu-test")
     assert p.returncode == 0 and p.stdout.count("results already recorded") == 2, p.stdout
+
+    # Numbers recorded for both commits (as a GPU box would have), head 2x slower: the gate fails.
+    by_commit = {json.load(open(f))["commit_hash"]: f for f in files}
+    for sha, t in ((shas[1], 1e-4), (shas[2], 2e-4)):
+        data = json.load(open(by_commit[sha]))
+        row = data["results"]["gemm.Naive.track_time"]
+        row[0] = [t] * len(row[0])
+        with open(by_commit[sha], "w") as f:
+            json.dump(data, f)
+    before = {sha: open(by_commit[sha], "rb").read() for sha in shas[1:]}
+    gate = [sys.executable, "-m", "compare.gate", "--base", shas[1], "--head", shas[2]]
+    g = subprocess.run(gate, cwd=path, env=env, capture_output=True, text=True)
+    assert g.returncode == 1 and "SLOW" in g.stdout, g.stdout + g.stderr
+    # Re-running on this box (n/a everywhere) keeps every recorded number: the files are not
+    # rewritten at all, and the gate still fails.
+    p = _history(path, env, "--commits", shas[1], shas[2], "--quick", "--bench", r"gemm\.Naive\.",
+                 "--machine", "cpu-test")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "kept gemm.Naive.track_time" in p.stdout and "new run n/a" in p.stdout
+    assert {sha: open(by_commit[sha], "rb").read() for sha in shas[1:]} == before
+    g = subprocess.run(gate, cwd=path, env=env, capture_output=True, text=True)
+    assert g.returncode == 1 and "SLOW" in g.stdout, g.stdout + g.stderr
+
+
+# ---------------------------------------------------------------------------- merge rules
+
+FIXTURE_DIR = os.path.join(ROOT, "tests", "fixtures", "asv", "h200")
+FIXTURE = sorted((json.load(open(f)) for f in glob.glob(os.path.join(FIXTURE_DIR, "*.json"))
+                  if not f.endswith("machine.json")), key=lambda d: d["date"])[0]
+NAME = next(iter(FIXTURE["results"]))
+
+
+def _values(data):
+    return data["results"][NAME][0]
+
+
+def _with_values(data, values):
+    d = copy.deepcopy(data)
+    d["results"][NAME][0] = values
+    return d
+
+
+def test_merge_never_replaces_a_number_with_na_or_failure():
+    old = FIXTURE
+    n = len(_values(old))
+    for bad in ([math.nan] * n, None, [None] * n, [math.inf] * n, [0.0] * n):
+        merged, notes, changed = asv_results.merge(old, _with_values(old, bad))
+        assert _values(merged) == _values(old) and not changed
+        assert len([x for x in notes if x.startswith("kept")]) == n
+
+
+def test_merge_takes_numbers_where_none_were_recorded_and_keeps_old_numbers():
+    n = len(_values(FIXTURE))
+    old = _with_values(FIXTURE, [math.nan] + [None] + _values(FIXTURE)[2:])
+    new = _with_values(FIXTURE, [1.0e-4, 2.0e-4] + [v * 2 for v in _values(FIXTURE)[2:]])
+    merged, notes, changed = asv_results.merge(old, new)
+    assert changed
+    assert _values(merged) == [1.0e-4, 2.0e-4] + _values(FIXTURE)[2:]      # the rest: recorded kept
+    assert sum(x.startswith("took") for x in notes) == 2
+    assert sum("pass --overwrite" in x for x in notes) == n - 2
+    merged, _, _ = asv_results.merge(old, new, overwrite=True)
+    assert _values(merged) == _values(new)
+    # idempotent: merging the same run again changes nothing
+    again, _, changed = asv_results.merge(merged, new, overwrite=True)
+    assert again == merged and not changed
+
+
+def test_merge_keeps_a_benchmark_whose_version_changed_unless_overwrite():
+    new = copy.deepcopy(FIXTURE)
+    new["results"][NAME][2] = "2"
+    new["results"][NAME][0] = [v * 3 for v in _values(FIXTURE)]
+    merged, notes, changed = asv_results.merge(FIXTURE, new)
+    assert merged == FIXTURE and not changed and "version 1 -> 2" in notes[0]
+    merged, _, changed = asv_results.merge(FIXTURE, new, overwrite=True)
+    assert changed and merged["results"][NAME] == new["results"][NAME]
+
+
+def _machine_dir(root, data):
+    d = root / "h200"
+    d.mkdir(parents=True)
+    (d / "machine.json").write_text(json.dumps({"machine": "h200", "version": 1}))
+    path = d / f"{data['commit_hash'][:8]}-{data['env_name']}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_record_merges_into_results_dir_and_leaves_an_unreadable_record_alone(tmp_path):
+    recorded = _machine_dir(tmp_path / "results", FIXTURE)
+    _machine_dir(tmp_path / "new", _with_values(FIXTURE, [math.nan] * len(_values(FIXTURE))))
+    (tmp_path / "new" / "benchmarks.json").write_text(json.dumps({NAME: {"unit": "seconds"}, "version": 2}))
+    before = open(recorded, "rb").read()
+    notes = history.record(str(tmp_path / "new"), str(tmp_path / "results"), "h200")
+    assert open(recorded, "rb").read() == before
+    assert any(x.startswith("kept") for x in notes) and any(x.endswith("unchanged") for x in notes)
+    assert json.load(open(tmp_path / "results" / "benchmarks.json"))[NAME] == {"unit": "seconds"}
+    with open(recorded, "w") as f:
+        f.write("{broken")
+    with pytest.raises(UsageError, match="can't read"):
+        history.record(str(tmp_path / "new"), str(tmp_path / "results"), "h200")
+    assert open(recorded).read() == "{broken"
+    assert not [f for f in os.listdir(tmp_path / "results" / "h200") if f.startswith(".tmp")]
+
+
+# ---------------------------------------------------------------------------- .ci/gpu without a GPU
+
+def _ci_gpu(tmp_path, path_dirs, python):
+    env = {k: v for k, v in os.environ.items() if k not in ("BASE", "HEAD", "PYTHON", "GEMM_BENCH_SET")}
+    env["PATH"] = os.pathsep.join(path_dirs)
+    env["PYTHON"] = python
+    return subprocess.run(["bash", os.path.join(ROOT, ".ci", "gpu"), "--install", "none", "--quick"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _bin_dir(tmp_path, with_nvidia_smi):
+    """A PATH holding what .ci/gpu needs (bash, git, coreutils) and maybe a fake nvidia-smi."""
+    d = tmp_path / ("bin-smi" if with_nvidia_smi else "bin")
+    d.mkdir()
+    for tool in ("bash", "git", "dirname", "cat", "grep", "sed", "env", "mktemp", "rm", "head", "tr"):
+        where = shutil.which(tool)
+        if where:
+            os.symlink(where, d / tool)
+    if with_nvidia_smi:
+        smi = d / "nvidia-smi"
+        smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-fake)'\n")
+        smi.chmod(0o755)
+    return str(d)
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="checks the no-GPU path")
+def test_ci_gpu_fails_up_front_without_a_gpu(tmp_path):
+    # A python without torch (like this machine's system python3) and no nvidia-smi.
+    p = _ci_gpu(tmp_path, [_bin_dir(tmp_path, False)], shutil.which("python3") or sys.executable)
+    assert p.returncode != 0
+    assert "no GPU" in p.stderr, p.stdout + p.stderr
+    assert "GPU CI passed" not in p.stdout and "=== GPU tests" not in p.stdout
+    # nvidia-smi lists a GPU but torch (CPU build here) can't use it: also a failure, said so.
+    p = _ci_gpu(tmp_path, [_bin_dir(tmp_path, True)], sys.executable)
+    assert p.returncode != 0
+    assert "torch.cuda.is_available() is False" in p.stderr, p.stdout + p.stderr

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import subprocess
 import sys
@@ -28,7 +29,16 @@ def _classes(gemm):
 
 
 def _group_classes(gemm, group):
-    return [c for c in _classes(gemm).values() if c.group == group]
+    """The time classes of a group (kernel x shape x precision)."""
+    return [c for c in _classes(gemm).values() if c.group == group and hasattr(c, "track_time")]
+
+
+def _pct_classes(gemm):
+    return [c for c in _classes(gemm).values() if hasattr(c, "track_pct_cublas")]
+
+
+def _sweep_classes(gemm):
+    return [c for c in _classes(gemm).values() if hasattr(c, "track_geomean_pct_cublas")]
 
 
 @pytest.fixture(autouse=True)
@@ -63,15 +73,56 @@ def test_params_come_from_the_registry(monkeypatch):
 def test_class_attributes(monkeypatch):
     gemm = _suite(monkeypatch)
     for name, c in _classes(gemm).items():
-        assert c.unit == "seconds"
         assert c.repeat == 1 and c.number == 1 and c.rounds == 1
         assert isinstance(c.version, str) and c.version
-        assert 60 <= c.timeout <= 600
-        assert hasattr(c, "track_time") and hasattr(c, "setup")
-        assert not name.startswith("_")
-    # the shared base is not collected by asv (leading underscore), nor any module-level track_
-    assert "_GemmTrack" not in gemm._CLASSES
+        assert 60 <= c.timeout <= 900
+        assert hasattr(c, "setup") and not name.startswith("_")
+        tracks = [m for m in ("track_time", "track_pct_cublas", "track_geomean_pct_cublas") if hasattr(c, m)]
+        assert len(tracks) == 1, name                   # one value per process
+        assert c.unit == ("seconds" if tracks == ["track_time"] else "% of cuBLAS")
+        # the gate reads the direction from the method name
+        from compare.asv_results import higher_is_better
+        assert higher_is_better(f"gemm.{name}.{tracks[0]}") == (tracks[0] != "track_time")
+    # the shared bases are not collected by asv (leading underscore), nor any module-level track_
+    assert not [k for k in gemm._CLASSES if k.startswith("_")]
     assert not [k for k in vars(gemm) if k.startswith(("track_", "time_"))]
+
+
+def test_pct_classes_cover_every_non_cublas_kernel_of_the_time_classes(monkeypatch):
+    gemm = _suite(monkeypatch)
+    time_points = {(k, p, c.group) for g in registry.GROUPS for c in _group_classes(gemm, g)
+                   for k in c.params[0] for p in c.params[2] if registry.get(k).family != "cublas"}
+    pct_points = {(k, p, c.group) for c in _pct_classes(gemm) for k in c.params[0] for p in c.params[1]}
+    assert pct_points == time_points
+    for c in _pct_classes(gemm):
+        assert c.param_names == ["kernel", "precision"]
+        assert c.shapes == gemm.shapes(c.group)
+
+
+def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch):
+    gemm = _suite(monkeypatch)
+    sweeps = {c.__name__: c for c in _sweep_classes(gemm)}
+    assert sweeps["SweepCuda"].params[0] == ["cuda.09_double_buffered"]
+    assert sweeps["SweepTriton"].params[0] == ["triton.tiled"]
+    assert sweeps["SweepTriton"].params[1] == ["fp32", "tf32", "tf32x3"]
+    want = [gemm._shape_text(s) for s in gemm.sweep_shapes()]
+    try:
+        from compare.shapes import shape_set
+        assert want == [gemm._shape_text(s) for s in shape_set("asv")]
+    except ImportError:
+        assert want == [gemm._shape_text(s) for s in gemm.FALLBACK_SWEEP_SHAPES]
+    for c in sweeps.values():
+        assert c.shapes == want
+        assert c.version.endswith(gemm._digest(want))       # a new shape set is a new measurement
+    monkeypatch.setattr(gemm, "sweep_shapes", lambda: [(64, 64, 64)])
+    assert gemm._make_classes()["SweepCuda"].version != sweeps["SweepCuda"].version
+
+
+def test_suite_measures_only_through_the_runner():
+    with open(os.path.join(ROOT, "benchmarks", "gemm.py"), encoding="utf-8") as f:
+        src = f.read()
+    for private in ("checked_run", "runner import prepare", "from compare.timing", "import measure"):
+        assert private not in src, private
 
 
 def test_shape_sets(monkeypatch):
@@ -86,7 +137,7 @@ def test_shape_sets(monkeypatch):
     gemm = _suite(monkeypatch, GEMM_BENCH_SET="full")
     assert "8192x8192x8192" in gemm.shapes("tiled")
     gemm = _suite(monkeypatch, GEMM_BENCH_PRECISIONS="fp32")
-    assert all(c.params[2] == ["fp32"] for c in _classes(gemm).values())
+    assert all(c.params[c.param_names.index("precision")] == ["fp32"] for c in _classes(gemm).values())
     monkeypatch.setenv("GEMM_BENCH_SET", "nope")
     with pytest.raises(ValueError):
         importlib.reload(gemm)
@@ -97,14 +148,14 @@ def test_setup_without_gpu_is_not_implemented(monkeypatch):
     gemm = _suite(monkeypatch)
     for c in _classes(gemm).values():
         with pytest.raises(NotImplementedError, match="no CUDA GPU"):
-            c().setup(c.params[0][0], c.params[1][0], c.params[2][0])
+            c().setup(*[p[0] for p in c.params])
 
 
 def test_plan_counts_processes(monkeypatch, capsys):
     gemm = _suite(monkeypatch)
     plan = dict(gemm.plan())
     for name, c in _classes(gemm).items():
-        assert plan[name] == len(c.params[0]) * len(c.params[1]) * len(c.params[2])
+        assert plan[name] == math.prod(len(p) for p in c.params)
     gemm._main()
     assert "total" in capsys.readouterr().out
 
@@ -131,7 +182,8 @@ def test_asv_conf():
     assert any("[cuda12]" in c for c in conf["install_command"])
 
 
-def _fake_kernel(wrong: bool):
+def _fake_kernel(wrong: bool = False, name: str = "fake", family: str = "cuda", seconds: float = 1.25e-3,
+                 precisions=("fp32",), refuse_k=None):
     from compare.registry import Kernel
 
     def prepare(problem, inputs, options=None):
@@ -144,39 +196,122 @@ def _fake_kernel(wrong: bool):
                 C.copy_(A @ B).mul_(problem.alpha)
             else:
                 C.mul_(problem.beta).add_(A @ B, alpha=problem.alpha)
+        launch.seconds = seconds             # what the fake engine below reports for it
         return launch
-    return Kernel(name="fake", family="cuda", stage="naive", precisions=("fp32",), prepare=prepare)
+    supports = (lambda p: f"K={p.K} refused" if p.K == refuse_k else None) if refuse_k else None
+    return Kernel(name=name, family=family, stage="cublas" if family == "cublas" else "naive",
+                  precisions=precisions, prepare=prepare, supports=supports)
 
 
-def test_setup_and_track_glue_on_cpu(monkeypatch):
-    """The GPU path of setup/track_time with the GPU parts swapped for CPU ones: a right result
-    is measured, a wrong one raises before any timing, an unsupported point is n/a."""
+@pytest.fixture
+def cpu_gpu(monkeypatch):
+    """The GPU parts swapped for CPU ones: inputs on the CPU, a fake engine that reports
+    ``launch.seconds`` (and records every call)."""
     import compare.inputs as inputs_mod
+    import compare.runner as runner_mod
     import compare.timing as timing_mod
     from compare.timing import Measurement
 
-    gemm = _suite(monkeypatch)
     real_make = inputs_mod.make_inputs
     monkeypatch.setattr(inputs_mod, "gpu_available", lambda: True)
-    monkeypatch.setattr(inputs_mod, "make_inputs", lambda p, device=None: real_make(p, device="cpu"))
+    monkeypatch.setattr(inputs_mod, "check_fits", lambda problem, device: None)
+    cpu_make = lambda p, device=None: real_make(p, device="cpu")   # noqa: E731
+    monkeypatch.setattr(inputs_mod, "make_inputs", cpu_make)
+    monkeypatch.setattr(runner_mod, "make_inputs", cpu_make)
     measured = []
 
     def fake_measure(launch, before=None, **kw):
         before()
         launch()
-        measured.append(1)
-        return Measurement(median_s=1.25e-3, iqr_s=1e-5, min_s=1.2e-3, max_s=1.3e-3, samples=10, noise=0.001)
+        measured.append(launch.seconds)
+        t = launch.seconds
+        return Measurement(median_s=t, iqr_s=t / 100, min_s=t * 0.99, max_s=t * 1.01, samples=10, noise=0.001)
     monkeypatch.setattr(timing_mod, "measure", fake_measure)
-    cls = next(iter(_classes(gemm).values()))
+    return measured
+
+
+def test_setup_and_track_glue_on_cpu(monkeypatch, cpu_gpu):
+    """The GPU path of setup/track_time through the runner on CPU: a right result is measured,
+    a wrong one fails before any timing, an unsupported point is n/a."""
+    gemm = _suite(monkeypatch)
+    cls = next(iter(_group_classes(gemm, "naive")))
     for wrong in (False, True):
         monkeypatch.setattr(gemm._registry, "get", lambda name, w=wrong: _fake_kernel(w))
         b = cls()
-        if wrong:
-            with pytest.raises(AssertionError, match="wrong result"):
-                b.setup("fake", "64x48x32", "fp32")
-            continue
         b.setup("fake", "64x48x32", "fp32")
-        assert b.track_time("fake", "64x48x32", "fp32") == 1.25e-3
-    assert measured == [1]
+        if wrong:
+            with pytest.raises(AssertionError, match="FAILED"):
+                b.track_time("fake", "64x48x32", "fp32")
+            continue
+        assert b.track_time("fake", "64x48x32", "fp32") == pytest.approx(1.25e-3)
+    assert cpu_gpu == [1.25e-3]                  # the wrong kernel was never timed
     with pytest.raises(NotImplementedError, match="tf32"):
         cls().setup("fake", "64x48x32", "tf32")
+
+
+def test_track_time_hands_samples_to_asv_when_the_runner_has_them(monkeypatch, cpu_gpu):
+    import compare.runner as runner_mod
+
+    gemm = _suite(monkeypatch)
+    real = runner_mod.run_kernel
+
+    def with_times(*a, **kw):
+        r = real(*a, **kw)
+        r.times_ms = [1.0, 1.1, 1.2]
+        return r
+    monkeypatch.setattr(runner_mod, "run_kernel", with_times)
+    monkeypatch.setattr(gemm._registry, "get", lambda name: _fake_kernel())
+    cls = next(iter(_group_classes(gemm, "naive")))
+    b = cls()
+    b.setup("fake", "64x48x32", "fp32")
+    assert b.track_time("fake", "64x48x32", "fp32") == {"samples": [1e-3, 1.1e-3, 1.2e-3], "number": 1}
+
+
+def test_geomean_pct_cublas_through_the_runner(monkeypatch, cpu_gpu):
+    gemm = _suite(monkeypatch)
+    # cuBLAS 1 ms everywhere, the kernel 2 ms: 50% of cuBLAS at every shape.
+    kernels = {"cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3, precisions=("fp32", "tf32")),
+               "fake": _fake_kernel(seconds=2e-3), "refuses": _fake_kernel(name="refuses", refuse_k=40),
+               "wrong": _fake_kernel(True, name="wrong")}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    assert gemm.geomean_pct_cublas("fake", "fp32", ["32x16x8", "48x32x40"]) == pytest.approx(50.0)
+    assert sorted(cpu_gpu) == [1e-3, 1e-3, 2e-3, 2e-3]       # cuBLAS measured in the same process
+    with pytest.raises(AssertionError, match="can't run every shape"):
+        gemm.geomean_pct_cublas("refuses", "fp32", ["32x16x8", "48x32x40"])
+    with pytest.raises(AssertionError, match="FAILED"):
+        gemm.geomean_pct_cublas("wrong", "fp32", ["32x16x8"])
+    pct = next(c for c in _pct_classes(gemm) if c.group == "naive")
+    with pytest.raises(NotImplementedError, match="no tf32 path"):
+        pct().setup("fake", "tf32")
+
+
+def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
+    """What track_time relies on: asv 0.6 turns a returned {"samples", "number"} into the median
+    as the value plus stats_ci_99_a/b and stats_q_25/q_75 (then compare.gate can read them)."""
+    pytest.importorskip("asv")
+    repo = tmp_path / "repo"
+    (repo / "benchmarks").mkdir(parents=True)
+    (repo / "benchmarks" / "__init__.py").write_text("")
+    (repo / "benchmarks" / "b.py").write_text(
+        "class S:\n    unit = 'seconds'\n    def track_time(self):\n"
+        "        return {'samples': [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], 'number': 1}\n")
+    conf = {"version": 1, "project": "p", "repo": ".", "branches": ["main"], "environment_type": "virtualenv",
+            "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html", "env_dir": "env"}
+    (repo / "asv.conf.json").write_text(__import__("json").dumps(conf))
+    env = dict(os.environ, HOME=str(tmp_path), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "x"]):
+        subprocess.run(cmd, cwd=repo, env=env, check=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "m"], cwd=repo, env=env,
+                   check=True, capture_output=True)
+    p = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--set-commit-hash", sha,
+                        "--machine", "m"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    from compare import asv_results
+    files, warnings = asv_results.scan(str(repo / "results" / "m"))
+    assert not warnings and len(files) == 1
+    (point,) = files[0].points().values()
+    assert point.value == 5.0
+    assert point.quartiles == (3.0, 7.0)
+    assert point.ci is not None and point.ci[0] < 5.0 < point.ci[1]
