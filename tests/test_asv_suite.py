@@ -315,3 +315,15 @@ def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     assert point.value == 5.0
     assert point.quartiles == (3.0, 7.0)
     assert point.ci is not None and point.ci[0] < 5.0 < point.ci[1]
+
+
+def test_docs_name_only_generated_classes(monkeypatch):
+    """docs/asv.md names classes as gemm.<Class>: each one must be generated (default set, all
+    precisions), and every generated class must be documented or covered by the PctCublas row."""
+    import re
+    gemm = _suite(monkeypatch)
+    with open(os.path.join(ROOT, "docs", "asv.md"), encoding="utf-8") as f:
+        text = f.read()
+    named = set(re.findall(r"`gemm\.([A-Z]\w*)", text))
+    assert named and not named - set(gemm._CLASSES), named - set(gemm._CLASSES)
+    assert all(n in named or n.endswith(gemm.PCT_SUFFIX) for n in gemm._CLASSES), set(gemm._CLASSES) - named
