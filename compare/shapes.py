@@ -1,0 +1,196 @@
+"""Named sets of GEMM shapes for sweeps, and the reader for a user's own list of shapes.
+
+One place defines every set (``SETS``); ``SHAPE_SETS`` and ``SHAPE_SET_DOCS`` are views of it.
+A shape is ``(M, N, K)``: C[M, N] = A[M, K] @ B[K, N].
+
+Every shape is at least 1 GFLOP (2*M*N*K >= 1e9) so that it takes long enough on a modern GPU
+for the timing engine to see the kernel rather than the launch; no set needs an exception today.
+That rule is why 512^3 (0.27 GFLOP) is not in ``square`` and why single-token decode (M = 1 with
+a 4096-wide layer, 0.03 GFLOP) is not in ``llm``: it is a GEMV, whose only >= 1 GFLOP form here
+is ``skinny``'s 1x65536x8192.
+
+``heldout`` is for judging tuned defaults only: no tuning, default choice or heuristic may be
+fitted on it, or it stops telling whether the defaults generalise.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+from .errors import UsageError
+from .problem import ProblemError, parse_shape
+
+Shape = tuple[int, int, int]
+
+# The least work a set's shape may have (2*M*N*K), see the module docstring.
+MIN_FLOPS = 1e9
+
+
+@dataclass(frozen=True)
+class ShapeSet:
+    name: str
+    doc: str
+    shapes: tuple[Shape, ...]
+    # False for heldout: a set that tuning must never look at.
+    tunable: bool = True
+
+
+def _cubes(*sizes: int) -> tuple[Shape, ...]:
+    return tuple((n, n, n) for n in sizes)
+
+
+_SQUARE = ShapeSet(
+    "square",
+    "cubes from 1000 to 8192, powers of two and not (512^3 is left out: 0.27 GFLOP)",
+    _cubes(1000, 1024, 1536, 2000, 2048, 3000, 4096, 5000, 6144, 8192),
+)
+
+_ODD = ShapeSet(
+    "odd",
+    "no dimension a multiple of 4 (so none of 8 or 16): primes and 2-mod-4 sizes; every tail path",
+    ((1021, 1021, 1021), (2039, 2039, 2039), (3001, 2999, 3003), (4093, 4093, 4093),
+     (1999, 4091, 1031), (5003, 1021, 2039), (127, 8191, 1021), (2050, 1030, 3002)),
+)
+
+# (M tokens, N out features, K in features) of Llama-2 7B/13B (4096/11008, 5120/13824), Mistral 7B /
+# Llama-3 8B (4096/14336) and Llama-2/3 70B (8192/28672) layers: decode batches (M 16..64) and
+# prefill (M 128..8192). M = 16 is used only where the layer makes it >= 1 GFLOP.
+_LLM = ShapeSet(
+    "llm",
+    "transformer layer GEMMs (tokens x out x in) of 7B-70B models, decode batches and prefill",
+    ((16, 11008, 4096), (16, 4096, 11008), (32, 4096, 4096), (64, 8192, 28672),
+     (128, 4096, 11008), (512, 12288, 4096), (1024, 13824, 5120), (1024, 5120, 13824),
+     (2048, 11008, 4096), (2048, 4096, 11008), (512, 28672, 8192), (4096, 14336, 4096),
+     (4096, 4096, 14336), (8192, 4096, 4096)),
+)
+
+_SKINNY = ShapeSet(
+    "skinny",
+    "M or N <= 64 (GEMV-like, a few rows or columns): too few output tiles to fill the GPU",
+    ((1, 65536, 8192), (8, 32768, 8192), (16, 8192, 8192), (32, 16384, 4096), (48, 12288, 4096),
+     (64, 4096, 65536), (4096, 64, 4096), (8192, 16, 8192), (16384, 32, 2048)),
+)
+
+_LONG_K = ShapeSet(
+    "long_k",
+    "K >= 16*max(M, N): few output tiles, long reductions (the split-K regime)",
+    ((128, 128, 262144), (256, 256, 131072), (257, 255, 65537), (256, 512, 131072),
+     (384, 384, 65536), (512, 512, 65536), (1000, 1000, 20000), (1024, 1024, 16384),
+     (64, 64, 1048576)),
+)
+
+# One or two shapes per set, small enough that every kernel's point takes seconds on an H100:
+# the asv geomean benchmark measures this set on every commit it records.
+_ASV = ShapeSet(
+    "asv",
+    "small mixed set for the asv geomean benchmark: one or two shapes from each set",
+    ((2048, 2048, 2048), (3001, 2999, 3003), (512, 12288, 4096), (32, 16384, 4096),
+     (256, 256, 131072), (1024, 1024, 16384)),
+)
+
+_HELDOUT = ShapeSet(
+    "heldout",
+    "a mix in no other set, for judging tuned defaults; tuning must never use it",
+    ((1800, 1800, 1800), (3072, 1536, 2560), (1537, 2049, 1023), (24, 14336, 4096),
+     (96, 5120, 13824), (320, 320, 81920), (6000, 1000, 3000), (4097, 4095, 255)),
+    tunable=False,
+)
+
+# The sets ``all`` is the union of, in this order.
+ALL_PARTS = ("square", "odd", "llm", "skinny", "long_k")
+
+
+def _union(sets: list[ShapeSet]) -> tuple[Shape, ...]:
+    return tuple(dict.fromkeys(s for shape_set_ in sets for s in shape_set_.shapes))
+
+
+_BASE = (_SQUARE, _ODD, _LLM, _SKINNY, _LONG_K, _ASV, _HELDOUT)
+_ALL = ShapeSet(
+    "all",
+    "square + odd + llm + skinny + long_k, duplicates dropped, order kept",
+    _union([s for s in _BASE if s.name in ALL_PARTS]),
+)
+
+SETS: dict[str, ShapeSet] = {s.name: s for s in (*_BASE, _ALL)}
+SHAPE_SETS: dict[str, tuple[Shape, ...]] = {name: s.shapes for name, s in SETS.items()}
+SHAPE_SET_DOCS: dict[str, str] = {name: s.doc for name, s in SETS.items()}
+
+
+def flops(shape: Shape) -> int:
+    M, N, K = shape
+    return 2 * M * N * K
+
+
+def shape_text(shape: Shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def shape_set(name: str) -> list[Shape]:
+    """The shapes of the named set, in order; an unknown name is a UsageError listing the sets."""
+    key = name.strip()
+    if key not in SETS:
+        raise UsageError(f"unknown shape set {name!r}; known sets: {', '.join(SETS)}")
+    return list(SETS[key].shapes)
+
+
+def describe() -> str:
+    """One line per set: name, number of shapes, what it is for."""
+    width = max(len(n) for n in SETS)
+    return "\n".join(f"{n:<{width}}  {len(s.shapes):3d} shapes  {s.doc}" for n, s in SETS.items())
+
+
+def load_shapes_file(path: str) -> list[Shape]:
+    """A user's list of shapes, in file order.
+
+    Either one shape per line, ``MxNxK`` or ``N`` for a cube, with ``#`` comments (whole line or
+    trailing) and blank lines ignored; or CSV whose header names columns M, N and K (other
+    columns are ignored, so a results CSV works). Any line that is not a shape is a UsageError
+    naming ``file:line`` and the line's text; so are a missing or unreadable file and a file
+    with no shapes."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"shapes file {path}: cannot read it: {why}") from None
+
+    shapes: list[Shape] = []
+    columns = None   # CSV mode: index of M, N, K in a row
+    for lineno, raw in enumerate(lines, 1):
+        text = raw.split("#", 1)[0].strip()
+        if not text:
+            continue
+        where = f"{path}:{lineno}: {raw.strip()!r}"
+        if columns is None and not shapes and "," in text and not text.replace(",", "").replace(" ", "").isdigit():
+            # A first line with commas and letters is a CSV header.
+            names = [c.strip().lower() for c in next(csv.reader([text]))]
+            missing = [c for c in ("m", "n", "k") if c not in names]
+            if missing:
+                raise UsageError(f"{where}: a CSV header must name columns M, N and K "
+                                 f"(missing {', '.join(c.upper() for c in missing)})")
+            columns = tuple(names.index(c) for c in ("m", "n", "k"))
+            continue
+        if columns is not None:
+            shapes.append(_csv_row(text, columns, where))
+            continue
+        try:
+            shapes.append(parse_shape(text))
+        except ProblemError as e:
+            raise UsageError(f"{where}: {e}") from None
+    if not shapes:
+        kind = "only a CSV header" if columns is not None else "no shapes (only blank lines and comments)"
+        raise UsageError(f"shapes file {path} has {kind}")
+    return shapes
+
+
+def _csv_row(text: str, columns: tuple[int, int, int], where: str) -> Shape:
+    cells = [c.strip() for c in next(csv.reader([text]))]
+    if len(cells) <= max(columns):
+        raise UsageError(f"{where}: {len(cells)} columns, the header has more")
+    dims = []
+    for name, i in zip("MNK", columns):
+        cell = cells[i]
+        if not (cell.isascii() and cell.isdigit()) or int(cell) < 1:
+            raise UsageError(f"{where}: {name} must be an integer >= 1, got {cell!r}")
+        dims.append(int(cell))
+    return tuple(dims)

@@ -1,0 +1,317 @@
+"""The sweep view: how each kernel does against cuBLAS over many shapes, as one line per kernel.
+
+A sweep runs every kernel on a set of shapes (``compare.shapes``); the per-shape rows are the
+measurement, and this module condenses them: ``summarize`` gives each (kernel, precision) its
+geometric-mean, worst and best % of cuBLAS and its failure count, ``render_summary`` prints that
+and ``plot_sweep`` draws it. The geometric mean is the mean that treats 50% -> 100% and
+100% -> 200% as the same step, so one shape with a huge ratio cannot dominate.
+
+Rows are ``compare.runner.Result`` objects or the dicts ``--format json`` wrote (same keys).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from typing import Any, Iterable, Optional
+
+from .errors import UsageError
+
+FORMATS = ("table", "markdown", "csv", "json")
+
+# The keys of one summary entry, in display order.
+FIELDS = ("kernel", "family", "precision", "n_shapes", "n_ok", "n_failed", "n_not_run", "n_timed",
+          "flagged", "failed_shapes", "geomean_pct", "worst_pct", "worst_shape", "best_pct",
+          "best_shape")
+
+_BAD = ("FAILED", "error")            # compare.runner.BAD
+_NOT_RUN = ("unsupported", "skipped")
+
+
+def _get(row: Any, key: str):
+    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+
+def _pct(row: Any) -> Optional[float]:
+    """The row's % of cuBLAS when it is a usable number (a positive finite value), else None."""
+    p = _get(row, "pct_cublas")
+    if p is None:
+        return None
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        return None
+    return p if math.isfinite(p) and p > 0 else None
+
+
+def _is_cublas(row: Any) -> bool:
+    return _get(row, "family") == "cublas"
+
+
+def geomean(values: Iterable[float]) -> Optional[float]:
+    values = list(values)
+    if not values:
+        return None
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
+def summarize(results: Iterable[Any]) -> list[dict]:
+    """One entry per (kernel, precision), cuBLAS itself left out, in the order the kernels first
+    appear (the ladder order the runner used). Entry keys: ``FIELDS``.
+
+    ``n_shapes`` distinct shapes with a row; ``n_ok`` rows that passed the check; ``n_failed``
+    rows FAILED or error (``failed_shapes`` names them, ``flagged`` is True when there is any);
+    ``n_not_run`` unsupported or skipped rows; ``n_timed`` rows with a % of cuBLAS, over which
+    ``geomean_pct``, ``worst_pct``/``worst_shape`` and ``best_pct``/``best_shape`` are taken.
+    A kernel with no timed row has None for those, never 0 or NaN: nothing was measured."""
+    groups: dict[tuple, list] = {}
+    for r in results:
+        if _is_cublas(r):
+            continue
+        groups.setdefault((_get(r, "kernel"), _get(r, "precision")), []).append(r)
+
+    summary = []
+    for (kernel, precision), rows in groups.items():
+        failed = [r for r in rows if _get(r, "status") in _BAD]
+        timed = [(p, _get(r, "shape")) for r in rows if (p := _pct(r)) is not None]
+        entry = {
+            "kernel": kernel,
+            "family": _get(rows[0], "family"),
+            "precision": precision,
+            "n_shapes": len({_get(r, "shape") for r in rows}),
+            "n_ok": sum(_get(r, "status") == "ok" for r in rows),
+            "n_failed": len(failed),
+            "n_not_run": sum(_get(r, "status") in _NOT_RUN for r in rows),
+            "n_timed": len(timed),
+            "flagged": bool(failed),
+            "failed_shapes": [_get(r, "shape") for r in failed],
+            "geomean_pct": None, "worst_pct": None, "worst_shape": None,
+            "best_pct": None, "best_shape": None,
+        }
+        if timed:
+            # min/max keep the first of equal values: the earlier shape in the sweep's order.
+            worst = min(timed, key=lambda t: t[0])
+            best = max(timed, key=lambda t: t[0])
+            entry.update(geomean_pct=geomean(p for p, _ in timed), worst_pct=worst[0], worst_shape=worst[1],
+                         best_pct=best[0], best_shape=best[1])
+        summary.append(entry)
+    return summary
+
+
+def _fmt_pct(p: Optional[float]) -> str:
+    return "-" if p is None else f"{p:.1f}"
+
+
+def _display_rows(summary: list[dict], pad: bool) -> tuple[list[str], list[list[str]]]:
+    header = ["kernel", "precision", "shapes", "ok", "failed", "timed", "geomean %", "worst %",
+              "worst shape", "best %", "best shape"]
+    rows = []
+    for e in summary:
+        # pad: the plain table right-aligns the column, so unflagged counts keep the digits lined up.
+        failed = str(e["n_failed"]) + (" !" if e["flagged"] else "  " if pad else "")
+        rows.append([e["kernel"], e["precision"], str(e["n_shapes"]), str(e["n_ok"]), failed,
+                     str(e["n_timed"]), _fmt_pct(e["geomean_pct"]), _fmt_pct(e["worst_pct"]),
+                     e["worst_shape"] or "-", _fmt_pct(e["best_pct"]), e["best_shape"] or "-"])
+    return header, rows
+
+
+def _notes(summary: list[dict]) -> list[str]:
+    notes = ["% of cuBLAS at the same shape and precision, over the shapes each kernel was timed on"]
+    if any(e["flagged"] for e in summary):
+        notes.append("! FAILED or error on some shapes: its % are over the shapes it passed only")
+    if any(e["n_timed"] == 0 for e in summary):
+        notes.append("- no timed rows: not timed (a --check or --interpret run), all failed, unsupported or skipped, "
+                     "or no cuBLAS row at those shapes")
+    return notes
+
+
+def render_summary(summary: list[dict], fmt: str = "table") -> str:
+    """``summary`` (from :func:`summarize`) as text: ``table`` (aligned plain text),
+    ``markdown``, ``csv`` (columns ``FIELDS``, failed shapes joined by ';') or ``json``."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown summary format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(summary, indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for e in summary:
+            row = {k: e.get(k) for k in FIELDS}
+            row["failed_shapes"] = ";".join(e.get("failed_shapes") or [])
+            w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        return buf.getvalue()
+    if not summary:
+        return "sweep summary: no kernel rows (only cuBLAS, or nothing ran)\n"
+    header, rows = _display_rows(summary, pad=fmt == "table")
+    notes = _notes(summary)
+    if fmt == "markdown":
+        right = {i for i, h in enumerate(header) if h not in ("kernel", "precision", "worst shape", "best shape")}
+        lines = ["### Sweep summary", "",
+                 "| " + " | ".join(header) + " |",
+                 "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+        return "\n".join(lines + [""] + [f"{n}  " for n in notes]) + "\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    left = {0, 1, 8, 10}
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = ["sweep summary", line(header), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    return "\n".join(out + [""] + notes) + "\n"
+
+
+def _shape_order(rows: list, shapes: set) -> list[str]:
+    """Shapes from hardest to easiest for cuBLAS (its TFLOP/s, geometric mean over the
+    precisions it ran): a kernel's weak spots show up where the library also finds it hard, or
+    stand out where it does not. Ties (and shapes without a cuBLAS rate) by problem size."""
+    rates: dict[str, list] = {}
+    work: dict[str, int] = {}
+    for r in rows:
+        s = _get(r, "shape")
+        try:
+            work.setdefault(s, int(_get(r, "M")) * int(_get(r, "N")) * int(_get(r, "K")))
+        except (TypeError, ValueError):
+            work.setdefault(s, 0)
+        t = _get(r, "tflops")
+        if _is_cublas(r) and _get(r, "status") == "ok" and t and float(t) > 0:
+            rates.setdefault(s, []).append(float(t))
+    return sorted(shapes, key=lambda s: (geomean(rates.get(s, [])) or math.inf, work.get(s, 0), s))
+
+
+def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
+    """Draw the sweep into ``path`` (.png, .svg, .pdf), written atomically; returns ``path``.
+
+    Left: % of cuBLAS per shape, one line per kernel and precision, shapes ordered by cuBLAS's
+    own TFLOP/s (hardest first), the 100% line for reference, the geometric mean in each
+    legend label and FAILED/error points as red crosses on the axis floor. Right: each
+    kernel's distribution over the shapes (box: quartiles, whiskers: 1.5 IQR, diamond: geomean)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.transforms import blended_transform_factory
+
+    from .plot import FAMILY_LINESTYLE, line_styles
+
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    supported = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if ext not in supported:
+        raise UsageError(f"plot file {path}: unknown picture format {ext or '(no suffix)'!r}; "
+                         f"use one of .{', .'.join(sorted(supported))}")
+    rows = list(results)
+    summary = summarize(rows)
+    plotted = [e for e in summary if e["n_timed"]]
+    if not plotted:
+        raise UsageError("nothing to plot: no kernel row has a % of cuBLAS (a --check run, all failed, "
+                         "or no cuBLAS row at the same shape and precision)")
+    labels = {(e["kernel"], e["precision"]): f"{e['kernel']} [{e['precision']}]" for e in summary}
+    styles = line_styles(labels[(e["kernel"], e["precision"])] for e in plotted)
+
+    kernel_rows = [r for r in rows if not _is_cublas(r)]
+    shapes = {_get(r, "shape") for r in kernel_rows if _pct(r) is not None or _get(r, "status") in _BAD}
+    order = _shape_order(rows, shapes)
+    xpos = {s: i for i, s in enumerate(order)}
+    all_pcts = [p for r in kernel_rows if (p := _pct(r)) is not None]
+    # Naive stages sit at 1% and tuned ones near 100%: only a log axis shows both.
+    log_y = max(all_pcts) / min(all_pcts) > 20
+
+    n_lines = len(plotted)
+    fig, (ax, axd) = plt.subplots(1, 2, figsize=(18, 7.5),
+                                  gridspec_kw={"width_ratios": [3, 1.3]})
+    floor = blended_transform_factory(ax.transData, ax.transAxes)
+    any_failed = False
+    dist, dist_labels, dist_styles, dist_means = [], [], [], []
+    for e in plotted:
+        key = (e["kernel"], e["precision"])
+        mine = [r for r in kernel_rows if (_get(r, "kernel"), _get(r, "precision")) == key]
+        pts = sorted((xpos[_get(r, "shape")], p) for r in mine if (p := _pct(r)) is not None)
+        colour, marker = styles[labels[key]]
+        label = f"{labels[key]}  geomean {e['geomean_pct']:.0f}%"
+        if e["n_failed"]:
+            label += f", {e['n_failed']} FAILED/error"
+        ax.plot([x for x, _ in pts], [p for _, p in pts], color=colour, marker=marker, ms=5, lw=1.1, alpha=0.9,
+                linestyle=FAMILY_LINESTYLE.get(e["family"], "-."), label=label)
+        bad = [xpos[_get(r, "shape")] for r in mine if _get(r, "status") in _BAD]
+        if bad:
+            any_failed = True
+            ax.plot(bad, [0.015] * len(bad), linestyle="none", marker="x", color="red", ms=8, mew=2,
+                    transform=floor, clip_on=False, zorder=6)
+        dist.append([p for _, p in pts])
+        dist_labels.append(labels[key])
+        dist_styles.append(colour)
+        dist_means.append(e["geomean_pct"])
+    ax.axhline(100, color="k", ls="--", lw=2, label="cuBLAS = 100%", zorder=1)
+    if any_failed:
+        ax.plot([], [], linestyle="none", marker="x", color="red", ms=8, mew=2,
+                label="FAILED or error (at that shape)")
+    if log_y:
+        ax.set_yscale("log")
+    _percent_axis(ax.yaxis)
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels(order, rotation=90, fontsize=7)
+    ax.set_xlim(-0.5, len(order) - 0.5)
+    ax.set_xlabel("shape (MxNxK), ordered by cuBLAS TFLOP/s, slowest first")
+    ax.set_ylabel("% of cuBLAS (same shape and precision)")
+    ax.grid(True, which="major", alpha=0.3)
+
+    # Distribution panel: first kernel at the top, like the legend.
+    ypos = list(range(len(dist), 0, -1))
+    box_kw = dict(positions=ypos, widths=0.6, patch_artist=True, showfliers=True, flierprops={"markersize": 3})
+    try:
+        box = axd.boxplot(dist, orientation="horizontal", **box_kw)
+    except TypeError:   # matplotlib < 3.10 (pyproject allows 3.7) spells it vert=False
+        box = axd.boxplot(dist, vert=False, **box_kw)
+    for patch, colour in zip(box["boxes"], dist_styles):
+        patch.set_facecolor(colour)
+        patch.set_alpha(0.45)
+    axd.scatter(dist_means, ypos, marker="D", color="k", s=22, zorder=5)
+    axd.axvline(100, color="k", ls="--", lw=1.5)
+    if log_y:
+        axd.set_xscale("log")
+    _percent_axis(axd.xaxis)
+    axd.set_yticks(ypos)
+    axd.set_yticklabels(dist_labels, fontsize=7)
+    axd.set_xlabel("% of cuBLAS over the shapes (box: quartiles, diamond: geomean)")
+    axd.grid(True, axis="x", alpha=0.3)
+
+    n_shapes = len(order)
+    fig.suptitle(title or f"% of cuBLAS over {n_shapes} shape{'s' if n_shapes != 1 else ''}, "
+                          f"{n_lines} kernel line{'s' if n_lines != 1 else ''}")
+    handles, texts = ax.get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    # Below the figure; the tight bounding box at save time takes it in, however many lines.
+    fig.legend(handles, texts, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
+               frameon=False)
+    _save_atomically(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _percent_axis(axis) -> None:
+    from matplotlib.ticker import FuncFormatter
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}%"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
+def _save_atomically(fig, path: str) -> None:
+    """Save to a temporary file next to ``path``, then rename: an interrupted save never leaves
+    a truncated picture where a good one was."""
+    parent = os.path.dirname(os.path.abspath(path))
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=ext, dpi=120, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
