@@ -1,7 +1,7 @@
 """Regression gate over asv result files: did HEAD make anything slower than BASE? Works offline.
 
     python -m compare.gate --base <sha> --head <sha> [--factor 1.10] [--results-dir .asv/results]
-                           [--machine NAME] [--env NAME] [--failures-only]
+                           [--machine NAME] [--env NAME] [--failures-only] [--bench REGEX ...]
 
 Reads the result files of the two commits through compare.asv_results (the one reader; it says
 what a stored value means: a number, null = failed, NaN = n/a, anything else invalid) and
@@ -37,6 +37,7 @@ import argparse
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -276,10 +277,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--machine", default=None, help="asv machine name (default: the one with results for both)")
     ap.add_argument("--env", default=None, help="substring of the asv environment name, when there are several")
     ap.add_argument("--failures-only", action="store_true", help="print only the rows that fail")
+    ap.add_argument("--bench", action="append", default=[], metavar="REGEX",
+                    help="compare only benchmarks whose name matches (re.search; repeatable), e.g. "
+                         "'pct_cublas' to gate on %% of cuBLAS alone, which a slower machine or clock cancels out")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return USAGE_EXIT if exc.code else OK_EXIT
+    try:
+        patterns = [re.compile(b) for b in args.bench]
+    except re.error as exc:
+        print(f"error: --bench: bad regular expression: {exc}", file=sys.stderr)
+        return USAGE_EXIT
     if not (args.factor > 1.0 and math.isfinite(args.factor)):
         print("error: --factor must be a number > 1 (e.g. 1.10)", file=sys.stderr)
         return USAGE_EXIT
@@ -289,6 +298,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_EXIT
     rows = compare(bf, hf, args.factor)
+    if patterns:
+        rows = [r for r in rows if any(p.search(r.benchmark) for p in patterns)]
     shown = [r for r in rows if r.failed] if args.failures_only else rows
     print(f"machine {machine}, env {hf.env}\nbase {bf.commit[:12]}  head {hf.commit[:12]}  "
           f"fail if slowdown > {args.factor:g}\n")

@@ -424,3 +424,17 @@ def test_pct_cublas_is_higher_is_better(tmp_path, capsys):
     rd = _write_results(tmp_path / "up", h, base=b)
     assert _gate(rd) == 0
     assert "FAST" in capsys.readouterr().out
+
+
+def test_bench_filter_gates_on_pct_alone(tmp_path, capsys):
+    """--bench pct_cublas: a slower time (slower machine) is ignored, the % of cuBLAS is gated."""
+    b = copy.deepcopy(BASE)
+    b["results"].update(_as_pct(BASE)["results"])
+    h = copy.deepcopy(b)
+    h["commit_hash"] = HEAD_SHA
+    _set(h, POINTS[0], _get(h, POINTS[0]) * 2)           # the time doubled, the % held
+    rd = _write_results(tmp_path, h, base=b)
+    assert _gate(rd) == 1
+    assert _gate(rd, "--bench", "pct_cublas") == 0
+    assert "track_time" not in capsys.readouterr().out.split("GATE FAILED")[-1]
+    assert _gate(rd, "--bench", "(") == 2
