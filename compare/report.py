@@ -12,7 +12,8 @@ from typing import Iterable, Optional
 from .errors import UsageError
 from .runner import Result
 
-FIELDS = [f.name for f in dataclasses.fields(Result)]
+# Every stored column; per-sample times stay in memory (asv reads them), not in files.
+FIELDS = [f.name for f in dataclasses.fields(Result) if f.name != "times_ms"]
 # Fields every stored row must have; the rest (config, timings, ...) may be missing in older files.
 REQUIRED = [f.name for f in dataclasses.fields(Result)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]

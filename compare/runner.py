@@ -59,9 +59,13 @@ class Result:
     timing_method: str = ""
     hold_us: Optional[float] = None
     hold_failures: Optional[int] = None
+    # Per-sample times, for asv's statistics (the gate's noise-aware verdict); not written to JSON.
+    times_ms: list = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("times_ms", None)
+        return d
 
     @property
     def status_text(self) -> str:
@@ -159,6 +163,7 @@ def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_k
     r.sm_clock_mhz, r.temp_c = m.sm_clock_after_mhz, m.temp_after_c
     r.throttled, r.throttle_reasons = m.throttled, m.throttle_reasons
     r.timing_method, r.hold_us, r.hold_failures = m.method, m.hold_us, m.hold_failures
+    r.times_ms = [t * 1e3 for t in m.times_s]
     peak = gpuinfo.environment().fp32_peak_tflops
     if peak and problem.precision in ("fp32",):
         r.pct_peak = 100 * r.tflops / peak
