@@ -166,7 +166,7 @@ def _from_dict(d: dict) -> Result:
             v = {}
         if k == "config" and not isinstance(v, dict):
             raise ValueError(f"config is {type(v).__name__}, not an object")
-        if k in ("reason", "variant") and v is None:
+        if k in ("reason", "variant", "timing_method") and v is None:
             v = ""
         kw[k] = v
     return Result(**kw)
