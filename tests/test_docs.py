@@ -202,6 +202,12 @@ def test_no_skips_mode_turns_a_skip_into_a_failure(tmp_path):
         def test_gpu(): pass
         """))
     (tmp_path / "test_mod.py").write_text("import pytest\npytest.skip('no module tool', allow_module_level=True)\n")
+    (tmp_path / "test_gpu_mod.py").write_text(textwrap.dedent("""\
+        import pytest, torch
+        pytestmark = pytest.mark.gpu
+        if not torch.cuda.is_available():
+            pytest.skip("needs an NVIDIA GPU", allow_module_level=True)
+        """))
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: gpu\n")
 
     def run(no_skips: str):
@@ -219,3 +225,4 @@ def test_no_skips_mode_turns_a_skip_into_a_failure(tmp_path):
     assert "PASSED test_x.py::test_runs" in strict.stdout
     # a gpu-marked test is never turned into a failure: it passes (GPU box) or skips (none)
     assert "FAILED test_x.py::test_gpu" not in strict.stdout
+    assert "ERROR test_gpu_mod.py" not in strict.stdout  # a gpu module skipping itself is fine
