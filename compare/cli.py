@@ -16,7 +16,7 @@ from typing import Optional
 
 from .errors import UsageError
 
-# Default shapes per group (ANCHORS.md's shapes): naive stages are slow, so small cubes; the tiled
+# Default shapes per group (the square and split-K shapes of the public anchors): naive stages are slow, so small cubes; the tiled
 # ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
 # far larger than M and N, so that M*N alone has too few tiles to fill the GPU.
 DEFAULT_SHAPES = {
