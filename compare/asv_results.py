@@ -32,11 +32,12 @@ import math
 import os
 import platform
 import sys
-import tempfile
+
 from dataclasses import dataclass
 from typing import Optional
 
 from .errors import UsageError
+from .files import write_text_atomically
 
 SKIP_FILES = ("machine.json", "benchmarks.json")
 HIGHER_IS_BETTER_PREFIXES = ("track_pct", "track_geomean_pct")
@@ -212,17 +213,8 @@ def scan(machine_dir: str, wanted: tuple = ()) -> tuple[list[ResultFile], list[s
 def write_json_atomic(path: str, data) -> None:
     """Write JSON to ``path`` through a temp file in the same folder + os.replace: a reader (or a
     crash) never sees half a file."""
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_text_atomically(path, json.dumps(data, separators=(",", ":")))
 
 
 def _expand(value, n: int) -> list:

@@ -11,10 +11,11 @@ import argparse
 import os
 import shlex
 import sys
-import tempfile
+
 from typing import Optional
 
 from .errors import UsageError
+from .files import write_atomically
 
 # Default shapes per group (the square and split-K shapes of the public anchors): naive stages are slow, so small cubes; the tiled
 # ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
@@ -335,30 +336,12 @@ def _validate_files(args) -> None:
                              f"measures none; drop one of them")
 
 
-def _write_atomically(path: str, write) -> None:
-    """``write(tmp_path)`` then rename over ``path``: an interrupted or failed write never leaves
-    a truncated file where a good one was."""
-    parent = os.path.dirname(os.path.abspath(path))
-    suffix = os.path.splitext(path)[1]
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=f".tmp{suffix}")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _emit(text: str, args) -> None:
     if args.output:
         def write(tmp):
             with open(tmp, "w") as f:
                 f.write(text)
-        _write_atomically(args.output, write)
+        write_atomically(args.output, write)
     else:
         sys.stdout.write(text)
 
@@ -407,10 +390,10 @@ def draw(results, env, args) -> bool:
         return False
     if _is_sweep(args):
         from .sweep import plot_sweep
-        _write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
+        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
     else:
         from .plot import plot
-        _write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))
+        write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))
     print(f"plot written to {args.plot}", file=sys.stderr)
     return True
 

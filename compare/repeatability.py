@@ -13,7 +13,9 @@ import os
 import shlex
 import statistics
 import sys
-import tempfile
+
+from .files import write_text_atomically
+
 
 
 def main(argv=None) -> int:
@@ -61,10 +63,7 @@ def main(argv=None) -> int:
     if a.output:
         doc = {"command": shlex.join(["python", "-m", "compare.repeatability", *argv]),
                "environment": gpuinfo.environment().as_dict(), "spread": spread, "runs": rows}
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.output)), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(tmp, a.output)
+        write_text_atomically(a.output, json.dumps(doc, indent=1))
     return 0 if spread <= a.limit else 1
 
 

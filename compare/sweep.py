@@ -15,10 +15,11 @@ import io
 import json
 import math
 import os
-import tempfile
+
 from typing import Any, Iterable, Optional
 
 from .errors import UsageError
+from .files import write_atomically
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -300,18 +301,5 @@ def _percent_axis(axis) -> None:
 
 
 def _save_atomically(fig, path: str) -> None:
-    """Save to a temporary file next to ``path``, then rename: an interrupted save never leaves
-    a truncated picture where a good one was."""
-    parent = os.path.dirname(os.path.abspath(path))
     ext = os.path.splitext(path)[1].lstrip(".").lower()
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=ext, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, lambda tmp: fig.savefig(tmp, format=ext, dpi=120, bbox_inches="tight"))

@@ -31,6 +31,8 @@ import os
 import sys
 import time
 
+from compare.files import write_text_atomically
+
 T_START = time.perf_counter()
 
 # ---------------------------------------------------------------------------------------------
@@ -392,10 +394,7 @@ def main(argv=None) -> int:
 
     def write():
         out["wall_s"] = round(time.perf_counter() - T_START, 1)
-        tmp = args.out + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(out, f, indent=1, default=str)
-        os.replace(tmp, args.out)
+        write_text_atomically(args.out, json.dumps(out, indent=1, default=str))
 
     rows_by_title = {}
     try:
