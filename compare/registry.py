@@ -27,23 +27,49 @@ class Stage:
     idea: str
 
 
-# The CUDA ladder (numbered like the .cu files) followed by the Triton stages.
-STAGES: tuple[Stage, ...] = (
-    Stage(1, "naive", "naive", "one thread per C element; B reads strided across the warp"),
-    Stage(2, "coalesced", "tiled", "threadIdx.x walks N so a warp reads B and writes C in 128-byte lines"),
-    Stage(3, "smem_tiled", "tiled", "stage A and B tiles in shared memory; each global value read once per block"),
-    Stage(4, "blocktile_1d", "tiled", "TM results per thread: one B value from smem feeds TM FMAs"),
-    Stage(5, "blocktile_2d", "tiled", "TMxTN outer product per thread: 2 smem loads per TM*TN/(TM+TN) FMAs"),
-    Stage(6, "vectorized", "tiled", "float4 global loads; A stored transposed so fragments load as float4"),
-    Stage(7, "bank_conflict_free", "tiled", "pad/swizzle the transposed-A store so the warp hits 32 banks"),
-    Stage(8, "warptile", "tiled", "warp-level tile: each warp owns a contiguous C region, fragments reused"),
-    Stage(9, "double_buffered", "tiled", "two smem stages: load tile k+1 while computing tile k, one barrier per step"),
-    Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; reduce after"),
+# The ladder: the one description of every stage (a family's kernels name their stage; number,
+# group and idea come from here). The CUDA ladder (numbered like cuda_kernels/NN_*.cu) is
+# followed by the Triton-only stages. A family adding a stage calls declare_stage.
+STAGES: list[Stage] = []
+STAGE_BY_NAME: dict[str, Stage] = {}
+
+
+def declare_stage(stage: Stage) -> Stage:
+    """Add a stage to the ladder (idempotent for an identical declaration)."""
+    if stage.group not in GROUPS:
+        raise ValueError(f"stage {stage.name!r}: unknown group {stage.group!r}; known: {', '.join(GROUPS)}")
+    old = STAGE_BY_NAME.get(stage.name)
+    if old is not None:
+        if old != stage:
+            raise ValueError(f"stage {stage.name!r} declared twice, differently: {old} vs {stage}")
+        return old
+    STAGES.append(stage)
+    STAGE_BY_NAME[stage.name] = stage
+    return stage
+
+
+for _s in (
+    Stage(1, "naive", "naive", "one thread per C element; threadIdx.x walks M, so A and C accesses are strided"),
+    Stage(2, "coalesced", "tiled", "threadIdx.x walks N: a warp reads B and writes C in 128-byte lines"),
+    Stage(3, "smem_tiled", "tiled", "32x32 tiles of A and B staged in shared memory; each global value read once "
+                                    "per block"),
+    Stage(4, "blocktile_1d", "tiled", "64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs"),
+    Stage(5, "blocktile_2d", "tiled", "128x128x8 block tile, 8x8 outer product per thread"),
+    Stage(6, "vectorized", "tiled", "float4 global and shared loads; A stored transposed in shared memory"),
+    Stage(7, "bank_conflict_free", "tiled", "padded transposed A tile and 4-wide thread patches: no shared-memory "
+                                            "bank conflicts"),
+    Stage(8, "warptile", "tiled", "32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape"),
+    Stage(9, "double_buffered", "tiled", "two smem stages filled by cp.async: next tile's loads overlap this tile's "
+                                         "FFMAs, one barrier per step"),
+    Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; partials "
+                                    "reduced after"),
+    Stage(11, "stream_k", "split_k", "stream-K: every tile's K iterations spread evenly over a grid sized to the "
+                                     "SMs, so no wave is left partly empty; any shape (the general-purpose kernel)"),
     Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
     Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
-)
-STAGE_BY_NAME = {s.name: s for s in STAGES}
-TRITON_STAGES = ("naive_blocked", "tiled", "split_k")
+):
+    declare_stage(_s)
+del _s
 BASELINE_STAGE = "cublas"
 
 
@@ -201,5 +227,7 @@ def _shows(k: Kernel, stage: str) -> bool:
     if k.stage == stage:
         return True
     st = STAGE_BY_NAME[stage]
-    # A CUDA stage is shown next to the Triton kernels of its group (its counterparts).
-    return k.family == "triton" and stage not in TRITON_STAGES and k.group == st.group
+    # A CUDA-only stage is shown next to the Triton kernels of its group (its counterparts); a
+    # stage Triton implements too shows the Triton kernels of that stage only.
+    triton_stages = {x.stage for x in _REGISTRY.values() if x.family == "triton"}
+    return k.family == "triton" and stage not in triton_stages and k.group == st.group

@@ -94,10 +94,10 @@ __device__ __forceinline__ void tile_rowmajor(int tiles_n, int& tm, int& tn) {
 
 // Grouped tile order (Triton's "super-grouping"): GROUP consecutive tile rows are walked
 // column by column, so the blocks resident at one time share a few A row-panels and B
-// column-panels in L2 instead of streaming all of B for every row of tiles.
+// column-panels in L2 instead of streaming all of B for every row of tiles. tile_grouped_at
+// maps any linear tile index b (stream-K walks tiles that are not its blockIdx).
 template <int GROUP>
-__device__ __forceinline__ void tile_grouped(int tiles_m, int tiles_n, int& tm, int& tn) {
-    const int b = blockIdx.x;
+__device__ __forceinline__ void tile_grouped_at(int b, int tiles_m, int tiles_n, int& tm, int& tn) {
     const int per_group = GROUP * tiles_n;
     const int g = b / per_group;
     const int first = g * GROUP;
@@ -105,6 +105,10 @@ __device__ __forceinline__ void tile_grouped(int tiles_m, int tiles_n, int& tm, 
     const int r = b - g * per_group;
     tm = first + r % rows;
     tn = r / rows;
+}
+template <int GROUP>
+__device__ __forceinline__ void tile_grouped(int tiles_m, int tiles_n, int& tm, int& tn) {
+    tile_grouped_at<GROUP>(blockIdx.x, tiles_m, tiles_n, tm, tn);
 }
 
 #endif  // GEMM_COMMON_CUH

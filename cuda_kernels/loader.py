@@ -3,14 +3,15 @@
 * :func:`source` reads a stage's .cu file and pastes every ``#include "x"`` of a file in this
   folder in place (each file once), so NVRTC, which has no include path, gets one
   self-contained text. The compile tests and the resources view run nvcc on that same text.
-* :func:`get_function` compiles a .cu file once per process with ``cupy.RawModule`` (NVRTC),
-  instantiating every template configuration that ``cuda_kernels.registry`` declares for that
-  file through ``name_expressions``. CuPy's on-disk kernel cache (``~/.cupy/kernel_cache``)
-  makes a second process skip NVRTC; the dict here makes a second call in one process free.
+* ``backend().function(filename, config, expressions)`` compiles a .cu file once per process
+  with ``cupy.RawModule`` (NVRTC), instantiating every name expression the caller (the registry,
+  which declares them) passes, and returns the one ``config`` names. CuPy's on-disk kernel cache
+  (``~/.cupy/kernel_cache``) makes a second process skip NVRTC; the dict here makes a second
+  call in one process free. The loader knows nothing about stages (no import of the registry).
 
 CuPy is imported lazily, on the first compile: importing ``cuda_kernels`` works on machines
-without it. A *backend* object does everything device-specific (compile, stream, workspace,
-SM count), so the same prepare/launch code runs on the CPU emulator in the tests
+without it. A *backend* object does everything device-specific (compile, the launch stream,
+workspace, SM count), so the same prepare/launch code runs on the CPU emulator in the tests
 (``cuda_kernels.emulator``).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import warnings
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,12 +50,6 @@ def source(filename: str) -> str:
     return expand(filename)
 
 
-def name_expressions(filename: str) -> list[str]:
-    """Every kernel instantiation the registry declares for ``filename``, in declaration order."""
-    from .registry import configs_by_file
-    return [c.expr for c in configs_by_file().get(filename, [])]
-
-
 class CupyBackend:
     """The real thing: NVRTC through CuPy, launches on torch's current CUDA stream."""
 
@@ -62,16 +58,20 @@ class CupyBackend:
     def __init__(self):
         self._modules: dict[str, object] = {}
         self._functions: dict[tuple[str, str], object] = {}
+        self._streams: dict[int, object] = {}
 
-    def function(self, filename: str, config):
+    def function(self, filename: str, config, expressions):
+        """``config``'s kernel from ``filename``, compiled (once) with every one of ``expressions``."""
         key = (filename, config.expr)
         fn = self._functions.get(key)
         if fn is None:
             import cupy
             mod = self._modules.get(filename)
             if mod is None:
+                if config.expr not in expressions:
+                    raise KeyError(f"{filename}: {config.expr} is not among the expressions to compile")
                 mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS,
-                                     name_expressions=name_expressions(filename))
+                                     name_expressions=list(expressions))
                 self._modules[filename] = mod
             fn = mod.get_function(config.expr)
             if config.smem_dynamic > 48 * 1024:
@@ -81,10 +81,15 @@ class CupyBackend:
         return fn
 
     def stream(self):
-        """torch's current stream as a CuPy stream object (kernels go where torch's work goes)."""
-        import cupy
+        """torch's current stream, now, as a CuPy stream object: called by every launch, so a
+        launch goes where torch's work goes at call time (a side stream, a CUDA graph capture).
+        Wrappers are cached by the raw pointer (a wrapper holds nothing but the pointer)."""
         import torch
-        return cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        ptr = int(torch.cuda.current_stream().cuda_stream)
+        s = self._streams.get(ptr)
+        if s is None:
+            s = self._streams[ptr] = _cupy_stream(ptr)
+        return s
 
     def empty(self, n: int):
         import cupy
@@ -97,6 +102,27 @@ class CupyBackend:
     @staticmethod
     def address(arr) -> int:
         return int(arr.data.ptr)
+
+
+class _RawStream:
+    """A raw cudaStream_t in the CUDA stream protocol (``__cuda_stream__``: version 0, pointer)."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __cuda_stream__(self):
+        return (0, self.ptr)
+
+
+def _cupy_stream(ptr: int):
+    """A CuPy stream object for a stream CuPy does not own. CuPy 14 has Stream.from_external
+    (the protocol) and deprecates ExternalStream; CuPy 12/13 have only ExternalStream."""
+    import cupy
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        return cupy.cuda.Stream.from_external(_RawStream(ptr))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message="ExternalStream is deprecated")
+        return cupy.cuda.ExternalStream(ptr)
 
 
 _backend: Optional[object] = None
@@ -119,13 +145,3 @@ def use_backend(b):
         yield b
     finally:
         _backend = old
-
-
-def env_int(name: str) -> Optional[int]:
-    v = os.environ.get(name)
-    if v is None or v.strip() == "":
-        return None
-    try:
-        return int(v)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {v!r}") from None

@@ -1,17 +1,24 @@
-"""The CUDA stages: one declaration per stage, read by everything else.
+"""The CUDA stages: one declaration per kernel, read by everything else.
 
-Each :class:`StageSpec` lists the kernel configurations (template arguments, block shape,
-dynamic shared memory) its .cu file is compiled for. The loader instantiates exactly these
+Each :class:`StageSpec` names its stage of the ladder (number, group and idea live in
+``compare.registry.STAGES``, the one description of the ladder), its .cu file, the kernel
+configurations (template arguments, block shape) that file is compiled for, and what the kernel
+needs: its operand path (``float4`` only, or float4 where rows are 16-byte aligned and
+predicated scalar elsewhere), its ``plan`` (one launch over a grid of tiles, split-K, or
+stream-K) and the options a user may set. The loader instantiates exactly these configurations
 (NVRTC name expressions), the compile tests and ``python -m cuda_kernels.resources`` compile
 exactly these with nvcc, and ``prepare`` launches one of them. There is no second list.
 
-Knobs (environment, read at prepare time):
-* ``CUDA_TILE_09`` / ``CUDA_TILE_10``: block tile of stages 09 / 10: ``128x128x16`` (half the
-  barriers per FFMA of BK=8, twice the loop code; stage 10's default), ``128x128x8`` or
-  ``128x128x8s3`` (three shared-memory stages instead of two; stage 09's default). See DEFAULT_TILE. Stage 09 also takes the experimental
-  ``VARIANTS_09`` (swizzle group 4/16, 128x256 tiles with 8x16 per thread); ``python -m
-  cuda_kernels.sweep`` times them all.
-* ``CUDA_SPLIT_K``: force the split count of stage 10 (1 = no split).
+Options (``--opt NAME=VALUE``; everything left out is chosen by the kernel's heuristic, and every
+launch reports the resolved values in ``launch.config``):
+
+* ``tile`` (stages 09, 10, 11): one of the stage's compiled tiles (``StageSpec.tiles``). Defaults:
+  ``DEFAULT_TILE`` (measured with ``python -m cuda_kernels.sweep``); stage 11 picks per shape
+  (``stream_k_tile``).
+* ``split_k`` (stage 10): the split count, >= 1 (1 = no split); default from the split-K cost
+  model in ``compare.decompose``.
+* ``mode`` (stage 11): ``dp`` | ``sk`` | ``hybrid``; ``sk_grid`` (stage 11): stream-K blocks.
+  Defaults from ``compare.decompose.stream_k_plan``.
 """
 from __future__ import annotations
 
@@ -20,7 +27,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from compare.registry import Kernel, register
+from compare import decompose
+from compare.registry import STAGE_BY_NAME, Kernel, Option, register
 
 from . import loader
 
@@ -36,7 +44,8 @@ class Config:
     block: tuple = (256, 1, 1)        # threads per block (x, y, z)
     tile: tuple = (0, 0)              # (BM, BN) of the C tile a block computes; (0, 0): elementwise
     smem_dynamic: int = 0             # bytes of dynamic shared memory per block
-    label: str = ""                   # short name for tables and env knobs
+    label: str = ""                   # short name for tables and the `tile` option
+    bk: int = 0                       # K step of the main loop (0: no K loop / not tiled)
 
     @property
     def expr(self) -> str:
@@ -51,20 +60,39 @@ class Config:
         return self.block[0] * self.block[1] * self.block[2]
 
 
+# What prepare does with a spec.
+SINGLE, SPLIT_K, STREAM_K = "single", "split_k", "stream_k"
+
+
 @dataclass(frozen=True)
 class StageSpec:
-    number: int
+    """One CUDA kernel. ``stage`` is a ladder stage (compare.registry); ``variant`` is empty for a
+    stage's only kernel, else "deterministic" (the stage's main kernel, named without a suffix)
+    or "atomic" (named with ``_atomic``)."""
+
     stage: str
     file: str
     configs: tuple
-    idea: str = ""
     variant: str = ""
+    idea: str = ""                    # this kernel's idea; defaults to the stage's
+    operands: str = "any"             # "float4": needs N % 4 == 0 and K % 4 == 0; "any": float4 where aligned
+    plan: str = SINGLE
+    tiles: tuple = ()                 # values of the `tile` option (labels without .vec/.scalar); () = fixed
+    default_tile: str = ""
     meta: dict = field(default_factory=dict)
+
+    @property
+    def number(self) -> int:
+        return STAGE_BY_NAME[self.stage].number
 
     @property
     def name(self) -> str:
         base = f"cuda.{self.number:02d}_{self.stage}"
-        return f"{base}_{self.variant}" if self.variant else base
+        return f"{base}_{self.variant}" if self.variant not in ("", "deterministic") else base
+
+    @property
+    def description(self) -> str:
+        return self.idea or STAGE_BY_NAME[self.stage].idea
 
     def config(self, label: str) -> Config:
         for c in self.configs:
@@ -73,37 +101,18 @@ class StageSpec:
         raise KeyError(f"{self.name}: no configuration {label!r}; has {', '.join(c.label for c in self.configs)}")
 
 
-def _gemm(kernel, targs, block, tile, label):
-    return Config(kernel=kernel, targs=targs, block=block, tile=tile, label=label)
+def _gemm(kernel, targs, block, tile, label, bk=0):
+    return Config(kernel=kernel, targs=targs, block=block, tile=tile, label=label, bk=bk)
 
 
-def _warp_tiled(kernel, tile, vec, extra=(), suffix="", pipelined=True):
-    """Stages 08-10: 128x128 block tile, 256 threads (8 warps of 32x64), 8x8 per thread.
-    Template arguments: BM, BN, BK, [STAGES,] VEC, extra..."""
-    bk, stages = PIPELINE_TILES[tile] if pipelined else (int(tile.split("x")[2]), None)
-    targs = (128, 128, bk) + ((stages,) if pipelined else ()) + (vec,) + extra
-    return _gemm(kernel, targs, (256, 1, 1), (128, 128), f"{tile}.{'vec' if vec else 'scalar'}{suffix}")
-
-
-def _stage09(tile, vec):
-    """Stage 09: sgemm_double_buffered<BM, BN, BK, STAGES, VEC, WN, GROUP>, 256 threads."""
-    bm, bn, bk, stages, wn, group = _TILE_PARAMS_09[tile]
-    return _gemm("sgemm_double_buffered", (bm, bn, bk, stages, vec, wn, group), (256, 1, 1), (bm, bn),
-                 f"{tile}.{'vec' if vec else 'scalar'}")
-
-
-# The reduction is a memory stream: 128-thread blocks spread a small M*N over more SMs.
-REDUCE_THREADS = 128
-# Block tiles of the pipelined stages 09/10: name -> (BK, shared-memory stages). The first is
-# the default. BK=16 halves the barriers per FFMA at twice the loop code; measured on an H200
-# (results/h200/tile-sweep.txt) it beat BK=8 by 2-5% at 4096^3, 8192^3 and on the split-K
-# shapes, and three BK=8 stages lost 2%. CUDA_TILE_09 / CUDA_TILE_10 pick another.
+# Block tiles of the pipelined stages 09/10: name -> (BK, shared-memory stages). BK=16 halves the
+# barriers per FFMA at twice the loop code.
 PIPELINE_TILES = {"128x128x16": (16, 2), "128x128x8": (8, 2), "128x128x8s3": (8, 3)}
 TILES_10 = tuple(PIPELINE_TILES)
-# Stage-09-only variants (for the sweep, cuda_kernels/sweep.py): name -> (BM, BN, BK, STAGES,
-# WN, GROUP). gN: tile rows per group of the launch-order swizzle (default 8). 128x256: warp
-# tiles 32x128, 8x16 per thread (6 LDS.128 per 128 FFMA instead of 4 per 64), 1 block of 8
-# warps per SM (<= 255 registers); BK=8 only, since BK=16 needs 48.5 KiB (> 48 KiB static).
+# Stage-09-only variants (timed by cuda_kernels/sweep.py): name -> (BM, BN, BK, STAGES, WN, GROUP).
+# gN: tile rows per group of the launch-order swizzle (default 8). 128x256: warp tiles 32x128,
+# 8x16 per thread (6 LDS.128 per 128 FFMA instead of 4 per 64), 1 block of 8 warps per SM
+# (<= 255 registers); BK=8 only, since BK=16 needs 48.5 KiB (> 48 KiB static).
 VARIANTS_09 = {
     "128x128x16g4": (128, 128, 16, 2, 64, 4),
     "128x128x16g16": (128, 128, 16, 2, 64, 16),
@@ -112,50 +121,101 @@ VARIANTS_09 = {
 }
 _TILE_PARAMS_09 = {**{t: (128, 128, bk, st, 64, 8) for t, (bk, st) in PIPELINE_TILES.items()}, **VARIANTS_09}
 TILES_09 = TILES_10 + tuple(VARIANTS_09)
-# Defaults from `python -m cuda_kernels.sweep` on an H200 (results/h200/cuda-sweep.json): for the
-# square ladder three BK=8 stages won (46.4 TFLOP/s at 4096^3, 46.8 at 8192^3; BK=16 two stages
-# 45.7 / 46.7); for split-K, BK=16 won on both long-K shapes (45.0 / 45.5 against 44.4 / 44.7).
+# Defaults from `python -m cuda_kernels.sweep` on an H200: for the square ladder three BK=8
+# stages won (46.4 TFLOP/s at 4096^3, 46.8 at 8192^3; BK=16 two stages 45.7 / 46.7); for split-K,
+# BK=16 won on both long-K shapes (45.0 / 45.5 against 44.4 / 44.7).
 DEFAULT_TILE = {9: "128x128x8s3", 10: "128x128x16"}
+# Stage 11 tiles: name -> (BM, BN, BK, STAGES, WN, blocks per SM the kernel is bounded for).
+# 64x128: 2x2 warps of 32x64 (128 threads, 4 blocks per SM); 128x64: 4x2 warps of 32x32
+# (8x4 per thread).
+STREAM_K_TILES = {
+    "128x128x16": (128, 128, 16, 2, 64, 2),
+    "64x128x16": (64, 128, 16, 2, 64, 4),
+    "128x64x16": (128, 64, 16, 2, 32, 2),
+}
+# The reductions / fixups are memory streams: small blocks spread a small M*N over more SMs.
+REDUCE_THREADS = 128
+FIXUP_THREADS = 256
+
+
+def _warp_tiled(kernel, tile, vec, extra=(), suffix="", pipelined=True):
+    """Stages 08/10: 128x128 block tile, 256 threads (8 warps of 32x64), 8x8 per thread.
+    Template arguments: BM, BN, BK, [STAGES,] VEC, extra..."""
+    bk, stages = PIPELINE_TILES[tile] if pipelined else (int(tile.split("x")[2]), None)
+    targs = (128, 128, bk) + ((stages,) if pipelined else ()) + (vec,) + extra
+    return _gemm(kernel, targs, (256, 1, 1), (128, 128), f"{tile}.{'vec' if vec else 'scalar'}{suffix}", bk)
+
+
+def _stage09(tile, vec):
+    """Stage 09: sgemm_double_buffered<BM, BN, BK, STAGES, VEC, WN, GROUP>, 256 threads."""
+    bm, bn, bk, stages, wn, group = _TILE_PARAMS_09[tile]
+    return _gemm("sgemm_double_buffered", (bm, bn, bk, stages, vec, wn, group), (256, 1, 1), (bm, bn),
+                 f"{tile}.{'vec' if vec else 'scalar'}", bk)
+
+
+def _stage11(tile, vec, atomic):
+    """Stage 11: sgemm_stream_k<BM, BN, BK, STAGES, WN, VEC, ATOMIC>."""
+    bm, bn, bk, stages, wn, _ = STREAM_K_TILES[tile]
+    threads = 32 * (bm // 32) * (bn // wn)
+    return _gemm("sgemm_stream_k", (bm, bn, bk, stages, wn, vec, atomic), (threads, 1, 1), (bm, bn),
+                 f"{tile}.{'vec' if vec else 'scalar'}{'.atomic' if atomic else ''}", bk)
+
+
+def _stage11_helpers(atomic):
+    out = []
+    for tile, (bm, bn, *_rest) in STREAM_K_TILES.items():
+        if atomic:
+            out.append(Config("stream_k_prescale", (bm, bn, FIXUP_THREADS), (FIXUP_THREADS, 1, 1),
+                              label=f"prescale.{tile}"))
+        else:
+            out += [Config("stream_k_fixup", (bm, bn, vec, FIXUP_THREADS), (FIXUP_THREADS, 1, 1),
+                           label=f"fixup.{tile}.{'vec' if vec else 'scalar'}") for vec in (True, False)]
+    return tuple(out)
+
 
 SPECS: tuple[StageSpec, ...] = (
-    StageSpec(1, "naive", "01_naive.cu",
-              (_gemm("sgemm_naive", (32,), (32, 32, 1), (32, 32), "32x32"),),
-              idea="one thread per C element; threadIdx.x walks M, so A and C accesses are strided"),
-    StageSpec(2, "coalesced", "02_coalesced.cu",
-              (_gemm("sgemm_coalesced", (32,), (32, 32, 1), (32, 32), "32x32"),),
-              idea="threadIdx.x walks N: a warp reads B and writes C in 128-byte lines"),
-    StageSpec(3, "smem_tiled", "03_smem_tiled.cu",
-              (_gemm("sgemm_smem_tiled", (32,), (32, 32, 1), (32, 32), "32x32"),),
-              idea="32x32 tiles of A and B staged in shared memory; each global value read once per block"),
-    StageSpec(4, "blocktile_1d", "04_blocktile_1d.cu",
-              (_gemm("sgemm_blocktile_1d", (64, 64, 8, 8), (512, 1, 1), (64, 64), "64x64x8.tm8"),),
-              idea="64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs"),
-    StageSpec(5, "blocktile_2d", "05_blocktile_2d.cu",
-              (_gemm("sgemm_blocktile_2d", (128, 128, 8, 8, 8), (256, 1, 1), (128, 128), "128x128x8.8x8"),),
-              idea="128x128x8 block tile, 8x8 outer product per thread"),
-    StageSpec(6, "vectorized", "06_vectorized.cu",
-              (_gemm("sgemm_vectorized", (128, 128, 8, 8, 8), (256, 1, 1), (128, 128), "128x128x8.8x8"),),
-              idea="float4 global and shared loads; A stored transposed in shared memory"),
-    StageSpec(7, "bank_conflict_free", "07_bank_conflict_free.cu",
-              (_gemm("sgemm_bank_conflict_free", (128, 128, 8, 8, 8), (256, 1, 1), (128, 128), "128x128x8.4x4x4"),),
-              idea="padded transposed A tile and 4-wide thread patches: no shared-memory bank conflicts"),
-    StageSpec(8, "warptile", "08_warptile.cu",
+    StageSpec("naive", "01_naive.cu", (_gemm("sgemm_naive", (32,), (32, 32, 1), (32, 32), "32x32"),)),
+    StageSpec("coalesced", "02_coalesced.cu", (_gemm("sgemm_coalesced", (32,), (32, 32, 1), (32, 32), "32x32"),)),
+    StageSpec("smem_tiled", "03_smem_tiled.cu",
+              (_gemm("sgemm_smem_tiled", (32,), (32, 32, 1), (32, 32), "32x32", 32),)),
+    StageSpec("blocktile_1d", "04_blocktile_1d.cu",
+              (_gemm("sgemm_blocktile_1d", (64, 64, 8, 8), (512, 1, 1), (64, 64), "64x64x8.tm8", 8),)),
+    StageSpec("blocktile_2d", "05_blocktile_2d.cu",
+              (_gemm("sgemm_blocktile_2d", (128, 128, 8, 8, 8), (256, 1, 1), (128, 128), "128x128x8.8x8", 8),)),
+    StageSpec("vectorized", "06_vectorized.cu",
+              (_gemm("sgemm_vectorized", (128, 128, 8, 8, 8), (256, 1, 1), (128, 128), "128x128x8.8x8", 8),),
+              operands="float4"),
+    StageSpec("bank_conflict_free", "07_bank_conflict_free.cu",
+              (_gemm("sgemm_bank_conflict_free", (128, 128, 8, 8, 8), (256, 1, 1), (128, 128), "128x128x8.4x4x4", 8),),
+              operands="float4"),
+    StageSpec("warptile", "08_warptile.cu",
               tuple(_warp_tiled("sgemm_warptile", "128x128x8", vec, pipelined=False) for vec in (True, False)),
-              idea="32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape"),
-    StageSpec(9, "double_buffered", "09_double_buffered.cu",
+              tiles=("128x128x8",), default_tile="128x128x8"),
+    StageSpec("double_buffered", "09_double_buffered.cu",
               tuple(_stage09(t, vec) for t in TILES_09 for vec in (True, False)),
-              idea="two smem stages filled by cp.async: next tile's loads overlap this tile's FFMAs, one barrier per step"),
-    StageSpec(10, "split_k", "10_split_k.cu",
+              tiles=TILES_09, default_tile=DEFAULT_TILE[9]),
+    StageSpec("split_k", "10_split_k.cu",
               tuple(_warp_tiled("sgemm_split_k", t, vec, (False,)) for t in TILES_10 for vec in (True, False))
               + (Config("split_k_reduce", (True, REDUCE_THREADS), (REDUCE_THREADS, 1, 1), label="reduce.vec4"),
                  Config("split_k_reduce", (False, REDUCE_THREADS), (REDUCE_THREADS, 1, 1), label="reduce.scalar")),
-              idea="K split over gridDim.z; partials to a workspace, summed in fixed order (deterministic)"),
-    StageSpec(10, "split_k", "10_split_k.cu",
+              variant="deterministic", plan=SPLIT_K, tiles=TILES_10, default_tile=DEFAULT_TILE[10],
+              idea="K split over gridDim.z; partials to a workspace, summed in a fixed order (bit-identical run to run)"),
+    StageSpec("split_k", "10_split_k.cu",
               (_warp_tiled("sgemm_split_k", TILES_10[0], True, (True,), ".atomic"),
                _warp_tiled("sgemm_split_k", TILES_10[0], False, (True,), ".atomic"),
                Config("scale_c", (256,), (256, 1, 1), label="scale_c")),
-              variant="atomic",
+              variant="atomic", plan=SPLIT_K, tiles=TILES_10[:1], default_tile=TILES_10[0],
               idea="K split over gridDim.z; partials atomicAdd-ed into C (non-deterministic last bits)"),
+    StageSpec("stream_k", "11_stream_k.cu",
+              tuple(_stage11(t, vec, False) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(False),
+              variant="deterministic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
+              idea="stream-K: tiles' K iterations spread evenly over the SMs (no wave quantization); split "
+                   "tiles' partials summed in block order by a fixup kernel (deterministic)"),
+    StageSpec("stream_k", "11_stream_k.cu",
+              tuple(_stage11(t, vec, True) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(True),
+              variant="atomic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
+              idea="stream-K with split tiles pre-scaled by beta and their pieces atomicAdd-ed into C "
+                   "(non-deterministic last bits)"),
 )
 
 
@@ -181,6 +241,15 @@ def all_configs() -> list[tuple[StageSpec, Config]]:
     return out
 
 
+def expressions(filename: str) -> tuple[str, ...]:
+    """Every name expression the registry declares for ``filename`` (what the loader compiles)."""
+    return tuple(c.expr for c in configs_by_file().get(filename, []))
+
+
+def _function(spec: StageSpec, cfg: Config):
+    return loader.backend().function(spec.file, cfg, expressions(spec.file))
+
+
 # ---------------------------------------------------------------------------------------------
 # shape rules
 
@@ -204,14 +273,63 @@ def _tiles(problem, cfg: Config) -> int:
     return _cdiv(problem.M, bm) * _cdiv(problem.N, bn)
 
 
-def _tile_choice(stage_number: int) -> str:
-    import os
-    var = f"CUDA_TILE_{stage_number:02d}"
-    tiles = TILES_09 if stage_number == 9 else TILES_10
-    t = os.environ.get(var, "").strip() or DEFAULT_TILE[stage_number]
-    if t not in tiles:
-        raise ValueError(f"{var} must be one of {', '.join(tiles)}; got {t!r}")
-    return t
+def stream_k_tile(M: int, N: int) -> str:
+    """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
+    outputs get the half-height (M <= 64) or half-width (N <= 64) tile; everything else the
+    128x128x16 warp tile of stages 09/10 (the fastest per FFMA)."""
+    if M <= 64:
+        return "64x128x16"
+    if N <= 64:
+        return "128x64x16"
+    return "128x128x16"
+
+
+# ---------------------------------------------------------------------------------------------
+# options
+
+def _choice(values: tuple) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        t = text.strip()
+        if t not in values:
+            raise ValueError(f"must be one of {', '.join(values)}")
+        return t
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(str(text).strip())
+    except ValueError:
+        raise ValueError("must be an integer") from None
+    if v < 1:
+        raise ValueError("must be >= 1")
+    return v
+
+
+def _options(spec: StageSpec) -> tuple:
+    out = []
+    if len(spec.tiles) > 1:
+        default = f"default {spec.default_tile}" if spec.default_tile else "default: chosen per shape"
+        out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
+    if spec.plan == SPLIT_K:
+        out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
+                          _positive_int))
+    if spec.plan == STREAM_K:
+        out.append(Option("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
+                                  "data-parallel waves); default from the wave count", _choice(decompose.MODES)))
+        out.append(Option("sk_grid", "stream-K blocks, >= 1 (default: SMs x blocks per SM)", _positive_int))
+    return tuple(out)
+
+
+def _chosen_by(opts: dict) -> str:
+    if not opts:
+        return "heuristic"
+    return f"user ({', '.join(sorted(opts))}), heuristic (the rest)"
+
+
+def _with_config(launch, config: dict):
+    launch.config = config
+    return launch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,198 +350,174 @@ def _gemm_args(problem, A, B, C):
             A, B, np.float32(problem.beta), C)
 
 
-def _single_kernel_prepare(spec: StageSpec, pick: Callable):
-    """Stages that are one kernel launch over a 1-D grid of C tiles."""
+def _launcher(*steps):
+    """A zero-argument launch of (function, grid, block, args) steps, in order, each on torch's
+    current stream as of the call (looked up per call: a CUDA graph capture or a side stream
+    that is current when the launch runs gets the work)."""
+    def launch():
+        stream = loader.backend().stream()
+        for fn, grid, block, args in steps:
+            fn(grid, block, args, stream=stream)
+    return launch
+
+
+def _geometry(cfg: Config, grid) -> dict:
+    bm, bn = cfg.tile
+    return {"BM": bm, "BN": bn, "BK": cfg.bk, "threads": cfg.threads, "grid": list(grid)}
+
+
+def _pick_config(spec: StageSpec, problem, inputs, opts: dict, suffix: str = "") -> tuple[Config, bool, str]:
+    """(configuration, float4 path?, tile label) for a single-kernel stage."""
+    vec_only = spec.operands == "float4"
+    _, _, _, aligned = _operands(problem, inputs, vec_needed=vec_only)
+    vec = vec_only or (aligned and _aligned_rows(problem))
+    if not spec.tiles:
+        return spec.configs[0], vec, spec.configs[0].label
+    tile = opts.get("tile") or spec.default_tile
+    return spec.config(f"{tile}.{'vec' if vec else 'scalar'}{suffix}"), vec, tile
+
+
+def _single_prepare(spec: StageSpec):
+    """One kernel launch over a 1-D grid of C tiles."""
     def prepare(problem, inputs, options=None):
-        cfg = pick(problem, inputs)
-        be = loader.backend()
-        fn = be.function(spec.file, cfg)
+        opts = dict(options or {})
+        cfg, vec, tile = _pick_config(spec, problem, inputs, opts)
         A, B, C, _ = _operands(problem, inputs, vec_needed=False)
         grid = (_tiles(problem, cfg), 1, 1)
-        block = cfg.block
-        args = _gemm_args(problem, A, B, C)
-        smem = cfg.smem_dynamic
-        stream = be.stream()
-
-        def launch():
-            fn(grid, block, args, shared_mem=smem, stream=stream)
-        return launch
+        launch = _launcher((_function(spec, cfg), grid, cfg.block, _gemm_args(problem, A, B, C)))
+        return _with_config(launch, {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+                                     "chosen_by": _chosen_by(opts) if len(spec.tiles) > 1 else "fixed"})
     return prepare
 
 
-def _fixed(spec: StageSpec, vec: bool = False):
-    cfg = spec.configs[0]
-
-    def pick(problem, inputs):
-        if vec:
-            _operands(problem, inputs, vec_needed=True)
-        return cfg
-    return pick
-
-
-def _any_shape(spec: StageSpec, tile: Optional[str] = None, suffix: str = ""):
-    """VEC instantiation when rows are 16-byte aligned, the scalar one otherwise."""
-    def pick(problem, inputs):
-        t = tile or _tile_choice(spec.number)
-        _, _, _, aligned = _operands(problem, inputs, vec_needed=False)
-        vec = aligned and _aligned_rows(problem)
-        return spec.config(f"{t}.{'vec' if vec else 'scalar'}{suffix}")
-    return pick
+def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 16, atomic: bool = False,
+               splits: Optional[int] = None) -> tuple[int, int]:
+    """(splits, k_chunk) of stage 10: compare.decompose.choose_split with stage 10's geometry
+    (128x128 tiles, 2 blocks per SM, chunks a multiple of BK and >= 256). ``splits`` forces the
+    count (rounded so chunks stay multiples of BK)."""
+    p = decompose.choose_split(M, N, K, sm_count, tile=(128, 128), blocks_per_sm=2, chunk_align=bk,
+                               min_chunk=256, max_splits=512, deterministic=not atomic, splits=splits)
+    return p.splits, p.chunk
 
 
-# Split-K cost model: seconds per k of one 128x128 block at 2 blocks/SM (~0.7 of FFMA peak,
-# H100 clocks), fixed cost of a block (prologue, epilogue) in k units, bytes/s of the workspace
-# round trip, and the extra launch.
-_T_K = 128 * 128 / (0.7 * 128 / 2) / 1.98e9
-_BLOCK_OVERHEAD_K = 64
-_BYTES_PER_S = 2.5e12
-_LAUNCH_S = 4e-6
-MIN_SPLIT_CHUNK = 256
-MAX_SPLITS = 512
-MAX_WORKSPACE_BYTES = 1 << 30
-
-
-def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 8, blocks_per_sm: int = 2,
-               tile: tuple = (128, 128), atomic: bool = False) -> tuple[int, int]:
-    """(splits, k_chunk): the split count that minimizes modeled time, and the K range per split.
-
-    Blocks run in waves of sm_count*blocks_per_sm; a split multiplies the block count and
-    divides each block's K range, so the time is waves * (chunk + overhead) plus moving the
-    S*M*N partials. Each split keeps K/S >= MIN_SPLIT_CHUNK, a multiple of bk (so 16-byte
-    alignment of A rows holds at every split start). CUDA_SPLIT_K forces the count.
-    """
-    tiles = _cdiv(M, tile[0]) * _cdiv(N, tile[1])
-    slots = max(1, sm_count * blocks_per_sm)
-
-    def plan(s: int) -> tuple[int, int]:
-        chunk = _cdiv(_cdiv(K, s), bk) * bk
-        return _cdiv(K, chunk), chunk
-
-    forced = loader.env_int("CUDA_SPLIT_K")
-    if forced is not None:
-        if forced < 1:
-            raise ValueError(f"CUDA_SPLIT_K must be >= 1, got {forced}")
-        return plan(min(forced, K))
-
-    def cost(s: int) -> float:
-        s_eff, chunk = plan(s)
-        waves = _cdiv(tiles * s_eff, slots)
-        t = waves * (chunk + _BLOCK_OVERHEAD_K) * _T_K
-        if s_eff > 1:
-            moved = (s_eff * M * N * 4) * (1 if atomic else 2) + M * N * 8
-            t += moved / _BYTES_PER_S + _LAUNCH_S
-        return t
-
-    best_s, best_t = 1, cost(1)
-    max_s = min(MAX_SPLITS, K // MIN_SPLIT_CHUNK, max(1, MAX_WORKSPACE_BYTES // max(1, 4 * M * N)))
-    for s in range(2, max_s + 1):
-        t = cost(s)
-        if t < best_t * 0.99:  # a split must pay for itself clearly
-            best_s, best_t = s, t
-    return plan(best_s)
-
-
-def _split_k_prepare(spec: StageSpec, atomic: bool):
-    spec09 = next(s for s in SPECS if s.number == 9)
+def _split_k_prepare(spec: StageSpec):
+    atomic = spec.variant == "atomic"
+    spec09 = next(s for s in SPECS if s.stage == "double_buffered")
 
     def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
-        tile = TILES_10[0] if atomic else _tile_choice(10)
+        tile = opts.get("tile") or spec.default_tile
         bk = PIPELINE_TILES[tile][0]
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
         vec = aligned and _aligned_rows(problem)
-        splits, chunk = split_plan(M, N, K, be.sm_count(), bk=bk, atomic=atomic)
-        stream = be.stream()
+        splits, chunk = split_plan(M, N, K, be.sm_count(), bk=bk, atomic=atomic, splits=opts.get("split_k"))
+        config = {"tile": tile, "split_k": splits, "k_chunk": chunk, "operands": "float4" if vec else "scalar",
+                  "variant": spec.variant, "chosen_by": _chosen_by(opts)}
         if splits == 1:
             # Nothing to split: the stage 09 kernel, no workspace, no second launch.
             cfg = spec09.config(f"{tile}.{'vec' if vec else 'scalar'}")
-            fn = be.function(spec09.file, cfg)
-            grid, block, args = (_tiles(problem, cfg), 1, 1), cfg.block, _gemm_args(problem, A, B, C)
+            grid = (_tiles(problem, cfg), 1, 1)
+            launch = _launcher((_function(spec09, cfg), grid, cfg.block, _gemm_args(problem, A, B, C)))
+            return _with_config(launch, {**config, **_geometry(cfg, grid), "reduction": "none (one split)"})
 
-            def launch():
-                fn(grid, block, args, stream=stream)
-            launch.splits, launch.k_chunk = 1, K
-            return launch
-
-        suffix = ".atomic" if atomic else ""
-        cfg = spec.config(f"{tile}.{'vec' if vec else 'scalar'}{suffix}")
-        gemm = be.function(spec.file, cfg)
+        cfg = spec.config(f"{tile}.{'vec' if vec else 'scalar'}{'.atomic' if atomic else ''}")
+        gemm = _function(spec, cfg)
         grid = (_tiles(problem, cfg), 1, splits)
-        block = cfg.block
         MN = M * N
         if atomic:
             s_cfg = spec.config("scale_c")
-            scale = be.function(spec.file, s_cfg)
-            s_block = s_cfg.block
-            s_grid, s_args = (_cdiv(MN, s_block[0]), 1, 1), (np.int32(MN), np.float32(problem.beta), C)
+            s_grid = (_cdiv(MN, s_cfg.block[0]), 1, 1)
             g_args = (np.int32(M), np.int32(N), np.int32(K), np.int32(chunk), np.float32(problem.alpha), A, B, C)
-
-            def launch():
-                scale(s_grid, s_block, s_args, stream=stream)
-                gemm(grid, block, g_args, stream=stream)
-            launch.splits, launch.k_chunk = splits, chunk
-            return launch
+            launch = _launcher((_function(spec, s_cfg), s_grid, s_cfg.block, (np.int32(MN), np.float32(problem.beta), C)),
+                               (gemm, grid, cfg.block, g_args))
+            return _with_config(launch, {**config, **_geometry(cfg, grid), "reduction": "atomicAdd into C"})
 
         ws = be.empty(splits * MN)  # allocated once per prepare; every launch reuses it
         vec4 = MN % 4 == 0 and aligned
         red_cfg = spec.config("reduce.vec4" if vec4 else "reduce.scalar")
-        red = be.function(spec.file, red_cfg)
-        r_block = red_cfg.block
-        r_grid = (_cdiv(MN // 4 if vec4 else MN, r_block[0]), 1, 1)
+        r_grid = (_cdiv(MN // 4 if vec4 else MN, red_cfg.block[0]), 1, 1)
         g_args = (np.int32(M), np.int32(N), np.int32(K), np.int32(chunk), np.float32(1.0), A, B, ws)
         r_args = (np.int32(MN), np.int32(splits), np.float32(problem.alpha), ws, np.float32(problem.beta), C)
-
-        def launch():
-            gemm(grid, block, g_args, stream=stream)
-            red(r_grid, r_block, r_args, stream=stream)
-        launch.splits, launch.k_chunk = splits, chunk  # for reports and tests
-        return launch
+        launch = _launcher((gemm, grid, cfg.block, g_args), (_function(spec, red_cfg), r_grid, red_cfg.block, r_args))
+        return _with_config(launch, {**config, **_geometry(cfg, grid),
+                                     "reduction": "workspace, fixed order" + (" (float4)" if vec4 else "")})
     return prepare
+
+
+def _stream_k_prepare(spec: StageSpec):
+    atomic = spec.variant == "atomic"
+
+    def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
+        be = loader.backend()
+        M, N, K = problem.M, problem.N, problem.K
+        tile = opts.get("tile") or stream_k_tile(M, N)
+        bm, bn, bk, _, _, blocks_per_sm = STREAM_K_TILES[tile]
+        A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
+        vec = aligned and _aligned_rows(problem)
+        try:
+            plan = decompose.stream_k_plan(_cdiv(M, bm) * _cdiv(N, bn), _cdiv(K, bk), be.sm_count(), blocks_per_sm,
+                                           mode=opts.get("mode"), sk_blocks=opts.get("sk_grid"))
+        except ValueError as exc:
+            from compare.errors import UsageError
+            raise UsageError(f"{spec.name}: {exc}") from None
+        cfg = spec.config(f"{tile}.{'vec' if vec else 'scalar'}{'.atomic' if atomic else ''}")
+        grid = (plan.grid, 1, 1)
+        split = plan.sk_tiles > 0
+        ws = be.empty(plan.sk_blocks * 2 * bm * bn) if split and not atomic else C
+        g_args = (*_gemm_args(problem, A, B, C), ws, np.int32(plan.sk_tiles), np.int32(plan.sk_blocks),
+                  np.int32(plan.iters_per_block), np.int32(plan.extra_iters))
+        steps = [(_function(spec, cfg), grid, cfg.block, g_args)]
+        fix = "none (no stream-K tiles)"
+        if split and atomic:
+            p_cfg = spec.config(f"prescale.{tile}")
+            p_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.beta), C,
+                      np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
+            steps.insert(0, (_function(spec, p_cfg), (plan.sk_tiles, 1, 1), p_cfg.block, p_args))
+            fix = "beta*C on split tiles, then atomicAdd"
+        elif split:
+            f_cfg = spec.config(f"fixup.{tile}.{'vec' if vec else 'scalar'}")
+            f_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta), C,
+                      ws, np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
+            steps.append((_function(spec, f_cfg), (plan.sk_tiles, 1, 1), f_cfg.block, f_args))
+            fix = "workspace, summed in block order"
+        config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+                  "variant": spec.variant, **{k: v for k, v in plan.as_dict().items() if k not in ("chosen_by", "grid")},
+                  "fixup": fix, "chosen_by": _chosen_by(opts)}
+        launch = _launcher(*steps)
+        launch.plan = plan  # for tests
+        return _with_config(launch, config)
+    return prepare
+
+
+_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare}
 
 
 def _supports_any(problem) -> Optional[str]:
     return None
 
 
-def _spec(number: int, variant: str = "") -> StageSpec:
-    return next(s for s in SPECS if s.number == number and s.variant == variant)
-
-
-def _meta(spec: StageSpec, **extra) -> dict:
+def _meta(spec: StageSpec) -> dict:
     d = {"file": spec.file, "configs": [c.label for c in spec.configs],
-         "threads": sorted({c.threads for c in spec.configs if c.tile != (0, 0)})}
-    d.update(extra)
+         "threads": sorted({c.threads for c in spec.configs if c.tile != (0, 0)}),
+         "operands": ("float4 only (N % 4 == 0 and K % 4 == 0)" if spec.operands == "float4"
+                      else "float4 when K%4==0 and N%4==0, else predicated scalar")}
+    if spec.tiles:
+        d["tiles"] = list(spec.tiles)
+    if spec.variant:
+        d["deterministic"] = spec.variant != "atomic"
+    d.update(spec.meta)
     return d
 
 
-def _register_all() -> list[Kernel]:
-    out = []
-    for n in range(1, 8):
-        spec = _spec(n)
-        vec = n in (6, 7)
-        out.append(register(Kernel(
-            name=spec.name, family=FAMILY, stage=spec.stage, precisions=("fp32",),
-            prepare=_single_kernel_prepare(spec, _fixed(spec, vec=vec)),
-            supports=_vec_requirement if vec else _supports_any,
-            idea=spec.idea, meta=_meta(spec, tile=spec.configs[0].label))))
-    for n in (8, 9):
-        spec = _spec(n)
-        out.append(register(Kernel(
-            name=spec.name, family=FAMILY, stage=spec.stage, precisions=("fp32",),
-            prepare=_single_kernel_prepare(spec, _any_shape(spec, tile="128x128x8" if n == 8 else None)),
-            supports=_supports_any, idea=spec.idea,
-            meta=_meta(spec, tile="128x128x8" if n == 8 else f"env CUDA_TILE_09 ({'|'.join(TILES_09)})",
-                       paths="float4 when K%4==0 and N%4==0, else predicated scalar"))))
-    for variant in ("", "atomic"):
-        spec = _spec(10, variant)
-        out.append(register(Kernel(
-            name=spec.name, family=FAMILY, stage=spec.stage, precisions=("fp32",),
-            prepare=_split_k_prepare(spec, atomic=bool(variant)), supports=_supports_any,
-            variant=variant, idea=spec.idea,
-            meta=_meta(spec, split="auto from SM count, tiles and K; env CUDA_SPLIT_K forces it",
-                       deterministic=not variant))))
-    return out
+def _register(spec: StageSpec) -> Kernel:
+    return register(Kernel(
+        name=spec.name, family=FAMILY, stage=spec.stage, precisions=("fp32",),
+        prepare=_PREPARE[spec.plan](spec),
+        supports=_vec_requirement if spec.operands == "float4" else _supports_any,
+        variant=spec.variant, idea=spec.description, options=_options(spec), meta=_meta(spec)))
 
 
-KERNELS: list[Kernel] = _register_all()
+KERNELS: list[Kernel] = [_register(s) for s in SPECS]

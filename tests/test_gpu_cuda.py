@@ -1,6 +1,8 @@
 """The CUDA stages on a GPU: every stage on odd shapes against the float64 reference (through
-compare.runner.check_kernel, which NaN-poisons C when beta == 0), split-K bit-identical run to
-run, launches on torch's current stream. Skips cleanly without a GPU or without CuPy."""
+compare.runner.check_kernel, which NaN-poisons C when beta == 0), every tile option, the
+deterministic split-K / stream-K kernels bit-identical run to run with their atomic variants as
+the negative control, launches on torch's current stream at call time and inside a CUDA graph
+capture. Skips cleanly without a GPU or without CuPy."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -16,7 +18,7 @@ from compare.check import check  # noqa: E402
 from compare.inputs import make_inputs  # noqa: E402
 from compare.problem import Problem  # noqa: E402
 from compare.runner import check_kernel  # noqa: E402
-from cuda_kernels.registry import TILES_09, TILES_10  # noqa: E402
+from cuda_kernels.registry import STREAM_K_TILES, TILES_09, TILES_10  # noqa: E402
 
 KERNELS = {k.name: k for k in cuda_kernels.KERNELS}
 FLOAT4_ONLY = ("vectorized", "bank_conflict_free")
@@ -71,36 +73,61 @@ def test_every_alpha_beta_combination(shape, alpha, beta):
     _check_all_stages(Problem(*shape, alpha=alpha, beta=beta))
 
 
-@pytest.mark.parametrize("shape", [(256, 256, 8192), (255, 127, 4097), (512, 512, 65536)],
-                         ids=lambda s: "x".join(map(str, s)))
-def test_split_k_is_bit_identical_run_to_run(shape, monkeypatch):
-    monkeypatch.delenv("CUDA_SPLIT_K", raising=False)
-    k = KERNELS["cuda.10_split_k"]
-    p = Problem(*shape, alpha=0.5, beta=-1.5)
+def _runs(name, p, n, options=None):
+    """n launches of one prepared kernel from the same C0: the distinct results (as bytes)."""
+    k = KERNELS[name]
     inputs = make_inputs(p)
-    launch = k.prepare(p, inputs)
-    assert launch.splits > 1, f"{p.shape} should be split (tiles are few, K is long)"
-    results = []
-    for _ in range(2):
+    launch = k.prepare(p, inputs, k.parse_options(options or {}))
+    seen = {}
+    for _ in range(n):
         inputs.reset_c()
-        torch.cuda.synchronize()
         launch()
         torch.cuda.synchronize()
-        results.append(inputs.C.clone())
-    assert torch.equal(results[0], results[1])
-    assert check_kernel(k, p).ok
+        seen.setdefault(inputs.C.cpu().numpy().tobytes(), inputs.C.clone())
+    return seen, launch
 
 
-def test_launches_go_to_torchs_current_stream():
-    """prepare() binds the launch to torch's current stream (here a side stream): the reset of C
-    queued on that stream must come before the kernel, the check after it."""
+# (deterministic kernel, its atomic variant, shape, options): shapes with many pieces per tile.
+DETERMINISM = [
+    ("cuda.10_split_k", "cuda.10_split_k_atomic", (256, 256, 131072), {}),
+    ("cuda.10_split_k", "cuda.10_split_k_atomic", (255, 127, 4097), {}),
+    ("cuda.11_stream_k", "cuda.11_stream_k_atomic", (256, 256, 131072), {}),
+    ("cuda.11_stream_k", "cuda.11_stream_k_atomic", (1000, 1000, 1000), {}),
+    ("cuda.11_stream_k", "cuda.11_stream_k_atomic", (3000, 5000, 2000), {"mode": "hybrid"}),
+]
+
+
+@pytest.mark.parametrize("det, atomic, shape, options", DETERMINISM, ids=lambda v: "x".join(map(str, v))
+                         if isinstance(v, tuple) else str(v))
+def test_deterministic_variant_is_bit_identical_and_atomic_is_not(det, atomic, shape, options, record_property):
+    """The deterministic kernel gives one result in 5 runs. The atomic variant of the same plan is
+    the control that this test could see a difference: at 256x256x131072 dozens of pieces land
+    on every C element in hardware order, so 20 runs give more than one result. Where atomics
+    happen to agree (few pieces per element), the count is recorded, not asserted."""
+    p = Problem(*shape, alpha=0.5, beta=-1.5)
+    seen, launch = _runs(det, p, 5, options)
+    assert len(seen) == 1, f"{det} {shape}: {len(seen)} different results in 5 runs ({launch.config})"
+    pieces = launch.config.get("split_k") or launch.config.get("sk_blocks")
+    assert pieces and pieces > 1, f"{det} {shape} should split the work ({launch.config})"
+    assert check_kernel(KERNELS[det], p, options=KERNELS[det].parse_options(options)).ok
+    atomic_seen, _ = _runs(atomic, p, 20, options)
+    record_property("atomic_distinct_results_in_20", len(atomic_seen))
+    if shape == (256, 256, 131072):
+        assert len(atomic_seen) > 1, (f"{atomic} gave one result in 20 runs at {shape}: the negative control "
+                                      f"cannot show nondeterminism, so the deterministic test proves nothing")
+
+
+def test_launches_go_to_torchs_current_stream_at_call_time():
+    """prepare() on the default stream, launch on a side stream: the reset of C queued on the side
+    stream must come before the kernel, the check after it."""
     p = Problem(1000, 1000, 4096, alpha=1.0, beta=1.0)
     inputs = make_inputs(p)
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
-    for name in ("cuda.09_double_buffered", "cuda.10_split_k"):
+    for name in ("cuda.09_double_buffered", "cuda.10_split_k", "cuda.11_stream_k"):
+        launch = KERNELS[name].prepare(p, inputs, {})
+        torch.cuda.synchronize()
         with torch.cuda.stream(side):
-            launch = KERNELS[name].prepare(p, inputs)
             inputs.C.fill_(float("nan"))
             inputs.reset_c()
             launch()
@@ -109,11 +136,42 @@ def test_launches_go_to_torchs_current_stream():
         assert res.ok, f"{name}: {res.message}"
 
 
+@pytest.mark.parametrize("name", ["cuda.08_warptile", "cuda.10_split_k", "cuda.11_stream_k", "cuda.11_stream_k_atomic"])
+def test_launch_is_captured_by_a_cuda_graph(name):
+    """A CUDA graph captured around launch() replays the kernel: C is reset outside the graph,
+    and only the replay can make it right."""
+    p = Problem(1000, 1000, 1000, alpha=1.0, beta=0.5)
+    inputs = make_inputs(p)
+    launch = KERNELS[name].prepare(p, inputs, {})
+    inputs.reset_c()
+    launch()  # warm-up outside the capture (lazy compile, allocations)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch()
+    inputs.C.fill_(float("nan"))
+    inputs.reset_c()
+    torch.cuda.synchronize()
+    graph.replay()
+    torch.cuda.synchronize()
+    res = check(p, inputs.C, inputs.ref, inputs.bound)
+    assert res.ok, f"{name} replayed from a graph: {res.message}"
+
+
 @pytest.mark.parametrize("name, tile", [("cuda.09_double_buffered", t) for t in TILES_09]
-                         + [("cuda.10_split_k", t) for t in TILES_10])
-def test_every_pipeline_tile(name, tile, monkeypatch):
-    monkeypatch.setenv("CUDA_TILE_09", tile)
-    monkeypatch.setenv("CUDA_TILE_10", tile)
+                         + [("cuda.10_split_k", t) for t in TILES_10]
+                         + [("cuda.11_stream_k", t) for t in STREAM_K_TILES])
+def test_every_tile_option(name, tile):
+    k = KERNELS[name]
     for shape in [(1023, 1000, 4097), (256, 256, 65536 + 3)]:
-        res = check_kernel(KERNELS[name], Problem(*shape, alpha=-2.0, beta=0.0))
+        res = check_kernel(k, Problem(*shape, alpha=-2.0, beta=0.0), options=k.parse_options({"tile": tile}))
         assert res.ok, f"{name} {tile} {shape}: {res.message}"
+
+
+@pytest.mark.parametrize("mode", ["dp", "sk", "hybrid"])
+@pytest.mark.parametrize("shape", [(3000, 5000, 2000), (4097, 4097, 1023), (33, 4097, 1023)], ids=lambda s: "x".join(map(str, s)))
+def test_stream_k_every_mode(shape, mode):
+    for name in ("cuda.11_stream_k", "cuda.11_stream_k_atomic"):
+        k = KERNELS[name]
+        res = check_kernel(k, Problem(*shape, alpha=0.5, beta=-1.5), options=k.parse_options({"mode": mode}))
+        assert res.ok, f"{name} {mode} {shape}: {res.message}"

@@ -13,8 +13,10 @@
 //   faster thread has already overwritten;
 // * barrier divergence (some threads exit while others wait at a barrier): reported;
 // * 16-byte alignment of every float4 access (ld4/st4/cp_async16): reported;
-// * out-of-bounds global accesses: the Python side puts each matrix right before a
-//   PROT_NONE page; the SIGSEGV is caught and reported with its address.
+// * out-of-bounds global accesses: the Python side puts a PROT_NONE page on both sides of each
+//   buffer, one end flush against its guard (GuardedArray in __init__.py); the SIGSEGV is caught
+//   and reported with its address. Writes into the slack at the other end are caught by a
+//   canary check after the launch.
 // * cp.async discipline: a copy lands only when its thread waits for its group
 //   (cp.async.wait_group), the latest moment the GPU allows, so a stage read before
 //   wait + barrier holds stale data; copies still in flight at thread exit are reported.
@@ -211,6 +213,11 @@ inline int launch(void (*k)(P...), const unsigned* dims, void** args) {
 #define gridDim (emu::grid_dim)
 
 inline void __syncthreads() { emu::sync(); }
+// Atomic by construction, not by instruction: one OS thread runs the whole grid, blocks one
+// after another and a block's threads as fibers that switch only inside __syncthreads (never
+// inside this function), so no other emulated thread can run between the load and the store.
+// What the emulator can't show is the GPU's varying order of atomics: its results are
+// deterministic even for the atomic variants (their nondeterminism is a GPU test).
 inline float atomicAdd(float* p, float v) {
     const float old = *p;
     *p = old + v;

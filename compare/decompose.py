@@ -1,0 +1,190 @@
+"""How a GEMM's work is cut into blocks: the split-K cost model and the stream-K plan.
+
+Pure arithmetic on the problem size and the SM count, shared by every family (CUDA stages 10
+and 11; Triton's split_k / stream_k may call the same functions with their own tile, chunk
+alignment and occupancy), so "how many splits" has one model, not one per family.
+
+Split-K model
+-------------
+Blocks run in waves of ``sms * blocks_per_sm``. A tile costs ``chunk + overhead_k`` k-steps
+(prologue, epilogue, pipeline fill) of ``tile_k_seconds`` each; splitting K in S chunks
+multiplies the block count by S and divides each block's K range by S, and the deterministic
+variant moves S partial tiles through memory (written, read back by the reduction) plus one
+extra launch. The atomic variant adds the partials into C: one pass of traffic instead of two.
+
+    time(S) = ceil(tiles*S / slots) * (chunk + overhead_k) * tile_k_seconds
+              + [S > 1] * (S*M*N*4 * (2 deterministic | 1 atomic) + 8*M*N) / bytes_per_s + launch_s
+
+minimised over S with chunk >= ``min_chunk`` (a multiple of ``chunk_align``). A split must beat
+the best so far by 1% (it adds a workspace and a launch for nothing otherwise).
+
+Stream-K plan
+-------------
+Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Matrix
+Multiplication on the GPU" (PPoPP'23). The MAC-loop iterations (one BK step of one tile) of the
+stream-K tiles are divided evenly over a grid of ``sms * blocks_per_sm`` blocks; the other tiles
+run data-parallel (one block each) in whole waves. The "two-tile" hybrid: with T tiles and W
+slots, T % W == 0 (or waves on average at least ``dp_fill`` full: T / (W*ceil(T/W)) >= 0.95) is pure
+data-parallel; T < W is
+pure stream-K; otherwise the last partial wave plus one full wave (W + T % W tiles) go to
+stream-K, so every stream-K block does between one and two tiles of work and the data-parallel
+tiles fill whole waves. A tile whose iterations span several blocks is fixed up by the caller
+(partials summed in a fixed order, or atomics).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# --------------------------------------------------------------------------------------------
+# split-K
+
+@dataclass(frozen=True)
+class SplitCost:
+    """Constants of the split-K model. Defaults: a 128x128 fp32 tile on an H100/H200 SM at about
+    0.7 of FFMA peak (2*128*128 flops per k at ~0.35 TFLOP/s per SM = 94 ns per k-step), HBM at
+    ~2.5 TB/s achieved, ~4 us for an extra launch."""
+
+    tile_k_seconds: float = 2 * 128 * 128 / 0.35e12
+    overhead_k: int = 96
+    bytes_per_s: float = 2.5e12
+    launch_s: float = 4e-6
+
+
+DEFAULT_SPLIT_COST = SplitCost()
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    splits: int        # S: K chunks actually used (ceil(K / chunk))
+    chunk: int         # K range of one split (a multiple of chunk_align, except when S == 1)
+    chosen_by: str     # "heuristic" or "user"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def split_geometry(K: int, splits: int, chunk_align: int) -> tuple[int, int]:
+    """(S, chunk) for a requested split count: the chunk is rounded up to ``chunk_align`` so S
+    may come out smaller than asked (K=1000, 7 splits, align 16 -> chunk 144, 7 splits)."""
+    if splits < 1:
+        raise ValueError(f"split count must be >= 1, got {splits}")
+    if splits == 1:
+        return 1, K
+    chunk = cdiv(cdiv(K, min(splits, K)), chunk_align) * chunk_align
+    return cdiv(K, chunk), chunk
+
+
+def choose_split(M: int, N: int, K: int, sms: int, *, tile: tuple[int, int] = (128, 128),
+                 blocks_per_sm: int = 1, chunk_align: int = 16, min_chunk: int = 256,
+                 max_splits: int = 512, max_workspace_bytes: int = 1 << 30, deterministic: bool = True,
+                 cost: SplitCost = DEFAULT_SPLIT_COST, splits: int | None = None) -> SplitPlan:
+    """The split count minimising the model above; ``splits`` forces one (the user's option)."""
+    if splits is not None:
+        s, chunk = split_geometry(K, splits, chunk_align)
+        return SplitPlan(s, chunk, "user")
+    tiles = cdiv(M, tile[0]) * cdiv(N, tile[1])
+    slots = max(1, sms * blocks_per_sm)
+    # Two blocks sharing an SM each run at half speed: a block's k-step costs blocks_per_sm times more.
+    t_k = cost.tile_k_seconds * blocks_per_sm * (tile[0] * tile[1]) / (128 * 128)
+
+    def modeled(s: int) -> tuple[float, int, int]:
+        s_eff, chunk = split_geometry(K, s, chunk_align)
+        t = cdiv(tiles * s_eff, slots) * (chunk + cost.overhead_k) * t_k
+        if s_eff > 1:
+            moved = s_eff * M * N * 4 * (2 if deterministic else 1) + 8 * M * N
+            t += moved / cost.bytes_per_s + cost.launch_s
+        return t, s_eff, chunk
+
+    best_t, best_s, best_chunk = modeled(1)
+    max_s = min(max_splits, K // max(1, min_chunk), max(1, max_workspace_bytes // max(1, 4 * M * N)))
+    for s in range(2, max_s + 1):
+        t, s_eff, chunk = modeled(s)
+        if t < best_t * 0.99:
+            best_t, best_s, best_chunk = t, s_eff, chunk
+    return SplitPlan(best_s, best_chunk, "heuristic")
+
+
+# --------------------------------------------------------------------------------------------
+# stream-K
+
+MODES = ("dp", "sk", "hybrid")
+
+
+@dataclass(frozen=True)
+class StreamKPlan:
+    mode: str             # "dp" (no stream-K tiles), "sk" (all tiles stream-K) or "hybrid"
+    tiles: int            # output tiles in all
+    iters_per_tile: int   # BK steps of one tile: ceil(K / BK)
+    sk_tiles: int         # tiles 0 .. sk_tiles-1 (in launch order) are stream-K, the rest data-parallel
+    sk_blocks: int        # blocks sharing the stream-K tiles' iterations
+    iters_per_block: int  # every stream-K block gets this many iterations ...
+    extra_iters: int      # ... and blocks 0 .. extra_iters-1 one more
+    grid: int             # sk_blocks + (tiles - sk_tiles)
+    slots: int            # sms * blocks_per_sm: blocks that run at once
+    waves: float          # tiles / slots: the data-parallel schedule's wave count
+    chosen_by: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def block_range(self, b: int) -> tuple[int, int]:
+        """[start, end) of stream-K block b in the stream-K iteration space."""
+        start = b * self.iters_per_block + min(b, self.extra_iters)
+        return start, start + self.iters_per_block + (1 if b < self.extra_iters else 0)
+
+
+def stream_k_plan(tiles: int, iters_per_tile: int, sms: int, blocks_per_sm: int, *, mode: str | None = None,
+                  sk_blocks: int | None = None, min_iters_per_block: int = 4, dp_fill: float = 0.95) -> StreamKPlan:
+    """The decomposition described in the module docstring. ``mode`` / ``sk_blocks`` force it
+    (the user's options); otherwise: data-parallel when the last wave is full enough, stream-K
+    when there is less than one wave of tiles, the two-tile hybrid in between. Stream-K blocks
+    get at least ``min_iters_per_block`` iterations (the prologue and the partial's round trip
+    must be paid for), so a short K means fewer stream-K blocks."""
+    if tiles < 1 or iters_per_tile < 1:
+        raise ValueError(f"empty problem: {tiles} tiles of {iters_per_tile} iterations")
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if sk_blocks is not None and sk_blocks < 1:
+        raise ValueError(f"sk_grid must be >= 1, got {sk_blocks}")
+    slots = max(1, sms * blocks_per_sm)
+    waves = tiles / slots
+    chosen_by = "user" if (mode is not None or sk_blocks is not None) else "heuristic"
+    if mode is None:
+        full, rem = divmod(tiles, slots)
+        if (iters_per_tile < 2 or rem == 0 or waves / cdiv(tiles, slots) >= dp_fill
+                or tiles * iters_per_tile // max(1, min_iters_per_block) <= tiles):
+            # Nothing to split, the waves are (nearly) full already, or K is too short for
+            # stream-K to use more blocks than there are tiles.
+            mode = "dp"
+        elif full == 0:
+            mode = "sk"
+        else:
+            mode = "hybrid"
+    if mode == "dp":
+        sk_tiles = 0
+    elif mode == "sk":
+        sk_tiles = tiles
+    else:
+        full, rem = divmod(tiles, slots)
+        sk_tiles = tiles if full == 0 else (slots + rem if rem else slots)
+        sk_tiles = min(sk_tiles, tiles)
+    # Say what the grid does: a forced "hybrid" with under two waves of tiles is all stream-K.
+    mode = "dp" if sk_tiles == 0 else "sk" if sk_tiles == tiles else "hybrid"
+    total = sk_tiles * iters_per_tile
+    if total >= 2 ** 31:
+        raise ValueError(f"{total} stream-K iterations do not fit the kernel's 32-bit counters")
+    if sk_tiles == 0:
+        nb = 0
+    elif sk_blocks is not None:
+        nb = min(sk_blocks, total)
+    else:
+        nb = max(1, min(slots, total // max(1, min_iters_per_block)))
+    per, extra = divmod(total, nb) if nb else (0, 0)
+    return StreamKPlan(mode=mode, tiles=tiles, iters_per_tile=iters_per_tile, sk_tiles=sk_tiles, sk_blocks=nb,
+                       iters_per_block=per, extra_iters=extra, grid=nb + tiles - sk_tiles, slots=slots,
+                       waves=round(waves, 3), chosen_by=chosen_by)

@@ -1,0 +1,173 @@
+// Stage 11 - stream-K: the CUDA family's general-purpose kernel. The MAC-loop iterations (one
+// BK step of one output tile) of the stream-K tiles are split evenly over a grid sized to the
+// SMs; the remaining tiles run data-parallel in whole waves (Osama et al., PPoPP'23, "two-tile
+// stream-K + data-parallel" hybrid; plan in compare/decompose.py).
+//
+// Bottleneck removed: wave quantization. A data-parallel grid runs in waves of (SMs x blocks
+// per SM) tiles, and the last, partial wave leaves SMs idle: 1000^3 with 128x128 tiles is 64
+// tiles for 132 SMs (a quarter of the 264 slots busy); 3000x5000x2000 is 24x40 = 960 tiles =
+// 7.27 waves of 132. Split-K (stage 10) fixes only the few-tiles case, with one split count for
+// every tile; stream-K gives every block the same number of iterations whatever the tile count,
+// so the last wave is as full as the others. Measured (H100, fill in from the lead's run): see
+// cuda_kernels/README.md once the sweep has been run.
+// Tile per shape (registry.py): 128x128x16 (stages 09/10's warp tile), 64x128x16 when M <= 64
+// (a 128-row tile would be half empty), 128x64x16 (32x32 warp tiles) when N <= 64.
+//
+// Fixup of split tiles: a stream-K block's range starts and ends at arbitrary iterations, so it
+// covers at most two partial tiles (its first and its last) and whole tiles in between. Whole
+// tiles get the usual alpha/beta epilogue. Deterministic variant: a partial tile goes to the
+// block's workspace slot (slot 0: its first tile, slot 1: its last) and a second kernel,
+// stream_k_fixup, adds a tile's partials in block order (the same order every run) and applies
+// alpha and beta once: bit-identical run to run. Atomic variant: stream_k_prescale makes
+// C = beta*C on the split tiles first, then the partials are atomicAdd-ed (no workspace, order
+// of additions, so the last bits, not fixed).
+// Cost: registers and shared memory of stage 09 per block (<= 128 registers, 32.5 KiB at
+// 128x128x16); the partial round trip of split tiles (<= 2 tiles per stream-K block, written and
+// read once) and one extra launch, only when the plan has stream-K tiles.
+// Requirement: none (VEC=false instantiation for K % 4 != 0 or N % 4 != 0, like stages 08-10).
+#include "common.cuh"
+#include "warp_tile.cuh"
+#include "09_double_buffered.cu"
+
+// The stream-K iteration space: block b owns iterations [start(b), start(b) + ipb + (b < extra)).
+struct StreamKRange {
+    int ipt, ipb, extra;  // iterations per tile, per block; blocks with one iteration more
+    __device__ __forceinline__ int start(int b) const { return b * ipb + min(b, extra); }
+    __device__ __forceinline__ int block_of(int it) const {
+        const int big = extra * (ipb + 1);
+        return it < big ? it / (ipb + 1) : extra + (it - big) / ipb;
+    }
+    // Blocks b0..b1 hold tile t's iterations; b0 == b1 means one block computes all of it.
+    __device__ __forceinline__ void owners(int t, int& b0, int& b1) const {
+        b0 = block_of(t * ipt);
+        b1 = block_of(t * ipt + ipt - 1);
+    }
+    // Which of block b's two workspace slots holds its piece of tile t.
+    __device__ __forceinline__ int slot(int b, int t) const { return start(b) / ipt == t ? 0 : 1; }
+};
+
+template <int BM, int BN, int BK, int STAGES, int WN, bool VEC, bool ATOMIC>
+__global__ void __launch_bounds__(WarpTile<BM, BN, BK, WN>::THREADS, 512 / WarpTile<BM, BN, BK, WN>::THREADS)
+sgemm_stream_k(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+               float beta, float* __restrict__ C, float* __restrict__ ws, int sk_tiles, int sk_blocks,
+               int ipb, int extra) {
+    using G = WarpTile<BM, BN, BK, WN>;
+    __shared__ __align__(16) float smem[STAGES * G::STAGE];
+    const int tiles_m = cdiv(M, BM), tiles_n = cdiv(N, BN);
+    const int ipt = cdiv(K, BK);
+    const int tid = threadIdx.x;
+    int tr, tc;
+    thread_origin<G>(tid, tr, tc);
+    float acc[8][G::TN];
+    const int b = blockIdx.x;
+    if (b >= sk_blocks) {  // data-parallel: one whole tile, after the stream-K tiles in launch order
+        int tm, tn;
+        tile_grouped_at<8>(sk_tiles + (b - sk_blocks), tiles_m, tiles_n, tm, tn);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < G::TN; ++j) acc[i][j] = 0.f;
+        mainloop_double_buffered<BM, BN, BK, STAGES, VEC, WN>(acc, smem, M, N, K, A, B, tm * BM, tn * BN, 0, K,
+                                                              tid, tr, tc);
+        epilogue_store<VEC>(acc, M, N, alpha, beta, C, tm * BM, tn * BN, tr, tc);
+        return;
+    }
+    const StreamKRange range{ipt, ipb, extra};
+    const int first = range.start(b);
+    const int end = first + ipb + (b < extra ? 1 : 0);
+    const int first_tile = first / ipt;
+    for (int it = first; it < end;) {  // uniform over the block
+        const int t = it / ipt;
+        const int k_it0 = it - t * ipt;
+        const int k_it1 = min(ipt, k_it0 + (end - it));
+        if (it != first) __syncthreads();  // the previous tile's last stage is read by slower warps
+        int tm, tn;
+        tile_grouped_at<8>(t, tiles_m, tiles_n, tm, tn);
+        const int m0 = tm * BM, n0 = tn * BN;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < G::TN; ++j) acc[i][j] = 0.f;
+        mainloop_double_buffered<BM, BN, BK, STAGES, VEC, WN>(acc, smem, M, N, K, A, B, m0, n0, k_it0 * BK,
+                                                              min(K, k_it1 * BK), tid, tr, tc);
+        if (k_it0 == 0 && k_it1 == ipt) {
+            epilogue_store<VEC>(acc, M, N, alpha, beta, C, m0, n0, tr, tc);
+        } else if (ATOMIC) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const int row = m0 + acc_row(tr, i);
+                if (row >= M) continue;
+#pragma unroll
+                for (int j = 0; j < G::TN; ++j) {
+                    const int col = n0 + acc_col(tc, j);
+                    if (col < N) atomicAdd(C + (size_t)row * N + col, alpha * acc[i][j]);
+                }
+            }
+        } else {
+            // The whole BM x BN partial, tile-local row-major, rows/columns past M, N included
+            // (they hold zeros): the fixup reads only what exists.
+            float* w = ws + ((size_t)b * 2 + (t == first_tile ? 0 : 1)) * (BM * BN);
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int h = 0; h < G::TN / 4; ++h)
+                    st4(w + acc_row(tr, i) * BN + acc_col(tc, 4 * h),
+                        make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
+        }
+        it += k_it1 - k_it0;
+    }
+}
+
+// Deterministic fixup: one block per stream-K tile; a tile that one block computed whole is
+// already in C. C = alpha * (sum of the pieces in block order) + beta * C.
+template <int BM, int BN, bool VEC, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+stream_k_fixup(int M, int N, int K, float alpha, float beta, float* __restrict__ C, const float* __restrict__ ws,
+               int ipb, int extra, int bk) {
+    const int t = blockIdx.x;
+    const StreamKRange range{cdiv(K, bk), ipb, extra};
+    int b0, b1;
+    range.owners(t, b0, b1);
+    if (b0 == b1) return;
+    int tm, tn;
+    tile_grouped_at<8>(t, cdiv(M, BM), cdiv(N, BN), tm, tn);
+    const int m0 = tm * BM, n0 = tn * BN;
+    for (int e = threadIdx.x * 4; e < BM * BN; e += THREADS * 4) {
+        const int row = m0 + e / BN, col = n0 + e % BN;
+        if (row >= M || col >= N) continue;
+        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int b = b0; b <= b1; ++b) {  // fixed order: the result does not depend on timing
+            const float4 v = ld4(ws + ((size_t)b * 2 + range.slot(b, t)) * (BM * BN) + e);
+            s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+        }
+        float* c = C + (size_t)row * N + col;
+        if (VEC) {  // N % 4 == 0: the four columns exist together
+            st4(c, axpby4(s, alpha, beta, c));
+        } else {
+            const float v[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (col + j < N) c[j] = axpby(v[j], alpha, beta, c + j);
+        }
+    }
+}
+
+// Atomic variant's first step: C = beta*C on the split tiles (0 when beta == 0: C is not read).
+template <int BM, int BN, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+stream_k_prescale(int M, int N, int K, float beta, float* __restrict__ C, int ipb, int extra, int bk) {
+    const int t = blockIdx.x;
+    const StreamKRange range{cdiv(K, bk), ipb, extra};
+    int b0, b1;
+    range.owners(t, b0, b1);
+    if (b0 == b1) return;
+    int tm, tn;
+    tile_grouped_at<8>(t, cdiv(M, BM), cdiv(N, BN), tm, tn);
+    for (int e = threadIdx.x; e < BM * BN; e += THREADS) {
+        const int row = tm * BM + e / BN, col = tn * BN + e % BN;
+        if (row < M && col < N) {
+            float* c = C + (size_t)row * N + col;
+            *c = beta == 0.0f ? 0.0f : beta * *c;
+        }
+    }
+}
