@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .errors import UsageError
+from .files import write_atomically as _write_atomically, write_text_atomically
 
 MARKER = "gemm_ladder_profile_marker"
 DEFAULT_SHAPE = "2048"
@@ -329,7 +330,6 @@ def join_window(kernels: list[dict], chosen: dict) -> dict:
     counter key to the ncu metric name collected for it."""
     out = {}
     times = [k["metrics"].get(chosen.get("time_ns", ""), None) or 0.0 for k in kernels]
-    total_t = sum(times)
     for c in COUNTERS:
         name = chosen.get(c.key)
         if name is None:
@@ -688,7 +688,7 @@ def child_main(spec_path: str) -> int:
         entries.append(e)
         print(f"profiled {k.name} {p.shape} {p.precision}: {e['status']}", file=sys.stderr, flush=True)
     out = dict(spec, entries=entries)
-    _write_atomically(spec["manifest"], lambda tmp: _write_text(tmp, json.dumps(out, indent=1)))
+    write_text_atomically(spec["manifest"], json.dumps(out, indent=1))
     return 0
 
 
@@ -795,22 +795,6 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def _write_atomically(path: str, write) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.",
-                               suffix=f".tmp{os.path.splitext(path)[1]}")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def render(rows: list[dict], info: dict, fmt: str) -> str:
     if fmt == "json":
         return to_json(rows, info)
@@ -864,10 +848,9 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
         report = report_base + ".ncu-rep"
         raw = import_csv(ncu, report)
         if args.raw_dir:
-            shutil.copyfile(report, os.path.join(args.raw_dir, "profile.ncu-rep"))
-            _write_atomically(os.path.join(args.raw_dir, "raw.csv"), lambda t: _write_text(t, raw))
-            _write_atomically(os.path.join(args.raw_dir, "manifest.json"),
-                              lambda t: _write_text(t, json.dumps(manifest, indent=1)))
+            _write_atomically(os.path.join(args.raw_dir, "profile.ncu-rep"), lambda t: shutil.copyfile(report, t))
+            write_text_atomically(os.path.join(args.raw_dir, "raw.csv"), raw)
+            write_text_atomically(os.path.join(args.raw_dir, "manifest.json"), json.dumps(manifest, indent=1))
     rows = build_rows(manifest, parse_raw_csv(raw))
     if not args.no_time:
         _time_rows(rows, pairs, args)
@@ -917,9 +900,15 @@ def main(argv: Optional[list] = None) -> int:
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:   # the profile started and went wrong (ncu failed, report does not match)
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.plot and not any(r["status"] == "ok" for r in rows):
+        print(f"error: --plot {args.plot}: no row is ok, nothing to draw", file=sys.stderr)
+        return 1
     text = render(rows, info, args.format)
     if args.output:
-        _write_atomically(args.output, lambda t: _write_text(t, text))
+        write_text_atomically(args.output, text)
     else:
         sys.stdout.write(text)
     if args.plot:

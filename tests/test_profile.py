@@ -23,16 +23,23 @@ RECORDED_CSV = os.path.join(FIXTURES, "ladder_2048_h100.csv")
 RECORDED_MANIFEST = os.path.join(FIXTURES, "ladder_2048_h100.manifest.json")
 
 
-def _recording():
-    with open(RECORDED_CSV) as f:
+# A second run, recorded after the shared-memory wavefront and tensor-pipe counters were added
+# (it also holds the stream-K rows of a stage then being written).
+RECORDED2 = os.path.join(FIXTURES, "ladder_2048_h100_wavefronts")
+
+
+def _recording(base=None):
+    csv_path, manifest_path = (RECORDED_CSV, RECORDED_MANIFEST) if base is None else \
+        (base + ".csv", base + ".manifest.json")
+    with open(csv_path) as f:
         kernels = P.parse_raw_csv(f.read())
-    with open(RECORDED_MANIFEST) as f:
+    with open(manifest_path) as f:
         manifest = json.load(f)
     return manifest, kernels
 
 
-def _rows():
-    manifest, kernels = _recording()
+def _rows(base=None):
+    manifest, kernels = _recording(base)
     rows = P.build_rows(manifest, kernels)
     P.fill_metrics(rows)
     return {r["kernel"]: r for r in rows}
@@ -88,6 +95,23 @@ def test_recorded_metrics_and_claims():
         assert verdict[(kernel, metric)] is True, (kernel, metric)
     # Triton and cuBLAS rows carry no CUDA stage claim
     assert rows["triton.tiled"]["claims"] == [] and rows["cublas"]["claims"] == []
+
+
+def test_stage_07_store_claim_fails_on_the_recording():
+    """Stage 07's loads are conflict-free; its transposed-A store is not (the header says it is)."""
+    rows = _rows(RECORDED2)
+    r07 = rows["cuda.07_bank_conflict_free"]
+    assert r07["counters"]["conflicts_st"] == 335648
+    claims = {c["metric"]: c for c in r07["claims"]}
+    assert claims["conflicts_ld_pct"]["holds"] is True
+    assert claims["conflicts_st_pct"]["holds"] is False
+    assert claims["conflicts_st_pct"]["value"] == pytest.approx(7.41, abs=0.01)
+    # stage 06, before the padding: 40% of load and 37% of store wavefronts were replays
+    assert rows["cuda.06_vectorized"]["metrics"]["conflicts_ld_pct"] == pytest.approx(40.0, abs=0.1)
+    assert rows["cuda.06_vectorized"]["metrics"]["conflicts_st_pct"] == pytest.approx(36.6, abs=0.1)
+    # every other CUDA header claim holds on this run too
+    failing = [(k, c["metric"]) for k, r in rows.items() for c in r["claims"] if c["holds"] is not True]
+    assert failing == [("cuda.07_bank_conflict_free", "conflicts_st_pct")]
 
 
 def test_bank_conflict_claims_use_wavefront_share():
@@ -225,9 +249,11 @@ def test_parent_end_to_end_on_the_recording(fake_ncu, tmp_path, monkeypatch):
     out = tmp_path / "profile.json"
     raw = tmp_path / "raw"
     raw.mkdir()
-    # The recording holds the whole ladder (16 launches): select the same, so the windows line up.
-    rc = P.main(["--stage", "all", "--shape", "2048", "--ncu", exe, "--no-time", "-o", str(out),
-                 "--raw-dir", str(raw)])
+    # Select exactly the recording's launches (its manifest's kernels), so the windows line up.
+    with open(RECORDED_MANIFEST) as f:
+        names = [e["kernel"] for e in json.load(f)["entries"]]
+    rc = P.main(["--stage", "all", "--shape", "2048", "--kernel", ",".join(names), "--ncu", exe, "--no-time",
+                 "-o", str(out), "--raw-dir", str(raw)])
     assert rc == 0
     calls = [json.loads(ln) for ln in log.read_text().splitlines()]
     profile_call = next(c for c in calls if "--export" in c)
