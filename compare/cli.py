@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beta", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     p.add_argument("--list", action="store_true", help="print the stage ladder and the registered kernels, then exit")
+    p.add_argument("--profile", action="store_true",
+                   help="Nsight Compute counters (coalescing, bank conflicts, FMA/tensor pipe, occupancy, "
+                        "DRAM traffic) beside each kernel's time: runs python -m compare.profile with these flags")
     p.add_argument("--resources", action="store_true",
                    help="registers, shared memory and spills of every CUDA kernel configuration (needs nvcc)")
     p.add_argument("--arch", default="sm_90", help="with --resources: target architecture (default sm_90)")
@@ -409,6 +412,10 @@ def verdict(results) -> int:
 
 def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "--profile" in argv:
+        # Nsight Compute counters beside each time: its own entry point with the same selection flags.
+        from .profile import main as profile_main
+        return profile_main([a for a in argv if a != "--profile"])
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv

@@ -21,6 +21,8 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        # mkstemp makes the file private (0600); a result file gets the mode any new file would.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -28,6 +30,12 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomically(path: str, text: str) -> None:
