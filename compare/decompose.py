@@ -176,8 +176,8 @@ def stream_k_plan(tiles: int, iters_per_tile: int, sms: int, blocks_per_sm: int,
     # Say what the grid does: a forced "hybrid" with under two waves of tiles is all stream-K.
     mode = "dp" if sk_tiles == 0 else "sk" if sk_tiles == tiles else "hybrid"
     total = sk_tiles * iters_per_tile
-    if total >= 2 ** 31:
-        raise ValueError(f"{total} stream-K iterations do not fit the kernel's 32-bit counters")
+    if tiles * iters_per_tile >= 2 ** 31:
+        raise ValueError(f"{tiles} tiles x {iters_per_tile} iterations do not fit the kernel's 32-bit counters")
     if sk_tiles == 0:
         nb = 0
     elif sk_blocks is not None:

@@ -60,21 +60,13 @@ sgemm_stream_k(int M, int N, int K, float alpha, const float* __restrict__ A, co
     thread_origin<G>(tid, tr, tc);
     float acc[8][G::TN];
     const int b = blockIdx.x;
-    if (b >= sk_blocks) {  // data-parallel: one whole tile, after the stream-K tiles in launch order
-        int tm, tn;
-        tile_grouped_at<8>(sk_tiles + (b - sk_blocks), tiles_m, tiles_n, tm, tn);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int j = 0; j < G::TN; ++j) acc[i][j] = 0.f;
-        mainloop_double_buffered<BM, BN, BK, STAGES, VEC, WN>(acc, smem, M, N, K, A, B, tm * BM, tn * BN, 0, K,
-                                                              tid, tr, tc);
-        epilogue_store<VEC>(acc, M, N, alpha, beta, C, tm * BM, tn * BN, tr, tc);
-        return;
-    }
+    // One loop for both kinds of block (one inlined main loop: two would not fit 128 registers).
+    // Data-parallel block: the iterations of one whole tile, after the stream-K tiles in launch
+    // order. Stream-K block: its share of the stream-K tiles' iterations.
     const StreamKRange range{ipt, ipb, extra};
-    const int first = range.start(b);
-    const int end = first + ipb + (b < extra ? 1 : 0);
+    const bool dp = b >= sk_blocks;
+    const int first = dp ? (sk_tiles + (b - sk_blocks)) * ipt : range.start(b);
+    const int end = dp ? first + ipt : first + ipb + (b < extra ? 1 : 0);
     const int first_tile = first / ipt;
     for (int it = first; it < end;) {  // uniform over the block
         const int t = it / ipt;
