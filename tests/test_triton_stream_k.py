@@ -1,0 +1,243 @@
+"""triton.stream_k / triton.stream_k_atomic: correctness under TRITON_INTERPRET=1 (CPU) on shapes
+that exercise every path of the decomposition, the decomposition's arithmetic, the options, the
+16-byte alignment fix (compiled for sm_90 without a GPU), and, with a GPU (@pytest.mark.gpu),
+the compiled kernels: odd shapes in all precisions, bit-identical reruns, tf32x3 accuracy.
+
+Stream-K splits only when a partial wave of tiles is left over, so the CPU tests force splits
+with the options ``grid`` (stream-K program count) and ``sms`` (the SM count the decomposition
+assumes), and small ``tile``s so that test shapes have several tiles.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from compare.errors import UsageError
+from compare.problem import Problem
+from compare.runner import OK, run_kernel
+from triton_kernels import stream_k as sk
+from triton_kernels._common import interpreting
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNELS = [sk.KERNEL, sk.KERNEL_ATOMIC]
+PRECISIONS = ["fp32", "tf32", "tf32x3"]
+
+interpreter = pytest.mark.skipif(not interpreting(), reason="needs TRITON_INTERPRET=1 (set by conftest without a GPU)")
+
+
+def _ok(kernel, problem, device, **options):
+    """Through the one pipeline (NaN-poisoned C, float64 check); returns the row."""
+    parsed = kernel.parse_options({k: str(v) for k, v in options.items()})
+    r = run_kernel(kernel, problem, timing=False, device=device, options=parsed)
+    assert r.status == OK, f"{kernel.name} {problem} {options}: {r.status_text}"
+    return r
+
+
+# Shapes x options that reach each path (interpreter tile sizes keep them quick):
+# * odd_tile_rows: 3 tile rows of 64 with GROUP_M = 8: the launch order's last group is short;
+#   5 programs over 6 tiles' iterations: ranges start and end inside tiles.
+# * odd_k_boundaries: K = 1000 (31 full BLOCK_K steps + a tail of 8), 7 programs over 4 tiles of
+#   32 iterations: 18/19-iteration ranges cut tiles at odd iterations, and the range holding a
+#   tile's last iteration also holds the masked tail.
+# * k_below_one_block: K = 7 < BLOCK_K: one masked iteration per tile, every range a whole tile.
+# * tiny_m / tiny_n / one: 1-row and 1-column outputs, a 1x1x1 product.
+# * hybrid: sms = 3 with 7 tiles (78% of 3 waves): 6 data-parallel tiles + 1 stream-K tile of 8
+#   iterations split over 2 programs (the heuristic's choice, no grid option).
+# * many_segments: 2 programs over 9 tiles of 3 iterations: each range touches 5-6 tiles.
+CASES = {
+    "odd_tile_rows": ((150, 70, 65), dict(tile="64x64x16", grid=5)),
+    "odd_k_boundaries": ((65, 33, 1000), dict(tile="64x32x32", grid=7)),
+    "k_below_one_block": ((40, 50, 7), dict(tile="16x16x16", grid=3)),
+    "tiny_m": ((1, 200, 300), dict(tile="16x64x32", grid=6)),
+    "tiny_n": ((300, 1, 200), dict(tile="64x16x32", grid=6)),
+    "one": ((1, 1, 1), dict(sk="sk")),
+    "hybrid": ((223, 30, 256), dict(tile="32x32x32", sms=3)),
+    "many_segments": ((48, 48, 45), dict(tile="16x16x16", grid=2)),
+}
+
+
+@interpreter
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_split_paths(kernel, case, precision):
+    shape, options = CASES[case]
+    r = _ok(kernel, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cpu", **options)
+    assert r.config["input_precision"] == sk.DOT_PRECISION[precision]
+    if case not in ("one", "k_below_one_block"):
+        assert r.config["split_tiles"] >= 1, r.config    # the case really splits a tile
+    if case == "hybrid":
+        assert r.config["dp_tiles"] == 6 and r.config["sk_tiles"] == 1
+
+
+@interpreter
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-2.0, 0.0), (0.5, 1.0), (1.0, -0.75)])
+def test_alpha_beta_on_split_tiles(kernel, alpha, beta):
+    # beta == 0: C is NaN-poisoned, so a fixup or pre-scale that reads C fails here.
+    _ok(kernel, Problem(77, 65, 300, precision="fp32", alpha=alpha, beta=beta), "cpu", tile="32x32x16", grid=9)
+
+
+@interpreter
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("shape", [(7, 33, 127), (255, 129, 1023), (1, 1, 1), (129, 65, 64), (16, 1001, 999)])
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_heuristic_on_odd_shapes(kernel, shape, precision):
+    r = _ok(kernel, Problem(*shape, precision=precision, alpha=1.0, beta=0.5), "cpu")
+    assert r.config["chosen_by"] == "heuristic"
+
+
+@interpreter
+@pytest.mark.parametrize("operands", sk.OPERAND_CHOICES)
+@pytest.mark.parametrize("precision", ["fp32", "tf32"])
+def test_operand_layouts_and_strided_inputs(operands, precision):
+    """Transposed views (A M-major, B K-major), a sliced A (row stride 41: no 16-byte hint
+    possible, so it is copied) and every operand mode agree with float64."""
+    torch.manual_seed(1)
+    A_t = torch.randn(40, 96).t()                 # 96 x 40, unit stride along M
+    B_t = torch.randn(64, 40).t()                 # 40 x 64, unit stride along K
+    A_s = torch.randn(96, 41)[:, :40]             # 96 x 40, row stride 41
+    for A, B in ((A_t, B_t), (A_s, B_t.contiguous())):
+        C = torch.full((96, 64), float("nan"))
+        sk.stream_k_matmul(A, B, C, 1.0, 0.0, precision, operands=operands, grid=5, sms=4)
+        ref = A.double() @ B.double()
+        assert (C.double() - ref).abs().max().item() < 1e-4
+    plan = sk._Plan(A_s, B_t.contiguous(), C, 1.0, 0.0, precision, True, {"operands": operands})
+    assert plan.a.layout.startswith("copy")       # stride 41 can't be read with 16-byte loads
+
+
+def test_decomposition_covers_every_iteration_once():
+    """The stream-K ranges partition the stream-K tiles' iterations, no range touches more tiles
+    than the workspace has slots for, and the fixup's owner formula agrees with the ranges."""
+    for M, N, K, tile, sms, grid in [(1000, 1000, 1000, sk.Tile(128, 128, 16, 8, 4), 132, None),
+                                     (256, 256, 131072, sk.Tile(128, 128, 32, 8, 3), 132, None),
+                                     (65, 33, 1000, sk.Tile(64, 32, 32, 4, 3), 132, 7),
+                                     (48, 48, 45, sk.Tile(16, 16, 16, 4, 3), 132, 2),
+                                     (3001, 2999, 3003, sk.Tile(128, 128, 16, 8, 4), 132, None)]:
+        d = sk.decompose(M, N, K, tile, sms, "sk", grid)
+        covered = []
+        for g in range(d.sk_programs):
+            lo, hi = d.range_of(g)
+            assert hi > lo
+            assert hi - 1 < (d.sk_tiles * d.iters)
+            assert (hi - 1) // d.iters - lo // d.iters + 1 <= d.max_segments
+            covered.extend(range(lo, hi))
+        assert covered == list(range(d.sk_tiles * d.iters))
+        A = torch.empty(M, K)
+        plan = sk._Plan(A, torch.empty(K, N), torch.empty(M, N), 1.0, 0.0, "fp32", True,
+                        {"tile": tile, "sk": "sk", "sms": sms, **({"grid": grid} if grid else {})})
+        for i in range(0, d.sk_tiles * d.iters, max(1, d.iters // 3)):
+            lo, hi = d.range_of(plan._owner(i))
+            assert lo <= i < hi
+
+
+def test_heuristic_table():
+    # Below one wave: everything stream-K, one program per SM (1000^3: 64 tiles of 128x128).
+    t, d = sk.choose_plan(1000, 1000, 1000, "fp32", 132)
+    assert (t.bm, t.bn, d.mode, d.sk_tiles, d.sk_programs) == (128, 128, "sk", 64, 132)
+    # Full waves: data-parallel only.
+    t, d = sk.choose_plan(4096, 4096, 4096, "tf32", 132)
+    assert (t.bm, t.bn, d.mode) == (128, 256, "dp")
+    # Skinny outputs get skinny tiles.
+    assert sk.choose_plan(16, 8192, 8192, "fp32", 132)[0].bm == 16
+    assert sk.choose_plan(8192, 16, 8192, "fp32", 132)[0].bn == 16
+    # 4.4 waves (3001x2999 in 128x128 tiles = 576): the partial last wave goes stream-K.
+    t, d = sk.choose_plan(3001, 2999, 3003, "fp32", 132)
+    assert d.mode == "sk" and d.sk_tiles == 576 % 132 and d.dp_tiles == 576 - 576 % 132
+
+
+def test_options_parse_and_refuse():
+    k = sk.KERNEL
+    opts = k.parse_options({"tile": "64x128x32/4/4", "sk": "sk", "grid": "100", "operands": "copy"})
+    assert opts["tile"] == sk.Tile(64, 128, 32, 4, 4) and opts["grid"] == 100
+    for bad in ({"tile": "100x128x32"}, {"tile": "8x8x8"}, {"sk": "maybe"}, {"grid": "0"},
+                {"operands": "sideways"}, {"nonsense": "1"}):
+        with pytest.raises(UsageError):
+            k.parse_options(bad)
+    A, B, C = torch.empty(8, 8), torch.empty(8, 8), torch.empty(8, 8)
+    with pytest.raises(UsageError, match="contradict"):
+        sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sk": "dp", "grid": 4})
+
+
+def test_registered_with_both_variants():
+    from compare import registry
+    assert registry.get("triton.stream_k") is sk.KERNEL
+    assert {k.variant for k in KERNELS} == {"deterministic", "atomic"}
+    assert all(k.precisions == tuple(PRECISIONS) and k.interpretable for k in KERNELS)
+
+
+def test_alignment_hint_turns_4_byte_copies_into_16_byte_ones():
+    """The non-multiple-of-16 collapse and its fix, compiled for sm_90 without a GPU: at
+    1000^3 fp32, without the hint every A/B copy into shared memory is a 4-byte cp.async; with
+    it they are 16-byte ones and the C stores are vectors. Fails if the hint stops working."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--ptx-check"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert counts["off"]["cp.async 4B"] > 0 and counts["off"]["cp.async 16B"] == 0
+    assert counts["on"]["cp.async 4B"] == 0 and counts["on"]["cp.async 16B"] > 0
+    assert counts["on"]["st.global.v4"] > 0 and counts["on"]["st.global.b32"] == 0
+
+
+# --- GPU ------------------------------------------------------------------------------------
+
+GPU_SHAPES = [(1000, 1000, 1000), (1021, 1021, 1021), (3001, 2999, 3003), (16, 8192, 8192), (4096, 64, 4096),
+              (257, 255, 65537), (1, 1, 1), (7, 33, 127)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_gpu_heuristic_shapes(kernel, shape, precision):
+    _ok(kernel, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", list(CASES))
+def test_gpu_forced_splits(case):
+    shape, options = CASES[case]
+    for kernel in KERNELS:
+        _ok(kernel, Problem(*shape, precision="fp32", alpha=0.5, beta=-1.5), "cuda", **options)
+
+
+@pytest.mark.gpu
+def test_gpu_deterministic_is_bit_identical():
+    torch.manual_seed(0)
+    A, B = torch.randn(1000, 4000, device="cuda"), torch.randn(4000, 1000, device="cuda")
+    outs = []
+    for _ in range(3):
+        C = torch.empty(1000, 1000, device="cuda")
+        sk.stream_k_matmul(A, B, C)
+        outs.append(C)
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+@pytest.mark.gpu
+def test_gpu_tf32x3_is_fp32_accurate():
+    r = run_kernel(sk.KERNEL, Problem(2048, 2048, 2048, precision="tf32x3"), timing=False, device="cuda")
+    assert r.status == OK and r.rel_err <= 1e-6, (r.status_text, r.rel_err)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_heuristic_plans_build_for_every_measured_shape(precision):
+    """Every shape of the benchmark sets gets a plan (a stale consistency check once turned every
+    128x128x16 fp32 pick into an error row on the GPU), with a tile whose block dims are powers
+    of two and a grid that covers every tile."""
+    from compare.shapes import SETS
+    for M, N, K in SETS["all"].shapes + SETS["heldout"].shapes:
+        if max(M * K, K * N, M * N) > 2**26:    # operand copies are allocated: stay small
+            continue
+        A = torch.empty_strided((M, K), (K, 1))
+        B = torch.empty_strided((K, N), (N, 1))
+        C = torch.empty_strided((M, N), (N, 1))
+        plan = sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132})
+        d = plan.d
+        assert d.dp_tiles + d.sk_tiles == d.tiles and d.grid >= 1
+        assert (d.sk_programs > 0) == (d.sk_tiles > 0)

@@ -1,0 +1,905 @@
+"""Triton "stream_k": the Triton family's general-purpose GEMM (Osama et al., PPoPP'23).
+
+The idea
+--------
+A fixed BLOCK_M x BLOCK_N tile grid leaves SMs idle whenever the tile count is not a multiple of
+the SM count: 1000^3 with 128x128 tiles is 64 tiles on 132 SMs (48% busy), a 16x4096x4096
+output is 32 tiles. Stream-K splits the *work*, (output tiles) x (K-iterations per tile), evenly
+over a grid sized to the SMs. Hybrid form used here ("data-parallel + one-tile stream-K"):
+
+* ``T`` tiles, ``I`` = cdiv(K, BLOCK_K) iterations per tile, ``P`` = SM count.
+* the first ``T_sk`` tiles of the launch order (``T_sk = T mod P``, or all tiles when T < P) are
+  stream-K tiles: their ``T_sk * I`` iterations are cut into ``G`` equal contiguous ranges
+  (``G <= P``, each of at least ``MIN_SK_ITERS`` iterations), one per stream-K program. A range
+  may start and end in the middle of a tile (at any iteration: odd K boundaries included);
+* the other ``T - T_sk`` tiles are ordinary data-parallel programs (one tile each, full K),
+  launched in the same grid after the stream-K programs: they fill exactly whole waves, so
+  the SMs that finish their stream-K share early pick them up.
+* a program whose range covers a whole tile writes C directly. A partial tile ("segment") is
+  written as a raw fp32 partial into a workspace slot (program, segment index); a second small
+  kernel (``_fixup_kernel``) then sums each split tile's partials in program order (a fixed
+  order: the same bits on every run) and applies alpha/beta. That is ``triton.stream_k``.
+  ``triton.stream_k_atomic`` instead scales the stream-K tiles of C by beta first (a small
+  kernel over those tiles only) and ``tl.atomic_add``s every segment (non-deterministic
+  summation order; one launch less and no workspace).
+
+The per-shape heuristic (``choose_plan``; a cuBLAS-style table, chosen per (M, N, K, precision),
+recorded in ``launch.config``; every entry can be overridden with an option):
+
+===============  ==========================================================================
+tile             (heuristic_tile; fitted on the tunable shape sets, H100, first.log/final.log
+                 in results/sweeps_triton_streamk/, never on compare.shapes' heldout set)
+                 M <= 64 or N <= 64: that side 16/32/64 (skinny outputs don't compute wasted
+                 rows), the other 128, BLOCK_K 32, 4 warps.
+                 fp32: K >= 4*max(M, N) (long reductions) 128x128x32/8 warps/3 stages; at least
+                 900 tiles of 128x128 64x128x32/4/4 (91-100% at 4096..8192^3 vs 86-90% for
+                 128x128); otherwise 128x128x16/8/4 (1000^3: 87% vs 65% for 64x128 tiles).
+                 tf32: 128x256x32/8/3 once those tiles fill 90% of a wave (85-97% vs 79-88% for
+                 128x128 at 2048..14336 wide), else 128x128x32/8/4. tf32x3: 128x128x32/8/3.
+decomposition    "dp" when T is a multiple of P or the data-parallel waves are >= 90% full (e.g.
+                 T = 1000 on 132 SMs: 95%) or a tile has fewer than 2*MIN_SK_ITERS iterations;
+                 else "sk" (hybrid above). 3001x2999x3003 fp32 (4.4 waves): sk 97% vs dp 89%.
+operands         see "Alignment" below, and _k_major_b for tf32/tf32x3's B.
+===============  ==========================================================================
+
+Measured (H100, % of cuBLAS, summary.txt in results/sweeps_triton_streamk/): fp32 geomean 90%
+over the 24 tunable shapes whose pick was measured (worst 257x255x65537 51%, 64-row long-K
+shapes 57-58%); tf32 79% (34 shapes; small and mid-size outputs 40-58%); tf32x3 120% of cuBLAS
+fp32 (32 shapes). 15 fp32 picks (128x128x16 on mid-size shapes) are not measured yet.
+
+Alignment: why Triton collapses off multiples of 16, and the fix used here
+------------------------------------------------------------------------------
+Triton specialises an integer argument as "divisible by 16" or nothing; it never learns that
+1000 is a multiple of 8. A load is vectorised (ld.global.v4 / 16-byte cp.async) only when the
+compiler can prove every row of the tile starts 16-byte aligned and the mask is constant over
+4 elements. Compiled for sm_90 on this box (CPU, ``python -m triton_kernels.stream_k --ptx``;
+counts of vector vs scalar global loads per kernel):
+
+* triton.tiled fp32 128x128x32 at M=N=K=1024: 24 16-byte ``cp.async.cg`` per k-step copy in
+  the kernel text, 16 ``st.global.v4``; at 1000: 96 4-byte ``cp.async.ca`` (4x the copy
+  instructions) and 64 scalar ``st.global.b32``. tf32 at 1000: 256 4-byte copies, no 16-byte
+  one. With EVEN_K=False (1000 % 32 != 0) every k-step's loads are also masked.
+* stream_k at 1000 with the hint below: 48 16-byte copies, no 4-byte one, vector C stores;
+  without it: 192 4-byte copies (tests/test_triton_stream_k.py compiles both and checks).
+
+(The exact counts are in results/sweeps_triton_streamk/ptx_alignment.txt.)
+
+The fix has three parts, each only where it is TRUE:
+
+1. ``_mult4(x)`` = ``(x // 4) * 4`` on a stride / wrap extent the host has checked is a
+   multiple of 4 (constexpr flags): equal to x, and Triton's axis analysis now knows its
+   divisibility is 4 (16 bytes for fp32), so the loads become 16-byte vectors. This costs no
+   copy: 1000, 3000, 5000 ... are multiples of 4.
+2. The K tail: only the last K-iteration of a tile is masked (a separate step after an
+   unmasked main loop), so a K that is not a multiple of BLOCK_K doesn't predicate every step.
+3. An operand whose layout can't be hinted truthfully (its leading dimension is not a multiple
+   of 4, e.g. K = 1023 for A, or neither of its strides is 1) is copied, inside the timed
+   launch, into a buffer whose leading dimension is a multiple of 16 (``_operands._buffer``).
+   The copy moves 8 bytes per element of that operand; for the data this is about one extra
+   read of the operand, against M*N*K/tile-size reads the GEMM makes of it, so it is cheap
+   unless the GEMM itself is tiny, and it is only taken when the direct layout would fall back
+   to 4-byte loads. Rows/columns past the edge of a tile wrap around (``% extent``), and for a
+   copied operand the extent is the buffer's padded leading dimension (a multiple of 16), so
+   the padding (uninitialised) only ever feeds C rows/columns that are never stored; K is
+   masked, so no padding along K is read. The buffers are zeroed once when allocated (the
+   per-launch copy never writes the padding), so nothing depends on leftover bits.
+
+fp32 additionally reads A through an M-major copy for wide outputs (N >= 2048, measured for
+triton.tiled: _operands.py fact 2), and tf32/tf32x3 read B through a K-major copy (wgmma takes
+32-bit B only K-major: _operands.py fact 1); those copies are the aligned buffers of part 3.
+
+Precisions: fp32 = ``input_precision="ieee"``, tf32 = ``"tf32"``, tf32x3 = ``"tf32x3"``.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import triton
+import triton.language as tl
+
+from compare.errors import UsageError
+from compare.registry import Kernel, Option, STAGE_BY_NAME, register
+
+from . import _operands as ops
+from ._common import check_gemm_args, interpreting, sm_count
+
+__all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
+
+PRECISIONS = ("fp32", "tf32", "tf32x3")
+DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
+STAGES = {"fp32": 3, "tf32": 4, "tf32x3": 3}
+BLOCK_K = 32
+# A stream-K program gets at least this many K-iterations: fewer and the pipeline fill plus the
+# partial's write-out cost more than the balance gains.
+MIN_SK_ITERS = 4
+# Data-parallel waves at least this full need no stream-K.
+DP_WAVE_EFFICIENCY = 0.90
+DECOMPOSITIONS = ("dp", "sk")
+# The fixup kernel's piece of a split tile per program.
+FIX_M, FIX_N = 16, 64
+# Under TRITON_INTERPRET=1 the heuristic sees this many "SMs" unless told otherwise, so the small
+# test shapes get real stream-K splits (132 SMs would make every test tile a whole range).
+INTERPRET_SMS = 132
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: tile, warps, stages, decomposition.
+
+
+@dataclass(frozen=True)
+class Tile:
+    bm: int
+    bn: int
+    bk: int
+    warps: int
+    stages: int
+    group_m: int = 8
+
+    @property
+    def name(self) -> str:
+        return f"{self.bm}x{self.bn}x{self.bk}/{self.warps}/{self.stages}"
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """How the T = tiles_m * tiles_n tiles are shared out over the grid."""
+    tiles: int          # T
+    iters: int          # I = cdiv(K, BLOCK_K), iterations per tile
+    sk_tiles: int       # the first sk_tiles tiles (launch order) are stream-K
+    sk_programs: int    # G programs share their sk_tiles * I iterations
+    max_segments: int   # most tiles one stream-K range touches (workspace slots per program)
+
+    @property
+    def mode(self) -> str:
+        return "sk" if self.sk_tiles else "dp"
+
+    @property
+    def dp_tiles(self) -> int:
+        return self.tiles - self.sk_tiles
+
+    @property
+    def grid(self) -> int:
+        return self.sk_programs + self.dp_tiles
+
+    def range_of(self, g: int) -> tuple[int, int]:
+        """[start, end) of stream-K program g in the stream-K iteration space."""
+        total = self.sk_tiles * self.iters
+        q, r = divmod(total, self.sk_programs)
+        start = g * q + min(g, r)
+        return start, start + q + (1 if g < r else 0)
+
+
+def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] = None,
+              sk_programs: Optional[int] = None) -> Decomposition:
+    """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "sk" | None (heuristic);
+    ``sk_programs`` overrides G."""
+    T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
+    I = triton.cdiv(K, tile.bk)
+    if mode is None:
+        waves = triton.cdiv(T, sms)
+        full_enough = T % sms == 0 or T / (waves * sms) >= DP_WAVE_EFFICIENCY
+        mode = "dp" if (full_enough or I < 2 * MIN_SK_ITERS) else "sk"
+    if mode == "dp":
+        return Decomposition(T, I, 0, 0, 0)
+    # The last partial wave's tiles (all of them below one wave); a full last wave (forced sk)
+    # goes to stream-K whole.
+    sk_tiles = T if T <= sms else (T % sms or sms)
+    work = sk_tiles * I
+    G = min(sk_programs, work) if sk_programs else max(1, min(sms, work // MIN_SK_ITERS))
+    q = work // G
+    # A range of at most q+1 iterations touches at most cdiv(q, I) + 1 tiles.
+    return Decomposition(T, I, sk_tiles, G, triton.cdiv(q, I) + 1)
+
+
+def _small(n: int) -> int:
+    """Block size for a dimension of at most 64: the next of 16, 32, 64."""
+    return 16 if n <= 16 else 32 if n <= 32 else 64
+
+
+def _small_m_tile(M: int, precision: str) -> Tile:
+    return Tile(_small(M), 128, 32, 4, STAGES[precision])
+
+
+def heuristic_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
+    """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100)."""
+    if M <= 64:
+        t = _small_m_tile(M, precision)
+        return t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)
+    if N <= 64:
+        return Tile(128, _small(N), 32, 4, STAGES[precision])
+    t128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    long_k = K >= 4 * max(M, N)
+    if precision == "fp32":
+        if long_k:
+            return Tile(128, 128, 32, 8, 3)
+        if t128 >= 900:
+            return Tile(64, 128, 32, 4, 4)
+        return Tile(128, 128, 16, 8, 4)
+    if precision == "tf32":
+        if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
+            return Tile(128, 256, 32, 8, 3)
+        return Tile(128, 128, 32, 8, 4)
+    return Tile(128, 128, 32, 8, 3)
+
+
+def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
+                mode: Optional[str] = None, sk_programs: Optional[int] = None) -> tuple[Tile, Decomposition]:
+    """The heuristic table of the module docstring: (tile, decomposition)."""
+    if tile is None:
+        tile = heuristic_tile(M, N, K, precision, sms)
+    return tile, decompose(M, N, K, tile, sms, mode, sk_programs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels.
+
+
+@triton.jit
+def _mult4(x, KNOWN: tl.constexpr):
+    # x // 4 * 4 == x when the host checked x % 4 == 0 (KNOWN); the product tells the compiler's
+    # axis analysis that x is divisible by 4 (16 bytes of fp32), which a plain runtime int
+    # (specialised only as "divisible by 16" or not) can't.
+    if KNOWN:
+        x = (x // 4) * 4
+    return x
+
+
+@triton.jit
+def _tile_coords(tile, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # Grouped launch order: GROUP_M tile rows walked down a tile column before moving right, so
+    # programs running together share A rows and B columns in L2; the last group may be short.
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * num_n
+    group = tile // per_group
+    first_m = group * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % per_group) % size_m
+    pid_n = (tile % per_group) // size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, DOT_PRECISION: tl.constexpr):
+    # acc += A_tile @ B_tile for n_steps unmasked BLOCK_K steps.
+    for _ in range(0, n_steps):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+        a_ptrs += step_a
+        b_ptrs += step_b
+    return acc, a_ptrs, b_ptrs
+
+
+@triton.jit
+def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
+                  stride_am, stride_ak, stride_bk, stride_bn,
+                  DOT_PRECISION: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
+                  HINT: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
+    """The fp32 accumulator of ``tile`` over its K-iterations [it_lo, it_hi)."""
+    pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    # Each operand is contiguous along K (A_K_CONTIG / B_K_CONTIG) or along M (A) / N (B); the
+    # unit stride is written as the constant 1. HINT: the host checked that the other stride,
+    # and the wrap extent when the wrapped axis is the contiguous one, are multiples of 4
+    # (_mult4). Rows/columns past the tile edge wrap around (% extent) instead of being masked,
+    # so loads along M and N stay unpredicated; the wrapped values only reach C elements that
+    # are never stored.
+    if A_K_CONTIG:
+        stride_ak = 1
+        stride_am = _mult4(stride_am, HINT)
+    else:
+        stride_am = 1
+        stride_ak = _mult4(stride_ak, HINT)
+        M_wrap = _mult4(M_wrap, HINT)
+    if B_K_CONTIG:
+        stride_bk = 1
+        stride_bn = _mult4(stride_bn, HINT)
+    else:
+        stride_bn = 1
+        stride_bk = _mult4(stride_bk, HINT)
+        N_wrap = _mult4(N_wrap, HINT)
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M_wrap
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N_wrap
+    offs_k = tl.arange(0, BLOCK_K)
+    k0 = it_lo * BLOCK_K
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak
+    b_ptrs = b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    step_a = BLOCK_K * stride_ak
+    step_b = BLOCK_K * stride_bk
+    # Unmasked steps: every iteration but a partial last one (K % BLOCK_K != 0).
+    if EVEN_K:
+        full_hi = it_hi
+    else:
+        full_hi = tl.minimum(it_hi, K // BLOCK_K)
+    n_full = tl.maximum(full_hi - it_lo, 0)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if DOT_PRECISION == "ieee":
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full, step_a, step_b, DOT_PRECISION)
+    else:
+        # First step peeled (as _gemm.mac): with a zero accumulator entering a single loop,
+        # ptxas 12.8 serialises the wgmmas of 128-row tiles (a wait after each).
+        n_first = tl.minimum(n_full, 1)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_first, step_a, step_b, DOT_PRECISION)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full - n_first, step_a, step_b, DOT_PRECISION)
+    if not EVEN_K:
+        if it_hi * BLOCK_K > K:
+            # The partial last step: the only masked loads (a_ptrs/b_ptrs point at it now).
+            k_left = K - (it_hi - 1) * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+    return acc, pid_m, pid_n
+
+
+@triton.jit
+def _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta,
+              HAS_BETA: tl.constexpr, C_HINT: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # C = alpha*acc + beta*C; with beta == 0 C is never loaded (BLAS: C may be NaN).
+    stride_cm = _mult4(stride_cm, C_HINT)
+    N = _mult4(N, C_HINT)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    out = acc * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
+    tl.store(c_ptrs, out, mask=c_mask)
+
+
+@triton.jit
+def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
+                     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     alpha, beta, SK_TILES, SK_PROGRAMS, SK_Q, SK_R, MAX_SEG,
+                     DOT_PRECISION: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
+                     A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr, HINT: tl.constexpr,
+                     C_HINT: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
+    pid = tl.program_id(0)
+    iters = tl.cdiv(K, BLOCK_K)
+    if pid >= SK_PROGRAMS:
+        # Data-parallel: one whole tile after the stream-K tiles.
+        tile = SK_TILES + pid - SK_PROGRAMS
+        acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, 0, iters, M, N, K, M_wrap, N_wrap,
+                                          stride_am, stride_ak, stride_bk, stride_bn, DOT_PRECISION,
+                                          A_K_CONTIG, B_K_CONTIG, HINT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                          EVEN_K)
+        _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA, C_HINT,
+                  BLOCK_M, BLOCK_N)
+    else:
+        # Stream-K: iterations [start, end) of the stream-K tiles' iteration space, tile by tile.
+        start = pid * SK_Q + tl.minimum(pid, SK_R)
+        end = start + SK_Q + (pid < SK_R).to(tl.int32)
+        first_tile = start // iters
+        it = start
+        while it < end:
+            tile = it // iters
+            tile_lo = tile * iters
+            seg_hi = tl.minimum(end, tile_lo + iters)
+            acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, it - tile_lo, seg_hi - tile_lo, M, N, K,
+                                              M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn,
+                                              DOT_PRECISION, A_K_CONTIG, B_K_CONTIG, HINT, BLOCK_M, BLOCK_N,
+                                              BLOCK_K, GROUP_M, EVEN_K)
+            whole = (it == tile_lo) & (seg_hi == tile_lo + iters)
+            if whole:
+                _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA,
+                          C_HINT, BLOCK_M, BLOCK_N)
+            elif ATOMIC:
+                # C of the stream-K tiles was scaled by beta beforehand (_scale_tiles_kernel).
+                offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+                offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+                c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+                c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+                tl.atomic_add(c_ptrs, acc * alpha, mask=c_mask, sem="relaxed")
+            else:
+                # Raw partial into slot (program, segment): the fixup kernel sums them in order.
+                slot = pid * MAX_SEG + (tile - first_tile)
+                offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+                tl.store(w_ptr + slot * (BLOCK_M * BLOCK_N) + offs, acc)
+            it = seg_hi
+
+
+@triton.jit
+def _owner(i, SK_Q, SK_R):
+    # The stream-K program whose range holds iteration i (ranges: SK_R of SK_Q+1, then SK_Q).
+    big = SK_R * (SK_Q + 1)
+    return tl.where(i < big, i // (SK_Q + 1), SK_R + (i - big) // tl.maximum(SK_Q, 1))
+
+
+@triton.jit
+def _fixup_kernel(w_ptr, c_ptr, M, N, K, stride_cm, stride_cn, alpha, beta, SK_Q, SK_R, MAX_SEG,
+                  HAS_BETA: tl.constexpr, C_HINT: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, FIX_M: tl.constexpr, FIX_N: tl.constexpr):
+    # Axis 0: a stream-K tile; axis 1: a FIX_M x FIX_N piece of it (a whole tile per program
+    # left 4 programs summing 33 partials each at 256x256x131072: too few SMs pulling). A tile
+    # inside one program's range was written to C by that program; a split tile's partials are
+    # summed here in program order (fixed: the same bits every run), then C = alpha*sum + beta*C.
+    tile = tl.program_id(0)
+    piece = tl.program_id(1)
+    iters = tl.cdiv(K, BLOCK_K)
+    lo = tile * iters
+    g0 = _owner(lo, SK_Q, SK_R)
+    g1 = _owner(lo + iters - 1, SK_Q, SK_R)
+    if g1 > g0:
+        pieces_n: tl.constexpr = BLOCK_N // FIX_N
+        rows = (piece // pieces_n) * FIX_M + tl.arange(0, FIX_M)
+        cols = (piece % pieces_n) * FIX_N + tl.arange(0, FIX_N)
+        offs = rows[:, None] * BLOCK_N + cols[None, :]
+        acc = tl.zeros((FIX_M, FIX_N), dtype=tl.float32)
+        for g in range(g0, g1 + 1):
+            start = g * SK_Q + tl.minimum(g, SK_R)
+            slot = g * MAX_SEG + (tile - start // iters)
+            acc += tl.load(w_ptr + slot * (BLOCK_M * BLOCK_N) + offs)
+        pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        stride_cm = _mult4(stride_cm, C_HINT)
+        N = _mult4(N, C_HINT)
+        offs_cm = pid_m * BLOCK_M + rows
+        offs_cn = pid_n * BLOCK_N + cols
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        out = acc * alpha
+        if HAS_BETA:
+            out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
+        tl.store(c_ptrs, out, mask=c_mask)
+
+
+@triton.jit
+def _scale_tiles_kernel(c_ptr, M, N, stride_cm, stride_cn, beta, K, SK_Q, SK_R,
+                        BETA_ZERO: tl.constexpr, C_HINT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # Atomic variant: C = beta*C on the split stream-K tiles (0 when beta == 0, C never read)
+    # before their segments are atomically added. Whole tiles are written by their program.
+    tile = tl.program_id(0)
+    iters = tl.cdiv(K, BLOCK_K)
+    lo = tile * iters
+    if _owner(lo + iters - 1, SK_Q, SK_R) > _owner(lo, SK_Q, SK_R):
+        pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        stride_cm = _mult4(stride_cm, C_HINT)
+        N = _mult4(N, C_HINT)
+        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        if BETA_ZERO:
+            out = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        else:
+            out = beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
+        tl.store(c_ptrs, out, mask=c_mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operands: direct where a truthful 16-byte hint exists, else an aligned copy.
+
+
+@dataclass
+class _Operand:
+    """How the kernel reads one operand: ``view`` (the tensor or its aligned copy) seen as the
+    GEMM's M x K (A) or K x N (B), which axis is contiguous, and the extent its tile rows (A) or
+    columns (B) wrap at. Every layout here satisfies the kernel's 16-byte hint (the non-unit
+    stride, and the wrap extent when the wrapped axis is the contiguous one, are multiples of 4;
+    the base is 16-byte aligned)."""
+    view: torch.Tensor
+    k_contiguous: bool            # stride along K is 1 (else the M / N stride is 1)
+    wrap: int
+    layout: str                   # for the report: "direct" or "copy:<major>"
+    copy_src: Optional[torch.Tensor] = None   # fill(): transpose_into(copy_src, copy_dst)
+    copy_dst: Optional[torch.Tensor] = None
+
+    def fill(self) -> None:
+        if self.copy_dst is not None:
+            ops.transpose_into(self.copy_src, self.copy_dst)
+
+    def copy_bytes(self) -> int:
+        return 0 if self.copy_dst is None else 8 * self.copy_src.numel()
+
+
+def _padded(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
+    """rows x cols view of a zero-filled buffer whose leading dimension is a multiple of 16
+    (as _operands._buffer, but zeroed once here: the copies never write the padding, so it
+    stays 0 and wrapped-in rows/columns read zeros, not leftover bits)."""
+    ld = triton.cdiv(cols, 16) * 16
+    return torch.zeros((rows, ld), device=like.device, dtype=torch.float32)[:, :cols]
+
+
+def _aligned(t: torch.Tensor) -> bool:
+    return t.data_ptr() % 16 == 0
+
+
+def _prepare_a(A: torch.Tensor, major: str, allow_direct: bool) -> _Operand:
+    """A (M x K) in the preferred ``major`` ("k": row-major, "m": M-major); read as given when
+    it already is in that layout with hintable strides, else copied."""
+    M, K = A.shape
+    if allow_direct and _aligned(A):
+        if major == "k" and A.stride(1) == 1 and A.stride(0) % 4 == 0:
+            return _Operand(A, True, M, "direct")
+        if major == "m" and A.stride(0) == 1 and A.stride(1) % 4 == 0 and M % 4 == 0:
+            return _Operand(A, False, M, "direct")
+    if major == "m":
+        buf = _padded(K, M, A)       # K x M, leading dimension a multiple of 16
+        return _Operand(buf.t(), False, buf.stride(0), "copy:m_major", A, buf)
+    buf = _padded(M, K, A)           # M x K, leading dimension a multiple of 16
+    return _Operand(buf, True, M, "copy:k_major", A.t(), buf)
+
+
+def _prepare_b(B: torch.Tensor, major: str, allow_direct: bool) -> _Operand:
+    """B (K x N) in the preferred ``major`` ("n": row-major, "k": K-major, what wgmma reads)."""
+    K, N = B.shape
+    if allow_direct and _aligned(B):
+        if major == "n" and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0:
+            return _Operand(B, False, N, "direct")
+        if major == "k" and B.stride(0) == 1 and B.stride(1) % 4 == 0:
+            return _Operand(B, True, N, "direct")
+    if major == "k":
+        buf = _padded(N, K, B)       # N x K, leading dimension a multiple of 16
+        return _Operand(buf.t(), True, N, "copy:k_major", B, buf)
+    buf = _padded(K, N, B)           # K x N, leading dimension a multiple of 16
+    return _Operand(buf, False, buf.stride(0), "copy:n_major", B.t(), buf)
+
+
+# fp32 (FFMA) reads A M-major from this N up (triton.tiled's measured rule, _gemm.M_MAJOR_A_MIN_N).
+M_MAJOR_A_MIN_N = 2048
+# tf32/tf32x3 copy B K-major (for wgmma) only where it paid in final.log (H100, every shape
+# measured both ways): the copy moves 8*K*N bytes whatever M is, and the kernel is memory-bound
+# for few rows. tf32: copying won at every M > 128 (e.g. 1000^3 51% vs 32% of cuBLAS, 1999x4091
+# x1031 126% vs 52%) and lost at M <= 128 (128x4096x11008 39% vs 50%, 64x8192x28672 36% vs 56%).
+# tf32x3 (three products per element: more compute per byte) won from M > 32 when N > 64
+# (128x4096x11008 85% vs 74%, 64x8192x28672 52% vs 42%) and lost at 64x64x1048576 (66% vs 85%).
+# Tiles under 64 rows use mma.sync, which reads N-major B with 16-byte copies anyway.
+def _k_major_b(precision: str, M: int, N: int) -> bool:
+    if precision == "tf32":
+        return M > 128
+    return M > 32 and N > 64
+
+
+OPERAND_CHOICES = ("auto", "direct", "k_major_b", "copy")
+
+
+def _layouts(precision: str, M: int, N: int, tile: Tile, k_major_b: bool = False) -> tuple[str, str]:
+    """(A major, B major) the kernel prefers: "k"/"m" for A, "n"/"k" for B."""
+    if precision == "fp32":
+        return ("m" if N >= M_MAJOR_A_MIN_N else "k"), ("k" if k_major_b else "n")
+    return "k", ("k" if k_major_b or _k_major_b(precision, M, N) else "n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan and launch.
+
+
+_TILE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
+
+
+def parse_tile(text: str) -> Tile:
+    m = _TILE_RE.match(str(text).strip())
+    if not m:
+        raise ValueError("expected BMxBNxBK[/warps[/stages]], e.g. 128x128x32/8/3")
+    bm, bn, bk = (int(g) for g in m.groups()[:3])
+    for nm, v in (("BM", bm), ("BN", bn), ("BK", bk)):
+        if v < 16 or v & (v - 1) or v > 256:
+            raise ValueError(f"{nm}={v} must be a power of two in 16..256")
+    warps = int(m.group(4)) if m.group(4) else (8 if bm * bn >= 128 * 128 else 4)
+    if warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    stages = int(m.group(5)) if m.group(5) else 3
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages={stages} must be 1..8")
+    return Tile(bm, bn, bk, warps, stages)
+
+
+def _parse_mode(text: str) -> str:
+    v = str(text).strip().lower()
+    if v not in DECOMPOSITIONS:
+        raise ValueError(f"choose one of {', '.join(DECOMPOSITIONS)}")
+    return v
+
+
+def _parse_positive(text) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(f"{n} is not a positive number")
+    return n
+
+
+def _parse_on_off(text: str) -> bool:
+    v = str(text).strip().lower()
+    if v not in ("on", "off"):
+        raise ValueError("choose on or off")
+    return v == "on"
+
+
+def _parse_operands(text: str) -> str:
+    v = str(text).strip().lower()
+    if v not in OPERAND_CHOICES:
+        raise ValueError(f"choose one of {', '.join(OPERAND_CHOICES)}")
+    return v
+
+
+OPTIONS = (
+    Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
+           parse_tile),
+    Option("sk", "decomposition: dp (one program per tile) or sk (hybrid data-parallel + stream-K "
+           "for the last partial wave); default: the heuristic", _parse_mode),
+    Option("grid", "number of stream-K programs (default: up to the SM count, >= "
+           f"{MIN_SK_ITERS} K-iterations each); implies sk=sk", _parse_positive),
+    Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
+    Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
+           "unhinted, for comparison)", lambda t: _parse_on_off(t)),
+    Option("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
+           "loads, plus fp32's M-major A for N >= 2048 and tf32/tf32x3's K-major B for large M), "
+           "direct (the layouts as given; a copy only where 16-byte loads are impossible), "
+           "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
+           "into aligned buffers)", _parse_operands),
+)
+
+
+class _Plan:
+    def __init__(self, A, B, C, alpha, beta, precision, deterministic, options=None):
+        options = dict(options or {})
+        self.M, self.K = A.shape
+        self.N = B.shape[1]
+        self.C, self.alpha, self.beta, self.precision = C, float(alpha), float(beta), precision
+        self.deterministic = deterministic
+        sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
+        mode = options.get("sk")
+        grid = options.get("grid")
+        if grid is not None:
+            if mode == "dp":
+                raise UsageError("options grid= and sk=dp contradict each other: grid is the stream-K program count")
+            mode = "sk"
+        tile = options.get("tile")
+        if isinstance(tile, str):
+            tile = parse_tile(tile)
+        self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid)
+
+        operands = options.get("operands", "auto")
+        a_major, b_major = _layouts(precision, self.M, self.N, self.tile, k_major_b=operands == "k_major_b")
+        if operands == "direct":
+            # The layouts as given (a copy only where no truthful 16-byte hint exists).
+            a_major = "m" if A.stride(0) == 1 and A.stride(1) != 1 else "k"
+            b_major = "k" if B.stride(0) == 1 and B.stride(1) != 1 else "n"
+        self.a = _prepare_a(A, a_major, allow_direct=operands != "copy")
+        self.b = _prepare_b(B, b_major, allow_direct=operands != "copy")
+        # The 16-byte hints (every operand layout above satisfies them); off only to compare
+        # with what Triton does unhinted (python -m triton_kernels.stream_k --ptx).
+        self.hint = bool(options.get("hint", True))
+        self.c_hint = self.hint and (C.stride(1) == 1 and C.stride(0) % 4 == 0 and self.N % 4 == 0 and _aligned(C))
+
+        d, t = self.d, self.tile
+        self.sk_q, self.sk_r = (divmod(d.sk_tiles * d.iters, d.sk_programs) if d.sk_programs else (0, 0))
+        self.W = None
+        if d.sk_programs and deterministic:
+            n = d.sk_programs * d.max_segments * t.bm * t.bn
+            if n > 2**31 - 1:
+                raise UsageError(f"stream-K workspace of {n} elements exceeds 32-bit indexing; use fewer programs")
+            self.W = torch.empty(n, device=A.device, dtype=torch.float32)
+        split_tiles = sum(1 for tt in range(d.sk_tiles) if self._split(tt))
+        self.config = {
+            "tile": f"{t.bm}x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
+            "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
+            "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,
+            "sms": sms, "fixup": ("none" if not split_tiles else
+                                  "workspace + fixed-order fixup kernel" if deterministic else
+                                  "beta pre-scale + atomic_add"),
+            "operands": f"A {self.a.layout}, B {self.b.layout}", "operand_copy_bytes":
+                self.a.copy_bytes() + self.b.copy_bytes(), "c_vector_hint": self.c_hint,
+            "input_precision": DOT_PRECISION[precision],
+            "chosen_by": "user" if (tile is not None or options.get("sk") or grid) else "heuristic",
+        }
+
+    def _split(self, tile: int) -> bool:
+        """Host twin of the kernels' test: is stream-K tile ``tile`` shared by two programs?"""
+        lo = tile * self.d.iters
+        return self._owner(lo + self.d.iters - 1) > self._owner(lo)
+
+    def _owner(self, i: int) -> int:
+        q, r = self.sk_q, self.sk_r
+        big = r * (q + 1)
+        return i // (q + 1) if i < big else r + (i - big) // max(q, 1)
+
+    def _common(self):
+        t = self.tile
+        return dict(BLOCK_M=t.bm, BLOCK_N=t.bn, BLOCK_K=t.bk, GROUP_M=t.group_m)
+
+    def launch(self):
+        C, d, t = self.C, self.d, self.tile
+        self.a.fill()
+        self.b.fill()
+        av, bv = self.a.view, self.b.view
+        split = self.config["split_tiles"] > 0
+        atomic = split and not self.deterministic
+        if atomic:
+            _scale_tiles_kernel[(d.sk_tiles,)](C, self.M, self.N, C.stride(0), C.stride(1), self.beta, self.K,
+                                               self.sk_q, self.sk_r, BETA_ZERO=self.beta == 0, C_HINT=self.c_hint,
+                                               num_warps=4, **self._common())
+        w = self.W if self.W is not None else C
+        _stream_k_kernel[(d.grid,)](
+            av, bv, C, w, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
+            av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
+            self.alpha, self.beta, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
+            DOT_PRECISION=DOT_PRECISION[self.precision], ATOMIC=atomic, HAS_BETA=self.beta != 0,
+            A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, HINT=self.hint, C_HINT=self.c_hint,
+            EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
+        if split and self.deterministic:
+            fm, fn = min(t.bm, FIX_M), min(t.bn, FIX_N)
+            _fixup_kernel[(d.sk_tiles, (t.bm // fm) * (t.bn // fn))](
+                self.W, C, self.M, self.N, self.K, C.stride(0), C.stride(1), self.alpha, self.beta,
+                self.sk_q, self.sk_r, d.max_segments, HAS_BETA=self.beta != 0, C_HINT=self.c_hint,
+                FIX_M=fm, FIX_N=fn, num_warps=2, **self._common())
+
+
+def _matmul(name, A, B, C, alpha, beta, precision, deterministic, options):
+    check_gemm_args(name, A, B, C, alpha, beta, precision, PRECISIONS)
+    _Plan(A, B, C, alpha, beta, precision, deterministic, options).launch()
+    return C
+
+
+def stream_k_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float = 1.0, beta: float = 0.0,
+                    precision: str = "fp32", **options) -> torch.Tensor:
+    """Deterministic stream-K: C = alpha*A@B + beta*C in place; returns C. ``options``: the
+    kernel's options (tile, sk, grid, sms, operands) as parsed values."""
+    return _matmul("stream_k_matmul", A, B, C, alpha, beta, precision, True, options)
+
+
+def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float = 1.0,
+                           beta: float = 0.0, precision: str = "fp32", **options) -> torch.Tensor:
+    """Stream-K with atomic fixup (last bits depend on the order): C = alpha*A@B + beta*C."""
+    return _matmul("stream_k_atomic_matmul", A, B, C, alpha, beta, precision, False, options)
+
+
+def _make_prepare(name: str, deterministic: bool):
+    def _prepare(problem, inputs, options=None):
+        A, B, C = inputs.A, inputs.B, inputs.C
+        check_gemm_args(name, A, B, C, problem.alpha, problem.beta, problem.precision, PRECISIONS)
+        plan = _Plan(A, B, C, problem.alpha, problem.beta, problem.precision, deterministic, options)
+
+        def launch():
+            plan.launch()
+        launch.config = plan.config
+        launch.plan = plan
+        return launch
+    return _prepare
+
+
+# Stage 11 "stream_k" of compare/registry.py's ladder; a registry without it (older checkout)
+# gets the split_k stage, the group stream-K generalises.
+STAGE = "stream_k" if "stream_k" in STAGE_BY_NAME else "split_k"
+_META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid stream-K by wave fill; "
+                      "options tile/sk/grid/sms/operands override",
+         "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
+
+KERNEL = register(Kernel(
+    name="triton.stream_k", family="triton", stage=STAGE, variant="deterministic",
+    precisions=PRECISIONS, prepare=_make_prepare("triton.stream_k", True), interpretable=True,
+    options=OPTIONS,
+    idea="stream-K: the last partial wave's tiles x K-iterations split evenly over the SMs; split tiles' "
+         "partials summed in a fixed order by a fixup kernel (bit-identical run to run)",
+    meta=_META,
+))
+
+KERNEL_ATOMIC = register(Kernel(
+    name="triton.stream_k_atomic", family="triton", stage=STAGE, variant="atomic",
+    precisions=PRECISIONS, prepare=_make_prepare("triton.stream_k_atomic", False), interpretable=True,
+    options=OPTIONS,
+    idea="stream-K with split tiles pre-scaled by beta and their segments tl.atomic_add'ed "
+         "(non-deterministic summation order)",
+    meta=_META,
+))
+
+
+# ---------------------------------------------------------------------------------------------
+# The alignment study (module docstring): compile for sm_90 without a GPU and count the global
+# copies by width. ``python -m triton_kernels.stream_k --ptx [OUT.txt]``.
+
+
+def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: int):
+    """Compile jitted ``fn`` for sm_90 as the JIT would for these argument values (same
+    specialisation: pointers and ints divisible by 16 get tt.divisibility=16, ints equal to 1
+    become constants), without a GPU. Returns the CompiledKernel (``.asm["ptx"]``)."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend, GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+    sig, attrs, consts = {}, {}, {}
+    for i, name in enumerate(fn.arg_names):
+        if name in constexprs:
+            sig[name], consts[name] = "constexpr", constexprs[name]
+            continue
+        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
+        sig[name] = ty
+        if ty == "constexpr":
+            consts[name] = args[name]
+        if isinstance(attr, str) and attr:
+            attrs[(i,)] = BaseBackend.parse_attr(attr)
+    return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+_PTX_COUNTS = {
+    "cp.async 16B": r"cp\.async\.cg\.shared\.global[^;]*, 0x10",
+    "cp.async 8B": r"cp\.async\.ca\.shared\.global[^;]*, 0x8",
+    "cp.async 4B": r"cp\.async\.ca\.shared\.global[^;]*, 0x4",
+    "ld.global.v4": r"ld\.global[\w.]*\.v4",
+    "ld.global.b32": r"ld\.global(?:\.(?!v\d)\w+)*\.b32\s",
+    "st.global.v4": r"st\.global[\w.]*\.v4",
+    "st.global.b32": r"st\.global(?:\.(?!v\d)\w+)*\.b32\s",
+}
+
+
+def ptx_counts(ptx: str) -> dict:
+    return {k: len(re.findall(p, ptx)) for k, p in _PTX_COUNTS.items()}
+
+
+def _ptx_study(out_path: Optional[str]) -> str:
+    import os
+    from . import _gemm, tiled
+    lines = ["# PTX for sm_90 (compiled on a CPU box by python -m triton_kernels.stream_k --ptx),",
+             f"# triton {triton.__version__}; counts of global copy instructions in the kernel text",
+             "# (loop bodies are counted once, not per iteration).", ""]
+    for prec in ("fp32", "tf32"):
+        for n in (1024, 1000, 1001):
+            A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+            fn = _gemm.bare(tiled._tiled_kernel)
+            args = dict(a_ptr=A, b_ptr=B, c_ptr=C, M=n, N=n, K=n, stride_am=n, stride_ak=1, stride_bk=n,
+                        stride_bn=1, stride_cm=n, stride_cn=1, alpha=1.0, beta=0.0)
+            ce = dict(PRECISION=DOT_PRECISION[prec], HAS_BETA=False, BLOCK_M=128, BLOCK_N=128, BLOCK_K=32,
+                      GROUP_M=8, EVEN_K=n % 32 == 0)
+            k = compile_sm90(fn, args, ce, 8, STAGES[prec])
+            lines.append(f"triton.tiled {prec} {n}^3 (B row-major as given, 128x128x32/8): "
+                         f"{ptx_counts(k.asm['ptx'])}")
+            for hint in (False, True):
+                plan_args, plan_ce, t = _study_args(n, prec, hint)
+                k = compile_sm90(_stream_k_kernel, plan_args, plan_ce, t.warps, t.stages)
+                lines.append(f"triton.stream_k {prec} {n}^3 hint={'on' if hint else 'off'} "
+                             f"(operands {plan_ce.pop('_layout')}): {ptx_counts(k.asm['ptx'])}")
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    if out_path:
+        tmp = out_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, out_path)
+    return text
+
+
+def _study_args(n: int, prec: str, hint: bool):
+    A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+    plan = _Plan(A, B, C, 1.0, 0.0, prec, True, {"hint": hint, "sms": 132, "tile": Tile(128, 128, 32, 8, STAGES[prec])})
+    av, bv = plan.a.view, plan.b.view
+    args = dict(a_ptr=av, b_ptr=bv, c_ptr=C, w_ptr=C, M=n, N=n, K=n, M_wrap=plan.a.wrap, N_wrap=plan.b.wrap,
+                stride_am=av.stride(0), stride_ak=av.stride(1), stride_bk=bv.stride(0), stride_bn=bv.stride(1),
+                stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, SK_TILES=plan.d.sk_tiles,
+                SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
+    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
+              B_K_CONTIG=plan.b.k_contiguous, HINT=hint, C_HINT=plan.c_hint, BLOCK_M=128, BLOCK_N=128,
+              BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
+    return args, ce, plan.tile
+
+
+def _ptx_check() -> dict:
+    """fp32 1000^3 stream-K for sm_90 with the 16-byte hint off and on: {hint: counts}
+    (tests/test_triton_stream_k.py runs it in a subprocess without TRITON_INTERPRET)."""
+    out = {}
+    for hint in (False, True):
+        args, ce, t = _study_args(1000, "fp32", hint)
+        ce.pop("_layout")
+        out["on" if hint else "off"] = ptx_counts(compile_sm90(_stream_k_kernel, args, ce, t.warps, t.stages).asm["ptx"])
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--ptx"]:
+        print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
+    elif sys.argv[1:2] == ["--ptx-check"]:
+        import json
+        print(json.dumps(_ptx_check()))
+    else:
+        print("usage: python -m triton_kernels.stream_k --ptx [OUT.txt] | --ptx-check", file=sys.stderr)
+        sys.exit(2)
