@@ -1,6 +1,6 @@
-"""Triton kernels: naive_blocked, tiled, split_k (each module registers itself).
+"""Triton kernels: naive_blocked, tiled, split_k, stream_k (each module registers itself).
 
 Set TRITON_INTERPRET=1 *before* importing this package to run them on CPU tensors: Triton 3.6
 decides interpreter vs. compiler when ``@triton.jit`` decorates each kernel.
 """
-from . import naive_blocked, split_k, tiled  # noqa: F401  (registration side effects)
+from . import naive_blocked, split_k, stream_k, tiled  # noqa: F401  (each registers its kernels)
