@@ -10,8 +10,9 @@
 // every tile; stream-K gives every block the same number of iterations whatever the tile count,
 // so the last wave is as full as the others. Measured (H100, fill in from the lead's run): see
 // cuda_kernels/README.md once the sweep has been run.
-// Tile per shape (registry.py): 128x128x16 (stages 09/10's warp tile), 64x128x16 when M <= 64
-// (a 128-row tile would be half empty), 128x64x16 (32x32 warp tiles) when N <= 64.
+// Tile per shape (registry.py): 128x128x16 (stages 09/10's warp tile); for skinny outputs, where
+// a 128-row (-column) tile would be mostly empty FFMAs: 32x128x16 (M <= 32, 2 warps),
+// 64x128x16 (M <= 64), 128x32x16 (N <= 32, 4 warps of 32x32) and 128x64x16 (N <= 64).
 //
 // Fixup of split tiles: a stream-K block's range starts and ends at arbitrary iterations, so it
 // covers at most two partial tiles (its first and its last) and whole tiles in between. Whole
@@ -110,12 +111,15 @@ sgemm_stream_k(int M, int N, int K, float alpha, const float* __restrict__ A, co
     }
 }
 
-// Deterministic fixup: one block per stream-K tile; a tile that one block computed whole is
-// already in C. C = alpha * (sum of the pieces in block order) + beta * C.
+// Deterministic fixup: grid (stream-K tiles, BM*BN / (4*THREADS)): each thread owns four
+// consecutive elements of one tile, so a tile split over hundreds of blocks (long K, few tiles)
+// is summed by many SMs at once. A tile that one block computed whole is already in C.
+// C = alpha * (sum of the pieces in block order) + beta * C.
 template <int BM, int BN, bool VEC, int THREADS>
 __global__ void __launch_bounds__(THREADS)
 stream_k_fixup(int M, int N, int K, float alpha, float beta, float* __restrict__ C, const float* __restrict__ ws,
                int ipb, int extra, int bk) {
+    static_assert((BM * BN) % (4 * THREADS) == 0, "the grid's y covers a tile exactly");
     const int t = blockIdx.x;
     const StreamKRange range{cdiv(K, bk), ipb, extra};
     int b0, b1;
@@ -123,31 +127,32 @@ stream_k_fixup(int M, int N, int K, float alpha, float beta, float* __restrict__
     if (b0 == b1) return;
     int tm, tn;
     tile_grouped_at<8>(t, cdiv(M, BM), cdiv(N, BN), tm, tn);
-    const int m0 = tm * BM, n0 = tn * BN;
-    for (int e = threadIdx.x * 4; e < BM * BN; e += THREADS * 4) {
-        const int row = m0 + e / BN, col = n0 + e % BN;
-        if (row >= M || col >= N) continue;
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int b = b0; b <= b1; ++b) {  // fixed order: the result does not depend on timing
-            const float4 v = ld4(ws + ((size_t)b * 2 + range.slot(b, t)) * (BM * BN) + e);
-            s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-        }
-        float* c = C + (size_t)row * N + col;
-        if (VEC) {  // N % 4 == 0: the four columns exist together
-            st4(c, axpby4(s, alpha, beta, c));
-        } else {
-            const float v[4] = {s.x, s.y, s.z, s.w};
+    const int e = (blockIdx.y * THREADS + threadIdx.x) * 4;
+    const int row = tm * BM + e / BN, col = tn * BN + e % BN;
+    if (row >= M || col >= N) return;
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4  // independent loads in flight; the adds stay in block order
+    for (int b = b0; b <= b1; ++b) {  // fixed order: the result does not depend on timing
+        const float4 v = ld4(ws + ((size_t)b * 2 + range.slot(b, t)) * (BM * BN) + e);
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+    float* c = C + (size_t)row * N + col;
+    if (VEC) {  // N % 4 == 0: the four columns exist together
+        st4(c, axpby4(s, alpha, beta, c));
+    } else {
+        const float v[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
-                if (col + j < N) c[j] = axpby(v[j], alpha, beta, c + j);
-        }
+        for (int j = 0; j < 4; ++j)
+            if (col + j < N) c[j] = axpby(v[j], alpha, beta, c + j);
     }
 }
 
 // Atomic variant's first step: C = beta*C on the split tiles (0 when beta == 0: C is not read).
+// Grid as stream_k_fixup's.
 template <int BM, int BN, int THREADS>
 __global__ void __launch_bounds__(THREADS)
 stream_k_prescale(int M, int N, int K, float beta, float* __restrict__ C, int ipb, int extra, int bk) {
+    static_assert((BM * BN) % (4 * THREADS) == 0, "the grid's y covers a tile exactly");
     const int t = blockIdx.x;
     const StreamKRange range{cdiv(K, bk), ipb, extra};
     int b0, b1;
@@ -155,10 +160,13 @@ stream_k_prescale(int M, int N, int K, float beta, float* __restrict__ C, int ip
     if (b0 == b1) return;
     int tm, tn;
     tile_grouped_at<8>(t, cdiv(M, BM), cdiv(N, BN), tm, tn);
-    for (int e = threadIdx.x; e < BM * BN; e += THREADS) {
-        const int row = tm * BM + e / BN, col = tn * BN + e % BN;
-        if (row < M && col < N) {
-            float* c = C + (size_t)row * N + col;
+    const int e = (blockIdx.y * THREADS + threadIdx.x) * 4;
+    const int row = tm * BM + e / BN, col = tn * BN + e % BN;
+    if (row >= M) return;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        if (col + j < N) {
+            float* c = C + (size_t)row * N + col + j;
             *c = beta == 0.0f ? 0.0f : beta * *c;
         }
     }

@@ -126,16 +126,18 @@ TILES_09 = TILES_10 + tuple(VARIANTS_09)
 # BK=16 won on both long-K shapes (45.0 / 45.5 against 44.4 / 44.7).
 DEFAULT_TILE = {9: "128x128x8s3", 10: "128x128x16"}
 # Stage 11 tiles: name -> (BM, BN, BK, STAGES, WN, blocks per SM the kernel is bounded for).
-# 64x128: 2x2 warps of 32x64 (128 threads, 4 blocks per SM); 128x64: 4x2 warps of 32x32
-# (8x4 per thread).
+# 64x128: 2x2 warps of 32x64 (128 threads, 4 blocks per SM); 32x128: 1x2 warps (64 threads);
+# 128x64: 4x2 warps of 32x32 (8x4 per thread); 128x32: 4x1 warps of 32x32 (128 threads).
 STREAM_K_TILES = {
     "128x128x16": (128, 128, 16, 2, 64, 2),
     "64x128x16": (64, 128, 16, 2, 64, 4),
+    "32x128x16": (32, 128, 16, 2, 64, 8),
     "128x64x16": (128, 64, 16, 2, 32, 2),
+    "128x32x16": (128, 32, 16, 2, 32, 4),
 }
 # The reductions / fixups are memory streams: small blocks spread a small M*N over more SMs.
 REDUCE_THREADS = 128
-FIXUP_THREADS = 256
+FIXUP_THREADS = 128
 
 
 def _warp_tiled(kernel, tile, vec, extra=(), suffix="", pipelined=True):
@@ -275,10 +277,16 @@ def _tiles(problem, cfg: Config) -> int:
 
 def stream_k_tile(M: int, N: int) -> str:
     """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
-    outputs get the half-height (M <= 64) or half-width (N <= 64) tile; everything else the
-    128x128x16 warp tile of stages 09/10 (the fastest per FFMA)."""
+    outputs get a quarter- or half-height tile (M <= 32, M <= 64) or a quarter- or half-width one
+    (N <= 32, N <= 64); everything else the 128x128x16 warp tile of stages 09/10 (the fastest per
+    FFMA). Decode-sized M (1..32) is bound by reading B; the 32-row tile keeps the wasted FFMAs
+    under that time."""
+    if M <= 32:
+        return "32x128x16"
     if M <= 64:
         return "64x128x16"
+    if N <= 32:
+        return "128x32x16"
     if N <= 64:
         return "128x64x16"
     return "128x128x16"
@@ -475,13 +483,15 @@ def _stream_k_prepare(spec: StageSpec):
             p_cfg = spec.config(f"prescale.{tile}")
             p_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.beta), C,
                       np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
-            steps.insert(0, (_function(spec, p_cfg), (plan.sk_tiles, 1, 1), p_cfg.block, p_args))
+            steps.insert(0, (_function(spec, p_cfg), (plan.sk_tiles, bm * bn // (4 * FIXUP_THREADS), 1),
+                             p_cfg.block, p_args))
             fix = "beta*C on split tiles, then atomicAdd"
         elif split:
             f_cfg = spec.config(f"fixup.{tile}.{'vec' if vec else 'scalar'}")
             f_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta), C,
                       ws, np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
-            steps.append((_function(spec, f_cfg), (plan.sk_tiles, 1, 1), f_cfg.block, f_args))
+            steps.append((_function(spec, f_cfg), (plan.sk_tiles, bm * bn // (4 * FIXUP_THREADS), 1),
+                          f_cfg.block, f_args))
             fix = "workspace, summed in block order"
         config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
                   "variant": spec.variant, **{k: v for k, v in plan.as_dict().items() if k not in ("chosen_by", "grid")},

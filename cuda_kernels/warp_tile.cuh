@@ -41,7 +41,6 @@ struct WarpTile {
     static constexpr int B_LOADS = BK * BN / 4 / THREADS;
     static constexpr int B_ROWS_PER_LOAD = THREADS / (BN / 4);
     static_assert(BM % WM == 0 && BN % WN == 0, "block tile is a whole number of warp tiles");
-    static_assert(THREADS == 2 * BM, "A fetch: two threads per row of the A tile");
     static_assert(BK % 8 == 0 && B_LOADS * B_ROWS_PER_LOAD == BK, "B fetch covers the tile");
     static_assert(AS_LD % 4 == 0, "padded rows stay 16-byte aligned");
 };
@@ -59,6 +58,7 @@ struct Fetcher {
     int N;
     float4 ra[G::A_LOADS];
     float4 rb[G::B_LOADS];
+    static_assert(G::THREADS == 2 * G::BM, "A fetch: two threads per row of the A tile");
 
     // k_begin: first k of this block's K range (0 unless split-K).
     __device__ __forceinline__ void init(int M, int N_, int K, const float* A, const float* B,

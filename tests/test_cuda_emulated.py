@@ -148,6 +148,8 @@ STREAM_K_CASES = [
     ((129, 130, 17), {"mode": "sk", "sk_grid": "3"}, "sk"),  # two iterations per tile, one of one k
     ((7, 9, 3), {"mode": "sk"}, "sk"),                       # one iteration: nothing to split
     ((256, 256, 64), {"mode": "dp"}, "dp"),
+    ((20, 300, 200), {"mode": "sk", "sk_grid": "7"}, "sk"),  # M <= 32: the 32x128 tile (2 warps)
+    ((300, 20, 203), {"mode": "sk", "sk_grid": "9"}, "sk"),  # N <= 32: the 128x32 tile, scalar path
 ]
 
 
