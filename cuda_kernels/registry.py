@@ -398,13 +398,20 @@ def _single_prepare(spec: StageSpec):
     return prepare
 
 
+# Stage 10's split-K geometry: each split keeps at least this much K (a multiple of BK), so the
+# pipeline fill and the partial's round trip stay small against the main loop.
+MIN_SPLIT_CHUNK = 256
+MAX_SPLITS = 512
+
+
 def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 16, atomic: bool = False,
                splits: Optional[int] = None) -> tuple[int, int]:
     """(splits, k_chunk) of stage 10: compare.decompose.choose_split with stage 10's geometry
-    (128x128 tiles, 2 blocks per SM, chunks a multiple of BK and >= 256). ``splits`` forces the
+    (128x128 tiles, 2 blocks per SM, chunks a multiple of BK and >= MIN_SPLIT_CHUNK). ``splits`` forces the
     count (rounded so chunks stay multiples of BK)."""
     p = decompose.choose_split(M, N, K, sm_count, tile=(128, 128), blocks_per_sm=2, chunk_align=bk,
-                               min_chunk=256, max_splits=512, deterministic=not atomic, splits=splits)
+                               min_chunk=MIN_SPLIT_CHUNK, max_splits=MAX_SPLITS, deterministic=not atomic,
+                               splits=splits)
     return p.splits, p.chunk
 
 
@@ -420,6 +427,9 @@ def _split_k_prepare(spec: StageSpec):
         bk = PIPELINE_TILES[tile][0]
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
         vec = aligned and _aligned_rows(problem)
+        if opts.get("split_k", 1) > MAX_SPLITS:
+            from compare.errors import UsageError
+            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {MAX_SPLITS} splits")
         splits, chunk = split_plan(M, N, K, be.sm_count(), bk=bk, atomic=atomic, splits=opts.get("split_k"))
         config = {"tile": tile, "split_k": splits, "k_chunk": chunk, "operands": "float4" if vec else "scalar",
                   "variant": spec.variant, "chosen_by": _chosen_by(opts)}
