@@ -212,7 +212,7 @@ SPECS: tuple[StageSpec, ...] = (
               tuple(_stage11(t, vec, False) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(False),
               variant="deterministic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
               idea="stream-K: tiles' K iterations spread evenly over the SMs (no wave quantization); split "
-                   "tiles' partials summed in block order by a fixup kernel (deterministic)"),
+                   "tiles' partials summed in block order by a fixup kernel (bit-identical run to run)"),
     StageSpec("stream_k", "11_stream_k.cu",
               tuple(_stage11(t, vec, True) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(True),
               variant="atomic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
