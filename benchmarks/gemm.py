@@ -133,9 +133,11 @@ def sweep_shapes() -> list[tuple[int, int, int]]:
 
 
 def sweep_kernels(family: str) -> list[str]:
-    """The family's general-purpose kernel: the top of its tiled ladder (registry order)."""
-    ks = [k.name for k in _registry.select("tiled") if k.family == family]
-    return ks[-1:]
+    """The family's general-purpose kernel: its stage-11 stream-K kernel (deterministic variant),
+    the last rung of the ladder, which chooses its tile and decomposition per shape."""
+    ks = [k.name for k in _registry.kernels()
+          if k.family == family and k.stage == "stream_k" and k.variant != "atomic"]
+    return ks[:1]
 
 
 def _shape_text(shape) -> str:

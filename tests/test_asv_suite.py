@@ -102,8 +102,8 @@ def test_pct_classes_cover_every_non_cublas_kernel_of_the_time_classes(monkeypat
 def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch):
     gemm = _suite(monkeypatch)
     sweeps = {c.__name__: c for c in _sweep_classes(gemm)}
-    assert sweeps["SweepCuda"].params[0] == ["cuda.09_double_buffered"]
-    assert sweeps["SweepTriton"].params[0] == ["triton.tiled"]
+    assert sweeps["SweepCuda"].params[0] == ["cuda.11_stream_k"]          # the general-purpose kernels
+    assert sweeps["SweepTriton"].params[0] == ["triton.stream_k"]
     assert sweeps["SweepTriton"].params[1] == ["fp32", "tf32", "tf32x3"]
     want = [gemm._shape_text(s) for s in gemm.sweep_shapes()]
     try:

@@ -175,14 +175,15 @@ def test_sources_compile_under_nvrtc():
 
 def test_every_stage_is_registered_once():
     cuda = [k for k in cuda_kernels.KERNELS]
-    plain = [k for k in cuda if not k.variant]
+    plain = [k for k in cuda if k.variant in ("", "deterministic")]
     want = [s.name for s in STAGES if s.name not in ("naive_blocked", "tiled")]
     assert [k.stage for k in plain] == want
     assert [k.name for k in plain] == [f"cuda.{i:02d}_{s}" for i, s in enumerate(want, 1)]
     for k in cuda:
         assert _REGISTRY[k.name] is k and k.family == "cuda" and k.precisions == ("fp32",)
-    variants = [k for k in cuda if k.variant]
-    assert [(k.name, k.variant) for k in variants] == [("cuda.10_split_k_atomic", "atomic")]
+    variants = [k for k in cuda if k.variant == "atomic"]
+    assert [(k.name, k.variant) for k in variants] == [("cuda.10_split_k_atomic", "atomic"),
+                                                       ("cuda.11_stream_k_atomic", "atomic")]
 
 
 def test_each_source_opens_with_a_header_comment():
@@ -221,8 +222,7 @@ def test_other_stages_take_any_shape(name):
     assert "no tf32 path" in k.why_not(Problem(8, 8, 8, precision="tf32"))
 
 
-def test_split_plan(monkeypatch):
-    monkeypatch.delenv("CUDA_SPLIT_K", raising=False)
+def test_split_plan():
     s, chunk = registry.split_plan(256, 256, 131072, sm_count=132, bk=16)
     assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
     s, chunk = registry.split_plan(512, 512, 65536, sm_count=132, bk=16)
@@ -230,27 +230,23 @@ def test_split_plan(monkeypatch):
     assert registry.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
     assert registry.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
     assert registry.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
-    monkeypatch.setenv("CUDA_SPLIT_K", "7")
-    s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16)
+    # A forced count (the split_k option) is rounded so chunks stay multiples of BK.
+    s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
     assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
-    monkeypatch.setenv("CUDA_SPLIT_K", "0")
-    with pytest.raises(ValueError, match="CUDA_SPLIT_K must be >= 1"):
-        registry.split_plan(256, 256, 4096, sm_count=132)
+    from compare.errors import UsageError
+    with pytest.raises(UsageError, match="must be >= 1"):
+        _REGISTRY["cuda.10_split_k"].parse_options({"split_k": "0"})
 
 
-def test_tile_knob_is_checked(monkeypatch):
-    monkeypatch.setenv("CUDA_TILE_09", "64x64x8")
-    with pytest.raises(ValueError, match="CUDA_TILE_09 must be one of 128x128x16, 128x128x8, 128x128x8s3, "):
-        registry._tile_choice(9)
-    monkeypatch.delenv("CUDA_TILE_09")
-    assert registry._tile_choice(9) == registry.DEFAULT_TILE[9] == "128x128x8s3"
-    assert registry._tile_choice(10) == registry.DEFAULT_TILE[10] == "128x128x16"
+def test_tile_option_is_checked():
+    from compare.errors import UsageError
+    with pytest.raises(UsageError, match="must be one of 128x128x16, 128x128x8, 128x128x8s3, "):
+        _REGISTRY["cuda.09_double_buffered"].parse_options({"tile": "64x64x8"})
+    assert registry.DEFAULT_TILE[9] == "128x128x8s3" and registry.DEFAULT_TILE[10] == "128x128x16"
     for t in registry.VARIANTS_09:  # stage-09-only variants: accepted by 09, refused by 10
-        monkeypatch.setenv("CUDA_TILE_09", t)
-        monkeypatch.setenv("CUDA_TILE_10", t)
-        assert registry._tile_choice(9) == t
-        with pytest.raises(ValueError, match="CUDA_TILE_10 must be one of"):
-            registry._tile_choice(10)
+        assert _REGISTRY["cuda.09_double_buffered"].parse_options({"tile": t}) == {"tile": t}
+        with pytest.raises(UsageError, match="must be one of"):
+            _REGISTRY["cuda.10_split_k"].parse_options({"tile": t})
 
 
 def test_config_expressions_are_unique_and_declared_once():
