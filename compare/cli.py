@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default: from the -o suffix (.json, .csv, .md), else table")
     p.add_argument("--output", "-o", metavar="FILE", help="write the formatted results here instead of stdout")
     p.add_argument("--plot", metavar="FILE.png|.svg", help="also draw TFLOP/s vs size and the %%-of-cuBLAS staircase")
-    p.add_argument("--from-json", metavar="FILE", help="do not measure: load results written by --format json and render/plot them")
+    p.add_argument("--from-json", metavar="FILE", action="append",
+                   help="do not measure: load results written by --format json and render/plot them; "
+                        "repeatable (e.g. one file per shape set of a sweep: the rows are concatenated)")
     p.add_argument("--budget", type=float, default=1.0, help="seconds of sampling per kernel and shape at most (default 1.0)")
     p.add_argument("--target-noise", type=float, default=0.005,
                    help="stop sampling when the median's relative standard error is below this (default 0.005)")
@@ -443,9 +445,13 @@ def _main(args) -> int:
     _validate_files(args)
     if args.from_json:
         from . import report
-        results, env = report.load(args.from_json)
+        results, env = [], None
+        for path in args.from_json:   # every file is read (and refused) before anything is rendered
+            rows, file_env = report.load(path)
+            results.extend(rows)
+            env = env if env is not None else file_env
         if args.plot and not any(r.status == "ok" and r.tflops for r in results):
-            raise UsageError(f"--plot: nothing to plot in {args.from_json}: no row has status ok and a time "
+            raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
                              f"(a --check or --interpret run?)")
         summary = None
         if _is_sweep(args):

@@ -476,3 +476,23 @@ def test_sweep_plot_uses_plot_sweep(fake_gpu, sweep_modules, tmp_path):
 def test_sweep_usage_errors(no_gpu_work, sweep_modules, capsys, argv, msg):
     assert main(["--interpret", *argv]) == 2
     assert msg in _err(capsys)
+
+
+def test_from_json_is_repeatable_and_concatenates_rows(tmp_path, capsys):
+    """One file per shape set of a sweep re-renders as one table; a bad second file still refuses."""
+    def row(kernel, family, shape, tflops):
+        return runner.Result(kernel=kernel, family=family, stage="tiled", group="tiled", variant="",
+                             shape=shape, M=64, N=64, K=64, precision="fp32", alpha=1.0, beta=0.0,
+                             status="ok", median_ms=1.0, tflops=tflops)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(report.to_json([row("cublas", "cublas", "64x64x64", 2.0), row("k1", "cuda", "64x64x64", 1.0)],
+                                {"gpu": "test"}))
+    b.write_text(report.to_json([row("cublas", "cublas", "64x64x65", 2.0), row("k1", "cuda", "64x64x65", 1.0)],
+                                {"gpu": "test"}))
+    out = tmp_path / "all.json"
+    assert main(["--from-json", str(a), "--from-json", str(b), "-o", str(out)]) == 0
+    shapes = [r["shape"] for r in json.loads(out.read_text())["results"]]
+    assert shapes == ["64x64x64", "64x64x64", "64x64x65", "64x64x65"]
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["--from-json", str(a), "--from-json", str(tmp_path / "bad.json")]) == 2
+    assert "bad.json" in capsys.readouterr().err
