@@ -226,7 +226,10 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("blocktile_2d", "fma_pct", ">", "TMxTN outer product: fewer smem loads per FMA", than="blocktile_1d"),
     Claim("vectorized", "load_width", ">", "float4 global loads: 128-bit loads appear", than="blocktile_2d"),
     Claim("bank_conflict_free", "conflicts_ld_pct", "~0", "no bank conflicts on the fragment loads", limit=1.0),
-    Claim("bank_conflict_free", "conflicts_st_pct", "~0", "no bank conflicts on the transposed-A store", limit=1.0),
+    # Corrected claim (the header once said "none"): ncu shows 7.4% of store wavefronts still
+    # conflicting at 2048^3 on an H100, down from stage 06's 36.6%. The header now says so.
+    Claim("bank_conflict_free", "conflicts_st_pct", "<", "padding cuts the transposed-A store conflicts of stage 06 (not to zero)",
+          than="vectorized"),
     Claim("warptile", "fma_pct", ">", "warp tiles: fragments reused, the FMA pipe busier", than="bank_conflict_free"),
     Claim("double_buffered", "barrier_pct", "<", "one barrier per step: fewer barrier stalls", than="warptile"),
 )
