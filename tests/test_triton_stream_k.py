@@ -185,6 +185,45 @@ def test_alignment_hint_turns_4_byte_copies_into_16_byte_ones():
     assert counts["on"]["st.global.v4"] > 0 and counts["on"]["st.global.b32"] == 0
 
 
+def _compile_check(cases):
+    """sk._compile_check(cases) in a subprocess without TRITON_INTERPRET (under the interpreter
+    @triton.jit makes InterpretedFunctions, which can't be compiled)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--compile-check", json.dumps(cases)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_forced_split_cases_compile_for_sm90():
+    """Every kernel (operand copies, beta pre-scale, GEMM, fixup) that test_gpu_forced_splits
+    launches, for both variants, compiled for sm_90 without a GPU: the interpreter runs Python,
+    not the compiler, so it can't see a kernel that doesn't compile. tiny_n (300x1x200, tile
+    64x16x32, grid 6) once failed on the H100 only: N = 1 and C's row stride 1 are specialised as
+    constexpr[1], and _fixup_kernel / _scale_tiles_kernel reassigned them (the 16-byte hint)
+    inside a runtime ``if`` as int32 ("CompilationError at 15:4: initial value for `N` is of
+    type constexpr[1], but the then block redefines it as int32[]")."""
+    cases, names = [], []
+    for case, (shape, options) in CASES.items():
+        for deterministic in (True, False):
+            cases.append([*shape, "fp32", 0.5, -1.5, deterministic, {k: str(v) for k, v in options.items()}])
+            names.append(f"{case} {'stream_k' if deterministic else 'stream_k_atomic'}")
+    # The column/row-vector shapes in the other precisions too (tensor-core dot paths).
+    for prec in ("tf32", "tf32x3"):
+        for case in ("tiny_m", "tiny_n", "one"):
+            shape, options = CASES[case]
+            cases.append([*shape, prec, 0.5, -1.5, True, {k: str(v) for k, v in options.items()}])
+            names.append(f"{case} {prec} stream_k")
+    results = _compile_check(cases)
+    failed = {n: [r for r in rows if not r.endswith(": ok")] for n, rows in zip(names, results)}
+    failed = {n: r for n, r in failed.items() if r}
+    assert not failed, "\n".join(f"{n}: {e}" for n, rows in failed.items() for e in rows)
+    # The tiny_n case really launches the kernels that failed: the fixup (deterministic) and the
+    # beta pre-scale (atomic), each with N and stride_cm equal to 1.
+    assert results[names.index("tiny_n stream_k")][-1] == "_fixup_kernel: ok"
+    assert "_scale_tiles_kernel: ok" in results[names.index("tiny_n stream_k_atomic")]
+
+
 # --- GPU ------------------------------------------------------------------------------------
 
 GPU_SHAPES = [(1000, 1000, 1000), (1021, 1021, 1021), (3001, 2999, 3003), (16, 8192, 8192), (4096, 64, 4096),

@@ -440,12 +440,16 @@ def _fixup_kernel(w_ptr, c_ptr, M, N, K, stride_cm, stride_cn, alpha, beta, SK_Q
             slot = g * MAX_SEG + (tile - start // iters)
             acc += tl.load(w_ptr + slot * (BLOCK_M * BLOCK_N) + offs)
         pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        stride_cm = _mult4(stride_cm, C_HINT)
-        N = _mult4(N, C_HINT)
+        # New names, not N / stride_cm reassigned: inside this runtime `if` a reassigned argument
+        # must keep its type, and an argument equal to 1 (N = 1, a 1-column C's row stride) is
+        # specialised as constexpr[1] while _mult4 returns an int32 ("initial value for `N` is
+        # of type constexpr[1], but the then block redefines it as int32[]" on the GPU).
+        c_stride_m = _mult4(stride_cm, C_HINT)
+        c_n = _mult4(N, C_HINT)
         offs_cm = pid_m * BLOCK_M + rows
         offs_cn = pid_n * BLOCK_N + cols
-        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        c_ptrs = c_ptr + offs_cm[:, None] * c_stride_m + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < c_n)
         out = acc * alpha
         if HAS_BETA:
             out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
@@ -463,12 +467,12 @@ def _scale_tiles_kernel(c_ptr, M, N, stride_cm, stride_cn, beta, K, SK_Q, SK_R,
     lo = tile * iters
     if _owner(lo + iters - 1, SK_Q, SK_R) > _owner(lo, SK_Q, SK_R):
         pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        stride_cm = _mult4(stride_cm, C_HINT)
-        N = _mult4(N, C_HINT)
+        c_stride_m = _mult4(stride_cm, C_HINT)      # new names: see _fixup_kernel
+        c_n = _mult4(N, C_HINT)
         offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        c_ptrs = c_ptr + offs_cm[:, None] * c_stride_m + offs_cn[None, :] * stride_cn
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < c_n)
         if BETA_ZERO:
             out = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         else:
@@ -775,7 +779,18 @@ _META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid st
                       "options tile/sk/grid/sms/operands override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
 
-KERNEL = register(Kernel(
+
+def _register(kernel: Kernel) -> Kernel:
+    # ``python -m triton_kernels.stream_k`` runs this file again as __main__ after importing the
+    # package has registered it: the registry refuses a second kernel of the same name, so the
+    # CLI (--ptx, --ptx-check, --compile-check) takes the registered one.
+    if __name__ == "__main__":
+        from compare import registry
+        return registry.get(kernel.name)
+    return register(kernel)
+
+
+KERNEL = _register(Kernel(
     name="triton.stream_k", family="triton", stage=STAGE, variant="deterministic",
     precisions=PRECISIONS, prepare=_make_prepare("triton.stream_k", True), interpretable=True,
     options=OPTIONS,
@@ -784,7 +799,7 @@ KERNEL = register(Kernel(
     meta=_META,
 ))
 
-KERNEL_ATOMIC = register(Kernel(
+KERNEL_ATOMIC = _register(Kernel(
     name="triton.stream_k_atomic", family="triton", stage=STAGE, variant="atomic",
     precisions=PRECISIONS, prepare=_make_prepare("triton.stream_k_atomic", False), interpretable=True,
     options=OPTIONS,
@@ -894,12 +909,71 @@ def _ptx_check() -> dict:
     return out
 
 
+def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: float, deterministic: bool,
+                 options: dict) -> list:
+    """What ``prepare(...)()`` of triton.stream_k (``deterministic``) / triton.stream_k_atomic
+    launches for a contiguous problem and ``options`` ({name: text}, as the CLI takes them), as
+    ``(jitted kernel, args, constexprs, num_warps, num_stages)``: the operand copies, the
+    beta pre-scale, the GEMM kernel and the fixup, in launch order. The real ``launch()`` runs
+    with the kernels' ``[grid]`` launches recorded instead of run (no GPU needed)."""
+    kernel = KERNEL if deterministic else KERNEL_ATOMIC
+    opts = kernel.parse_options({"sms": "132", **{k: str(v) for k, v in options.items()}})
+    specs = []
+
+    class _Recorder:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __getitem__(self, grid):
+            def record(*args, **kwargs):
+                warps, stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+                named = dict(zip(self.fn.arg_names, args), **kwargs)
+                ce = {p.name: named.pop(p.name) for p in self.fn.params if p.is_constexpr}
+                specs.append((self.fn, named, ce, warps, stages))
+            return record
+
+    g = globals()
+    names = ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")
+    saved, saved_t = {n: g[n] for n in names}, ops._transpose_kernel
+    try:
+        for n in names:
+            g[n] = _Recorder(saved[n])
+        ops._transpose_kernel = _Recorder(saved_t)
+        A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
+        _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
+    finally:
+        g.update(saved)
+        ops._transpose_kernel = saved_t
+    return specs
+
+
+def _compile_check(cases: list) -> list:
+    """Compile, for sm_90 (no GPU), every kernel each case's launch would run. ``cases``: [M, N,
+    K, precision, alpha, beta, deterministic, {option: text}] lists; returns, per case, a list
+    of "<kernel>: ok" / "<kernel>: <full error>" strings."""
+    out = []
+    for M, N, K, precision, alpha, beta, deterministic, options in cases:
+        rows = []
+        for fn, args, ce, warps, stages in launch_specs(M, N, K, precision, alpha, beta, deterministic, options):
+            try:
+                compile_sm90(fn, args, ce, warps, stages)
+                rows.append(f"{fn.__name__}: ok")
+            except Exception as e:          # the whole message: CompilationError's first line says little
+                rows.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+        out.append(rows)
+    return out
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--ptx"]:
         print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
     elif sys.argv[1:2] == ["--ptx-check"]:
         import json
         print(json.dumps(_ptx_check()))
+    elif sys.argv[1:2] == ["--compile-check"] and len(sys.argv) == 3:
+        import json
+        print(json.dumps(_compile_check(json.loads(sys.argv[2]))))
     else:
-        print("usage: python -m triton_kernels.stream_k --ptx [OUT.txt] | --ptx-check", file=sys.stderr)
+        print("usage: python -m triton_kernels.stream_k --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES",
+              file=sys.stderr)
         sys.exit(2)
