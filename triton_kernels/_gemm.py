@@ -18,7 +18,7 @@ from compare.errors import UsageError
 from compare.registry import Option
 
 from . import _operands as ops
-from ._common import interpreting
+from ._common import check_gemm_args, interpreting
 
 PRECISIONS = ("fp32", "tf32", "tf32x3")
 # Problem precision -> tl.dot input_precision.
@@ -355,3 +355,22 @@ def scratch_like(C: torch.Tensor) -> torch.Tensor:
     part of the tuning key; clone() would make it contiguous)."""
     s = torch.empty_strided(C.shape, C.stride(), dtype=C.dtype, device=C.device)
     return s.copy_(C)
+
+
+def plan_prepare(name: str, plan_cls, deterministic: bool):
+    """``prepare`` of a kernel whose launch is one planned object (split-K, stream-K): the
+    arguments are checked, ``plan_cls(A, B, C, alpha, beta, precision, deterministic, options)``
+    is built once (decomposition, workspaces, operand copies) and the returned launch runs it.
+    ``launch.config`` is the plan's config dict, which the plan completes during the first launch
+    where a tile is chosen then; ``launch.plan`` keeps the plan inspectable for tests."""
+    def prepare(problem, inputs, options=None):
+        A, B, C = inputs.A, inputs.B, inputs.C
+        check_gemm_args(name, A, B, C, problem.alpha, problem.beta, problem.precision, PRECISIONS)
+        plan = plan_cls(A, B, C, problem.alpha, problem.beta, problem.precision, deterministic, options)
+
+        def launch():
+            plan.launch()
+        launch.config = plan.config
+        launch.plan = plan
+        return launch
+    return prepare

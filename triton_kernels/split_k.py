@@ -54,7 +54,7 @@ from compare.registry import Kernel, Option, register
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count
 from ._gemm import (DOT_PRECISION, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs, candidates, cfg,
-                    default_config, even_k, grouped_tile, mac, parse_split, read_options)
+                    default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options)
 
 MIN_CHUNK = 512          # smallest K chunk the heuristic gives one program
 CHUNK_ALIGN = 64         # chunks are multiples of every BLOCK_K used
@@ -316,20 +316,6 @@ def split_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alp
     return _matmul("split_k_atomic_matmul", A, B, C, alpha, beta, precision, False, split_k, operands, config)
 
 
-def _make_prepare(name: str, deterministic: bool):
-    def _prepare(problem, inputs, options=None):
-        A, B, C = inputs.A, inputs.B, inputs.C
-        check_gemm_args(name, A, B, C, problem.alpha, problem.beta, problem.precision, PRECISIONS)
-        plan = _Plan(A, B, C, problem.alpha, problem.beta, problem.precision, deterministic, options)
-
-        def launch():
-            plan.launch()
-        launch.config = plan.config   # filled in by the first launch (the tile is chosen then)
-        launch.plan = plan            # inspectable: launch.plan.S, .chunk
-        return launch
-    return _prepare
-
-
 def _parse_split_option(text) -> int:
     n = parse_split(text)
     if n > MAX_SPLIT:
@@ -345,7 +331,7 @@ _META = {"split": "cost model on SM count and 128x128 tiles (chunk >= 512); opti
 
 KERNEL = register(Kernel(
     name="triton.split_k", family="triton", stage="split_k", variant="deterministic",
-    precisions=PRECISIONS, prepare=_make_prepare("triton.split_k", True), interpretable=True,
+    precisions=PRECISIONS, prepare=plan_prepare("triton.split_k", _Plan, True), interpretable=True,
     options=SPLIT_OPTIONS,
     idea="K split over S programs per tile; partials to a workspace, then a fixed-order reduction "
          "applies alpha/beta (bit-identical run to run)",
@@ -354,7 +340,7 @@ KERNEL = register(Kernel(
 
 KERNEL_ATOMIC = register(Kernel(
     name="triton.split_k_atomic", family="triton", stage="split_k", variant="atomic",
-    precisions=PRECISIONS, prepare=_make_prepare("triton.split_k_atomic", False), interpretable=True,
+    precisions=PRECISIONS, prepare=plan_prepare("triton.split_k_atomic", _Plan, False), interpretable=True,
     options=SPLIT_OPTIONS,
     idea="K split over S programs per tile; C pre-scaled by beta, splits tl.atomic_add alpha*partial "
          "(non-deterministic summation order)",

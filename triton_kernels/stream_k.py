@@ -102,10 +102,11 @@ import triton
 import triton.language as tl
 
 from compare.errors import UsageError
-from compare.registry import Kernel, Option, STAGE_BY_NAME, register
+from compare.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting, sm_count
+from ._gemm import plan_prepare
 
 __all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
 
@@ -758,23 +759,7 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
     return _matmul("stream_k_atomic_matmul", A, B, C, alpha, beta, precision, False, options)
 
 
-def _make_prepare(name: str, deterministic: bool):
-    def _prepare(problem, inputs, options=None):
-        A, B, C = inputs.A, inputs.B, inputs.C
-        check_gemm_args(name, A, B, C, problem.alpha, problem.beta, problem.precision, PRECISIONS)
-        plan = _Plan(A, B, C, problem.alpha, problem.beta, problem.precision, deterministic, options)
-
-        def launch():
-            plan.launch()
-        launch.config = plan.config
-        launch.plan = plan
-        return launch
-    return _prepare
-
-
-# Stage 11 "stream_k" of compare/registry.py's ladder; a registry without it (older checkout)
-# gets the split_k stage, the group stream-K generalises.
-STAGE = "stream_k" if "stream_k" in STAGE_BY_NAME else "split_k"
+STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/registry.py)
 _META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid stream-K by wave fill; "
                       "options tile/sk/grid/sms/operands override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
@@ -792,7 +777,7 @@ def _register(kernel: Kernel) -> Kernel:
 
 KERNEL = _register(Kernel(
     name="triton.stream_k", family="triton", stage=STAGE, variant="deterministic",
-    precisions=PRECISIONS, prepare=_make_prepare("triton.stream_k", True), interpretable=True,
+    precisions=PRECISIONS, prepare=plan_prepare("triton.stream_k", _Plan, True), interpretable=True,
     options=OPTIONS,
     idea="stream-K: the last partial wave's tiles x K-iterations split evenly over the SMs; split tiles' "
          "partials summed in a fixed order by a fixup kernel (bit-identical run to run)",
@@ -801,7 +786,7 @@ KERNEL = _register(Kernel(
 
 KERNEL_ATOMIC = _register(Kernel(
     name="triton.stream_k_atomic", family="triton", stage=STAGE, variant="atomic",
-    precisions=PRECISIONS, prepare=_make_prepare("triton.stream_k_atomic", False), interpretable=True,
+    precisions=PRECISIONS, prepare=plan_prepare("triton.stream_k_atomic", _Plan, False), interpretable=True,
     options=OPTIONS,
     idea="stream-K with split tiles pre-scaled by beta and their segments tl.atomic_add'ed "
          "(non-deterministic summation order)",
