@@ -453,14 +453,7 @@ def _main(args) -> int:
         if args.plot and not any(r.status == "ok" and r.tflops for r in results):
             raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
                              f"(a --check or --interpret run?)")
-        summary = None
-        if _is_sweep(args):
-            from . import sweep
-            summary = sweep.summarize(results)
-        render(results, env, args, summary)
-        if args.plot:
-            draw(results, env, args)
-        return verdict(results)
+        return _report(results, env, args)
 
     if args.shape and _is_sweep(args):
         raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
@@ -512,6 +505,12 @@ def _main(args) -> int:
     env = gpuinfo.environment().as_dict()
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"
+    return _report(results, env, args)
+
+
+def _report(results, env: dict, args) -> int:
+    """Render (with the sweep summary when shapes came from a set or file), plot, exit code:
+    the same for a measured run and a recorded one."""
     summary = None
     if _is_sweep(args):
         from . import sweep

@@ -17,6 +17,8 @@ FIELDS = [f.name for f in dataclasses.fields(Result) if f.name != "times_ms"]
 # Fields every stored row must have; the rest (config, timings, ...) may be missing in older files.
 REQUIRED = [f.name for f in dataclasses.fields(Result)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+# Text columns (reason, variant, timing_method, ...): empty, never None, whatever the file held.
+_TEXT = {f.name for f in dataclasses.fields(Result) if f.type in ("str", str)}
 _INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures"}
 _FLOAT = {"alpha", "beta", "median_ms", "iqr_ms", "min_ms", "noise", "tflops", "pct_cublas", "pct_peak",
           "rel_err", "worst_err", "prepare_s", "hold_us"}
@@ -147,7 +149,7 @@ def _from_dict(d: dict) -> Result:
     kw = {}
     for k in FIELDS:
         v = d.get(k)
-        if v == "" and k not in ("reason", "variant"):
+        if v == "" and k not in _TEXT:
             v = None
         if v is not None:
             if k in _INT:
@@ -166,7 +168,7 @@ def _from_dict(d: dict) -> Result:
             v = {}
         if k == "config" and not isinstance(v, dict):
             raise ValueError(f"config is {type(v).__name__}, not an object")
-        if k in ("reason", "variant", "timing_method") and v is None:
+        if k in _TEXT and v is None:
             v = ""
         kw[k] = v
     return Result(**kw)
