@@ -79,6 +79,11 @@ COUNTERS: tuple[Counter, ...] = (
                            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"), "mean"),
     Counter("warps_pct", ("sm__warps_active.avg.pct_of_peak_sustained_active",), "mean"),
     Counter("regs", ("launch__registers_per_thread",), "max"),
+    # The launch's shape and what the SM could hold of it: a few fat blocks per SM is a latency
+    # problem no counter above shows by itself.
+    Counter("grid", ("launch__grid_size",), "max"),
+    Counter("block", ("launch__block_size",), "max"),
+    Counter("occupancy_theory_pct", ("sm__maximum_warps_per_active_cycle_pct",), "max"),
     Counter("local_ld", ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",)),
     Counter("local_st", ("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",)),
     Counter("barrier_pct", ("smsp__warp_issue_stalled_barrier_per_warp_active.pct",), "mean"),
