@@ -1,1 +1,1 @@
-"""The asv suite: thin classes generated from compare.registry (see benchmarks/gemm.py, docs/asv.md)."""
+"""The asv suite: thin classes generated from compare.harness.registry (see benchmarks/gemm.py, docs/asv.md)."""

@@ -1,11 +1,11 @@
-"""asv benchmarks, generated from compare.registry: no kernel is listed here.
+"""asv benchmarks, generated from compare.harness.registry: no kernel is listed here.
 
-Three kinds of class, every value from the one pipeline (``compare.runner.run_kernel``: inputs,
-prepare, NaN-poisoned check against float64, then ``compare.timing.measure``):
+Three kinds of class, every value from the one pipeline (``compare.harness.runner.run_kernel``: inputs,
+prepare, NaN-poisoned check against float64, then ``compare.harness.timing.measure``):
 
 * time, one process per kernel x shape x precision point, for every group (naive, tiled,
   split_k): ``Naive`` / ``Tiled`` / ``SplitK`` (the fp32 ladder: every kernel of
-  ``compare.registry.select(group)`` with an fp32 path, cuBLAS included, it is the baseline) and
+  ``compare.harness.registry.select(group)`` with an fp32 path, cuBLAS included, it is the baseline) and
   ``NaiveTensorCore`` / ``TiledTensorCore`` / ``SplitKTensorCore`` (the other precisions, tf32
   and tf32x3, that some kernel of the group has, and the kernels that have any of them).
   ``track_time``: the median kernel time in seconds (``unit = "seconds"``, lower is better).
@@ -15,7 +15,7 @@ prepare, NaN-poisoned check against float64, then ``compare.timing.measure``):
   is better.
 * the sweep, one process per family (cuda, triton) x precision: ``SweepCuda`` / ``SweepTriton``,
   ``track_geomean_pct_cublas``: the same geometric mean over a small mixed shape set
-  (``compare.shapes.shape_set("asv")``) for the family's general-purpose kernel (the top of its
+  (``compare.harness.shapes.shape_set("asv")``) for the family's general-purpose kernel (the top of its
   tiled ladder), so a commit that wins at 4096^3 but loses odd or skinny shapes shows up.
   Higher is better. Its ``version`` carries a digest of the shape set: a different set is a
   different measurement.
@@ -31,7 +31,7 @@ setup (asv shows n/a).
 
 When a runner result carries the per-sample times (``Result.times_ms``), ``track_time`` hands
 them to asv as ``{"samples": [...], "number": 1}``; asv then records the median as the value and
-the 99% interval of the median and the quartiles as stats_* columns, which compare.gate uses to
+the 99% interval of the median and the quartiles as stats_* columns, which compare.ci.gate uses to
 tell a regression from noise. Otherwise it returns the median alone.
 
 Environment variables select WHICH benchmarks exist (never what a kernel does):
@@ -53,9 +53,9 @@ if not _os.environ.get("ASV_ENV_TYPE"):
 import hashlib as _hashlib
 import math as _math
 
-from compare import registry as _registry
-from compare.problem import PRECISIONS as _PRECISIONS
-from compare.problem import parse_shape as _parse_shape
+from compare.harness import registry as _registry
+from compare.harness.problem import PRECISIONS as _PRECISIONS
+from compare.harness.problem import parse_shape as _parse_shape
 
 # Bump a class's version only when what it measures changes (engine, problem definition):
 # asv keeps history across commits of one benchmark version only.
@@ -72,7 +72,7 @@ CLASS_NAMES = {"naive": "Naive", "tiled": "Tiled", "split_k": "SplitK"}
 TENSOR_CORE_SUFFIX = "TensorCore"
 PCT_SUFFIX = "PctCublas"
 SWEEP_CLASS_NAMES = {"cuda": "SweepCuda", "triton": "SweepTriton"}
-# Used only while compare/shapes.py (the named shape sets) is absent: one or two shapes of each
+# Used only while compare/harness/shapes.py (the named shape sets) is absent: one or two shapes of each
 # kind (square, odd, transformer layers, skinny, long K).
 FALLBACK_SWEEP_SHAPES = ((4096, 4096, 4096), (2039, 1021, 3001), (128, 4096, 11008),
                          (2048, 11008, 4096), (64, 4096, 8192), (512, 512, 65536))
@@ -126,7 +126,7 @@ def suites(group: str) -> list[tuple[str, list[str], list[str]]]:
 
 def sweep_shapes() -> list[tuple[int, int, int]]:
     try:
-        from compare.shapes import shape_set
+        from compare.harness.shapes import shape_set
     except ImportError:
         return [tuple(s) for s in FALLBACK_SWEEP_SHAPES]
     return [tuple(int(d) for d in s) for s in shape_set("asv")]
@@ -146,8 +146,8 @@ def _shape_text(shape) -> str:
 
 def _problem_or_na(kernel_name: str, shape: str, precision: str):
     """(kernel, problem) for a point, or NotImplementedError saying why it is n/a. No GPU work."""
-    from compare.inputs import gpu_available
-    from compare.problem import Problem
+    from compare.harness.inputs import gpu_available
+    from compare.harness.problem import Problem
 
     if not gpu_available():
         raise NotImplementedError("no CUDA GPU")
@@ -162,7 +162,7 @@ def _problem_or_na(kernel_name: str, shape: str, precision: str):
 def _precision_or_na(kernel_name: str, precision: str) -> None:
     """n/a only without a GPU or without the precision: a kernel that refuses some shapes of a
     geometric mean's set fails (geomean_pct_cublas says which), it is not n/a."""
-    from compare.inputs import gpu_available
+    from compare.harness.inputs import gpu_available
 
     if not gpu_available():
         raise NotImplementedError("no CUDA GPU")
@@ -174,8 +174,8 @@ def _precision_or_na(kernel_name: str, precision: str) -> None:
 def _fits_or_na(problem) -> None:
     import torch
 
-    from compare.inputs import check_fits
-    from compare.problem import ProblemError
+    from compare.harness.inputs import check_fits
+    from compare.harness.problem import ProblemError
     try:
         check_fits(problem, torch.device("cuda"))
     except ProblemError as exc:     # does not fit this GPU's memory
@@ -195,8 +195,8 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
     """Geometric mean over ``shapes`` of the kernel's % of cuBLAS, both measured in this process
     through the one runner. Every shape must run: a geomean over a different set of shapes would
     not be comparable between commits."""
-    from compare import runner
-    from compare.problem import Problem
+    from compare.harness import runner
+    from compare.harness.problem import Problem
 
     k = _registry.get(kernel_name)
     problems = [Problem(*_parse_shape(s), precision=precision) for s in shapes]
@@ -242,7 +242,7 @@ class _GemmTrack(_Common):
         _fits_or_na(self._problem)
 
     def track_time(self, kernel, shape, precision):
-        from compare.runner import run_kernel
+        from compare.harness.runner import run_kernel
 
         r = run_kernel(self._kernel, self._problem)
         _ok_or_raise(r)

@@ -14,8 +14,8 @@ import sys
 
 from typing import Optional
 
-from .errors import UsageError
-from .files import write_atomically
+from .harness.errors import UsageError
+from .harness.files import write_atomically
 
 # Default shapes per group (the square and split-K shapes of the public anchors): naive stages are slow, so small cubes; the tiled
 # ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
@@ -44,8 +44,8 @@ exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .registry import GROUPS, FAMILIES, stage_choices
-    from .problem import PRECISIONS
+    from .harness.registry import GROUPS, FAMILIES, stage_choices
+    from .harness.problem import PRECISIONS
     p = argparse.ArgumentParser(
         prog="python -m compare",
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="problem shape, repeatable; one number means a cube (default: the group's shapes)")
     p.add_argument("--sweep", action="append", metavar="NAME",
                    help=f"a named shape set ({_shape_set_names()}); repeatable or comma-separated; not with --shape")
-    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/shapes.py); not with --shape")
+    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/harness/shapes.py); not with --shape")
     p.add_argument("--precision", action="append", metavar="P",
                    help=f"{' | '.join(PRECISIONS)}; repeatable (default fp32)")
     p.add_argument("--family", action="append", metavar="F",
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="print the stage ladder and the registered kernels, then exit")
     p.add_argument("--profile", action="store_true",
                    help="Nsight Compute counters (coalescing, bank conflicts, FMA/tensor pipe, occupancy, "
-                        "DRAM traffic) beside each kernel's time: runs python -m compare.profile with these flags")
+                        "DRAM traffic) beside each kernel's time: runs python -m compare.outputs.profile with these flags")
     p.add_argument("--resources", action="store_true",
                    help="registers, shared memory and spills of every CUDA kernel configuration (needs nvcc)")
     p.add_argument("--arch", default="sm_90", help="with --resources: target architecture (default sm_90)")
@@ -94,9 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _shape_set_names() -> str:
     try:
-        from .shapes import SHAPE_SETS
+        from .harness.shapes import SHAPE_SETS
     except ImportError:
-        return "see compare/shapes.py"
+        return "see compare/harness/shapes.py"
     return ", ".join(SHAPE_SETS)
 
 
@@ -109,7 +109,7 @@ def _split(values: Optional[list]) -> list:
 
 def _shape_texts(args, kernels) -> list[str]:
     """The shape strings this run uses: --shape, --sweep/--shapes-file, or the groups' defaults."""
-    from .registry import STAGE_BY_NAME
+    from .harness.registry import STAGE_BY_NAME
     if args.shape:
         return list(args.shape)   # not comma-split: "64,64,1024" is an error that says MxNxK
     if _is_sweep(args):
@@ -132,7 +132,7 @@ def _is_sweep(args) -> bool:
 
 def _sweep_shapes(args) -> list[tuple]:
     """--sweep sets and --shapes-file shapes, in order, duplicates dropped."""
-    from . import shapes
+    from .harness import shapes
     out = []
     for name in _split(args.sweep):
         out += shapes.shape_set(name)
@@ -150,7 +150,7 @@ def _sweep_shapes(args) -> list[tuple]:
 
 
 def _problems(args, kernels) -> list:
-    from .problem import PRECISIONS, Problem, ProblemError, parse_shape
+    from .harness.problem import PRECISIONS, Problem, ProblemError, parse_shape
     precisions = _split(args.precision) or ["fp32"]
     for pr in precisions:
         if pr not in PRECISIONS:
@@ -169,7 +169,7 @@ def _problems(args, kernels) -> list:
 def _pairs(args, kernels, problems):
     """Which kernel runs which problem. With default shapes, a kernel runs its own group's shapes
     (the naive stage is not run at 8192^3); cuBLAS runs all of them as the baseline."""
-    from .problem import parse_shape
+    from .harness.problem import parse_shape
     if args.shape or args.interpret or _is_sweep(args):
         return [(k, p) for p in problems for k in kernels]
     group_shapes = {g: {parse_shape(t) for t in ts} for g, ts in DEFAULT_SHAPES.items()}
@@ -184,7 +184,7 @@ def _pairs(args, kernels, problems):
 def _select(args) -> list:
     """--stage / --family / --kernel -> the kernels to run. A --kernel outside the stage and family
     selection is an error naming both (it used to be dropped without a word)."""
-    from . import registry
+    from .harness import registry
     families = _split(args.family) or None
     try:
         selected = registry.select(args.stage, families)
@@ -212,7 +212,7 @@ def _select(args) -> list:
 
 def _options(args, selected) -> dict:
     """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
-    from . import registry
+    from .harness import registry
     raw: dict = {}
     by_name = {k.name: k for k in selected}
     for text in args.opt or []:
@@ -266,7 +266,7 @@ def _check_something_runs(pairs, skip, selected) -> None:
 
 def print_list(file=None) -> None:
     file = file or sys.stdout
-    from .registry import STAGES, kernels
+    from .harness.registry import STAGES, kernels
     ks = kernels()
     print(f"{'#':>3}  {'stage':<19} {'group':<8} {'families':<16} {'precisions':<20} idea", file=file)
     print(f"{'':>3}  {'cublas':<19} {'(all)':<8} {'cublas':<16} {'fp32,tf32':<20} the baseline of every group", file=file)
@@ -360,10 +360,10 @@ def render(results, env, args, summary=None) -> None:
     """Results in args.format to -o or stdout; a sweep's summary table ends the output (json: a
     "summary" field; csv: on stderr, so the file stays one table)."""
     import io
-    from . import report
+    from .outputs import report
     text_summary = None
     if summary is not None:
-        from . import sweep
+        from .outputs import sweep
         text_summary = sweep.render_summary(summary, "markdown" if args.format == "markdown" else "table")
     if args.format == "json":
         text = report.to_json(results, env, command_line(args.argv), summary=summary)
@@ -394,10 +394,10 @@ def draw(results, env, args) -> bool:
               f"(every kernel FAILED, errored or was not run)", file=sys.stderr)
         return False
     if _is_sweep(args):
-        from .sweep import plot_sweep
+        from .outputs.sweep import plot_sweep
         write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
     else:
-        from .plot import plot
+        from .outputs.plot import plot
         write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))
     print(f"plot written to {args.plot}", file=sys.stderr)
     return True
@@ -405,7 +405,7 @@ def draw(results, env, args) -> bool:
 
 def verdict(results) -> int:
     """The exit status of a finished (or loaded) run; see the module docstring."""
-    from . import runner
+    from .harness import runner
     if runner.nothing_checked(results):
         print("error: nothing was checked: every row is unsupported or skipped", file=sys.stderr)
         return 2
@@ -416,7 +416,7 @@ def main(argv: Optional[list] = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if "--profile" in argv:
         # Nsight Compute counters beside each time: its own entry point with the same selection flags.
-        from .profile import main as profile_main
+        from .outputs.profile import main as profile_main
         return profile_main([a for a in argv if a != "--profile"])
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -433,8 +433,8 @@ def _main(args) -> int:
         # Must happen before any Triton kernel module is imported: @triton.jit picks the
         # interpreter at decoration time.
         os.environ["TRITON_INTERPRET"] = "1"
-    from . import registry, runner
-    from .problem import ProblemError
+    from .harness import registry, runner
+    from .harness.problem import ProblemError
 
     if args.list:
         print_list()
@@ -444,7 +444,7 @@ def _main(args) -> int:
         return resources.main(["--arch", args.arch])
     _validate_files(args)
     if args.from_json:
-        from . import report
+        from .outputs import report
         results, env = [], None
         for path in args.from_json:   # every file is read (and refused) before anything is rendered
             rows, file_env = report.load(path)
@@ -469,8 +469,8 @@ def _main(args) -> int:
     pairs = runner.baseline_pairs(_pairs(args, selected, problems))
     _check_something_runs(pairs, skip, selected)
 
-    from .inputs import gpu_available
-    from . import gpuinfo
+    from .harness.inputs import gpu_available
+    from .harness import gpuinfo
     if args.interpret:
         device, timing = "cpu", False
     else:
@@ -479,7 +479,7 @@ def _main(args) -> int:
                              "To check the Triton kernels on the CPU, add --interpret.")
         device, timing = None, not args.check
         # Fail early, with the limit named, for a shape that can't fit.
-        from .inputs import check_fits
+        from .harness.inputs import check_fits
         import torch
         for p in problems:
             try:
@@ -513,7 +513,7 @@ def _report(results, env: dict, args) -> int:
     the same for a measured run and a recorded one."""
     summary = None
     if _is_sweep(args):
-        from . import sweep
+        from .outputs import sweep
         summary = sweep.summarize(results)
     render(results, env, args, summary)
     if args.plot:

@@ -3,7 +3,7 @@
 //
 // Bottleneck removed: the shared-memory bank conflicts of stage 06's fragment loads, and most of
 // those of its transposed-A store. Measured with Nsight Compute on an H100 at 2048^3
-// (python -m compare.profile, results/profile/ladder_2048_h100.md): load conflicts 40% -> 0.02%
+// (python -m compare.outputs.profile, results/profile/ladder_2048_h100.md): load conflicts 40% -> 0.02%
 // of load wavefronts; store conflicts 36.6% -> 7.4% of store wavefronts, not zero.
 //  * Store: lanes t and t+1 write the same row m of As at k and k+4. With a row length of BM
 //    (a multiple of 32 floats) both land in bank m % 32; a row length of BM+4 shifts k+4 by 16

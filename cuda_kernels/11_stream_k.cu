@@ -1,7 +1,7 @@
 // Stage 11 - stream-K: the CUDA family's general-purpose kernel. The MAC-loop iterations (one
 // BK step of one output tile) of the stream-K tiles are split evenly over a grid sized to the
 // SMs; the remaining tiles run data-parallel in whole waves (Osama et al., PPoPP'23, "two-tile
-// stream-K + data-parallel" hybrid; plan in compare/decompose.py).
+// stream-K + data-parallel" hybrid; plan in compare/families/decompose.py).
 //
 // Bottleneck removed: wave quantization. A data-parallel grid runs in waves of (SMs x blocks
 // per SM) tiles, and the last, partial wave leaves SMs idle: 1000^3 with 128x128 tiles is 64
@@ -20,7 +20,7 @@
 // covers at most two partial tiles (its first and its last) and whole tiles in between. Whole
 // tiles get the usual alpha/beta epilogue. Deterministic variant: a partial tile goes to the
 // block's workspace slot (slot 0: its first tile, slot 1: its last) and a second kernel,
-// stream_k_fixup, adds a tile's partials in block order (the same order every run) and applies
+// stream_k_fixup, adds a tile's partials in a fixed order (the same order every run) and applies
 // alpha and beta once: bit-identical run to run. Atomic variant: stream_k_prescale makes
 // C = beta*C on the split tiles first, then the partials are atomicAdd-ed (no workspace, order
 // of additions, so the last bits, not fixed).
@@ -113,31 +113,46 @@ sgemm_stream_k(int M, int N, int K, float alpha, const float* __restrict__ A, co
     }
 }
 
-// Deterministic fixup: grid (stream-K tiles, BM*BN / (4*THREADS)): each thread owns four
-// consecutive elements of one tile, so a tile split over hundreds of blocks (long K, few tiles)
-// is summed by many SMs at once. A tile that one block computed whole is already in C.
-// C = alpha * (sum of the pieces in block order) + beta * C.
-template <int BM, int BN, bool VEC, int THREADS>
+// Deterministic fixup: grid (stream-K tiles, BM*BN / (4*COLS)), COLS = THREADS / LANES. A block
+// owns COLS float4 columns of one tile; its LANES lanes split that tile's partials: lane l sums
+// partials b0+l, b0+l+LANES, ... in block order, then lane 0 adds the LANES sums in lane order.
+// Every addition happens in the same order on every run (bit-identical), and a tile split over
+// hundreds of blocks (long K, few tiles) is read with LANES times more loads in flight: with
+// one thread per float4 walking all 528 partials of 64x64x1048576, the fixup took 185 us of a
+// 590 us run (ncu, results/h100/explore). A tile that one block computed whole is already in C.
+// C = alpha * (sum of the pieces) + beta * C.
+template <int BM, int BN, bool VEC, int THREADS, int LANES>
 __global__ void __launch_bounds__(THREADS)
 stream_k_fixup(int M, int N, int K, float alpha, float beta, float* __restrict__ C, const float* __restrict__ ws,
                int ipb, int extra, int bk) {
-    static_assert((BM * BN) % (4 * THREADS) == 0, "the grid's y covers a tile exactly");
+    constexpr int COLS = THREADS / LANES;
+    static_assert(THREADS % LANES == 0 && (BM * BN) % (4 * COLS) == 0, "the grid's y covers a tile exactly");
+    __shared__ __align__(16) float lane_sums[LANES * COLS * 4];
     const int t = blockIdx.x;
     const StreamKRange range{cdiv(K, bk), ipb, extra};
     int b0, b1;
     range.owners(t, b0, b1);
-    if (b0 == b1) return;
+    if (b0 == b1) return;  // uniform over the block
     int tm, tn;
     tile_grouped_at<8>(t, cdiv(M, BM), cdiv(N, BN), tm, tn);
-    const int e = (blockIdx.y * THREADS + threadIdx.x) * 4;
-    const int row = tm * BM + e / BN, col = tn * BN + e % BN;
-    if (row >= M || col >= N) return;
+    const int lane = threadIdx.x / COLS, c4 = threadIdx.x % COLS;
+    const int e = (blockIdx.y * COLS + c4) * 4;  // tile-local element (the workspace holds whole tiles)
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4  // independent loads in flight; the adds stay in block order
-    for (int b = b0; b <= b1; ++b) {  // fixed order: the result does not depend on timing
+    for (int b = b0 + lane; b <= b1; b += LANES) {
         const float4 v = ld4(ws + ((size_t)b * 2 + range.slot(b, t)) * (BM * BN) + e);
         s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
     }
+    float* mine = lane_sums + (lane * COLS + c4) * 4;
+    mine[0] = s.x; mine[1] = s.y; mine[2] = s.z; mine[3] = s.w;
+    __syncthreads();
+    if (lane != 0) return;
+    for (int l = 1; l < LANES; ++l) {  // lane order: fixed
+        const float* o = lane_sums + (l * COLS + c4) * 4;
+        s.x += o[0]; s.y += o[1]; s.z += o[2]; s.w += o[3];
+    }
+    const int row = tm * BM + e / BN, col = tn * BN + e % BN;
+    if (row >= M || col >= N) return;
     float* c = C + (size_t)row * N + col;
     if (VEC) {  // N % 4 == 0: the four columns exist together
         st4(c, axpby4(s, alpha, beta, c));
@@ -150,7 +165,7 @@ stream_k_fixup(int M, int N, int K, float alpha, float beta, float* __restrict__
 }
 
 // Atomic variant's first step: C = beta*C on the split tiles (0 when beta == 0: C is not read).
-// Grid as stream_k_fixup's.
+// Grid (stream-K tiles, BM*BN / (4*THREADS)): one thread per four elements.
 template <int BM, int BN, int THREADS>
 __global__ void __launch_bounds__(THREADS)
 stream_k_prescale(int M, int N, int K, float beta, float* __restrict__ C, int ipb, int extra, int bk) {

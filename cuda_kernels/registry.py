@@ -1,7 +1,7 @@
 """The CUDA stages: one declaration per kernel, read by everything else.
 
 Each :class:`StageSpec` names its stage of the ladder (number, group and idea live in
-``compare.registry.STAGES``, the one description of the ladder), its .cu file, the kernel
+``compare.harness.registry.STAGES``, the one description of the ladder), its .cu file, the kernel
 configurations (template arguments, block shape) that file is compiled for, and what the kernel
 needs: its operand path (``float4`` only, or float4 where rows are 16-byte aligned and
 predicated scalar elsewhere), its ``plan`` (one launch over a grid of tiles, split-K, or
@@ -16,9 +16,9 @@ launch reports the resolved values in ``launch.config``):
   ``DEFAULT_TILE`` (measured with ``python -m cuda_kernels.sweep``); stage 11 picks per shape
   (``stream_k_tile``).
 * ``split_k`` (stage 10): the split count, >= 1 (1 = no split); default from the split-K cost
-  model in ``compare.decompose``.
+  model in ``compare.families.decompose``.
 * ``mode`` (stage 11): ``dp`` | ``sk`` | ``hybrid``; ``sk_grid`` (stage 11): stream-K blocks.
-  Defaults from ``compare.decompose.stream_k_plan``.
+  Defaults from ``compare.families.decompose.stream_k_plan``.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from compare import decompose
-from compare.registry import STAGE_BY_NAME, Kernel, Option, register
+from compare.families import decompose
+from compare.harness.registry import STAGE_BY_NAME, Kernel, Option, register
 
 from . import loader
 
@@ -66,7 +66,7 @@ SINGLE, SPLIT_K, STREAM_K = "single", "split_k", "stream_k"
 
 @dataclass(frozen=True)
 class StageSpec:
-    """One CUDA kernel. ``stage`` is a ladder stage (compare.registry); ``variant`` is empty for a
+    """One CUDA kernel. ``stage`` is a ladder stage (compare.harness.registry); ``variant`` is empty for a
     stage's only kernel, else "deterministic" (the stage's main kernel, named without a suffix)
     or "atomic" (named with ``_atomic``)."""
 
@@ -127,9 +127,11 @@ TILES_09 = TILES_10 + tuple(VARIANTS_09)
 DEFAULT_TILE = {9: "128x128x8s3", 10: "128x128x16"}
 # Stage 11 tiles: name -> (BM, BN, BK, STAGES, WN, blocks per SM the kernel is bounded for).
 # 64x128: 2x2 warps of 32x64 (128 threads, 4 blocks per SM); 32x128: 1x2 warps (64 threads);
-# 128x64: 4x2 warps of 32x32 (8x4 per thread); 128x32: 4x1 warps of 32x32 (128 threads).
+# 128x64: 4x2 warps of 32x32 (8x4 per thread); 128x32: 4x1 warps of 32x32 (128 threads);
+# 64x64: 2x2 warps of 32x32 (128 threads).
 STREAM_K_TILES = {
     "128x128x16": (128, 128, 16, 2, 64, 2),
+    "64x64x16": (64, 64, 16, 2, 32, 4),
     "64x128x16": (64, 128, 16, 2, 64, 4),
     "32x128x16": (32, 128, 16, 2, 64, 8),
     "128x64x16": (128, 64, 16, 2, 32, 2),
@@ -138,6 +140,13 @@ STREAM_K_TILES = {
 # The reductions / fixups are memory streams: small blocks spread a small M*N over more SMs.
 REDUCE_THREADS = 128
 FIXUP_THREADS = 128
+# Stage 11's fixup splits each split tile's partials over LANES lanes per float4 column
+# (11_stream_k.cu, stream_k_fixup): 8 lanes where a tile has at least FIXUP_MANY_PARTIALS partials
+# (long K, few tiles: 64x64x1048576 58% -> 120% of cuBLAS with the 64x64 tile), 1 otherwise
+# (many tiles of a few partials each: 8 lanes there launched 8x the blocks for the same sums,
+# 1021^3 92% -> 80%; results/h100/explore).
+FIXUP_LANES = (1, 8)
+FIXUP_MANY_PARTIALS = 16
 
 
 def _warp_tiled(kernel, tile, vec, extra=(), suffix="", pipelined=True):
@@ -170,8 +179,9 @@ def _stage11_helpers(atomic):
             out.append(Config("stream_k_prescale", (bm, bn, FIXUP_THREADS), (FIXUP_THREADS, 1, 1),
                               label=f"prescale.{tile}"))
         else:
-            out += [Config("stream_k_fixup", (bm, bn, vec, FIXUP_THREADS), (FIXUP_THREADS, 1, 1),
-                           label=f"fixup.{tile}.{'vec' if vec else 'scalar'}") for vec in (True, False)]
+            out += [Config("stream_k_fixup", (bm, bn, vec, FIXUP_THREADS, lanes), (FIXUP_THREADS, 1, 1),
+                           label=f"fixup.{tile}.{'vec' if vec else 'scalar'}.l{lanes}")
+                    for vec in (True, False) for lanes in FIXUP_LANES]
     return tuple(out)
 
 
@@ -212,7 +222,7 @@ SPECS: tuple[StageSpec, ...] = (
               tuple(_stage11(t, vec, False) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(False),
               variant="deterministic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
               idea="stream-K: tiles' K iterations spread evenly over the SMs (no wave quantization); split "
-                   "tiles' partials summed in block order by a fixup kernel (bit-identical run to run)"),
+                   "tiles' partials summed in a fixed order by a fixup kernel (bit-identical run to run)"),
     StageSpec("stream_k", "11_stream_k.cu",
               tuple(_stage11(t, vec, True) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(True),
               variant="atomic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
@@ -275,20 +285,25 @@ def _tiles(problem, cfg: Config) -> int:
     return _cdiv(problem.M, bm) * _cdiv(problem.N, bn)
 
 
-def stream_k_tile(M: int, N: int) -> str:
+def stream_k_tile(M: int, N: int, sms: int = 132) -> str:
     """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
     outputs get a quarter- or half-height tile (M <= 32, M <= 64) or a quarter- or half-width one
-    (N <= 32, N <= 64); everything else the 128x128x16 warp tile of stages 09/10 (the fastest per
-    FFMA). Decode-sized M (1..32) is bound by reading B; the 32-row tile keeps the wasted FFMAs
-    under that time."""
+    (N <= 32, N <= 64), and an output at most 64 on both sides the 64x64 tile. Below one wave of
+    128x128 tiles (fewer tiles than SMs) the 64x128 tile: twice the tiles and blocks per SM to
+    share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
+    127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92). Everything else the
+    128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
+    reading B; the 32-row tile keeps the wasted FFMAs under that time."""
     if M <= 32:
         return "32x128x16"
     if M <= 64:
-        return "64x128x16"
+        return "64x64x16" if N <= 64 else "64x128x16"
     if N <= 32:
         return "128x32x16"
     if N <= 64:
         return "128x64x16"
+    if _cdiv(M, 128) * _cdiv(N, 128) < sms:
+        return "64x128x16"
     return "128x128x16"
 
 
@@ -406,7 +421,7 @@ MAX_SPLITS = 512
 
 def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 16, atomic: bool = False,
                splits: Optional[int] = None) -> tuple[int, int]:
-    """(splits, k_chunk) of stage 10: compare.decompose.choose_split with stage 10's geometry
+    """(splits, k_chunk) of stage 10: compare.families.decompose.choose_split with stage 10's geometry
     (128x128 tiles, 2 blocks per SM, chunks a multiple of BK and >= MIN_SPLIT_CHUNK). ``splits`` forces the
     count (rounded so chunks stay multiples of BK)."""
     p = decompose.choose_split(M, N, K, sm_count, tile=(128, 128), blocks_per_sm=2, chunk_align=bk,
@@ -428,7 +443,7 @@ def _split_k_prepare(spec: StageSpec):
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
         vec = aligned and _aligned_rows(problem)
         if opts.get("split_k", 1) > MAX_SPLITS:
-            from compare.errors import UsageError
+            from compare.harness.errors import UsageError
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {MAX_SPLITS} splits")
         splits, chunk = split_plan(M, N, K, be.sm_count(), bk=bk, atomic=atomic, splits=opts.get("split_k"))
         config = {"tile": tile, "split_k": splits, "k_chunk": chunk, "operands": "float4" if vec else "scalar",
@@ -471,7 +486,7 @@ def _stream_k_prepare(spec: StageSpec):
         opts = dict(options or {})
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
-        tile = opts.get("tile") or stream_k_tile(M, N)
+        tile = opts.get("tile") or stream_k_tile(M, N, be.sm_count())
         bm, bn, bk, _, _, blocks_per_sm = STREAM_K_TILES[tile]
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
         vec = aligned and _aligned_rows(problem)
@@ -479,7 +494,7 @@ def _stream_k_prepare(spec: StageSpec):
             plan = decompose.stream_k_plan(_cdiv(M, bm) * _cdiv(N, bn), _cdiv(K, bk), be.sm_count(), blocks_per_sm,
                                            mode=opts.get("mode"), sk_blocks=opts.get("sk_grid"))
         except ValueError as exc:
-            from compare.errors import UsageError
+            from compare.harness.errors import UsageError
             raise UsageError(f"{spec.name}: {exc}") from None
         cfg = spec.config(f"{tile}.{'vec' if vec else 'scalar'}{'.atomic' if atomic else ''}")
         grid = (plan.grid, 1, 1)
@@ -497,12 +512,15 @@ def _stream_k_prepare(spec: StageSpec):
                              p_cfg.block, p_args))
             fix = "beta*C on split tiles, then atomicAdd"
         elif split:
-            f_cfg = spec.config(f"fixup.{tile}.{'vec' if vec else 'scalar'}")
+            # Partials per split tile: a tile's iterations span at most cdiv(ipt, ipb) + 1 blocks.
+            partials = _cdiv(plan.iters_per_tile, max(1, plan.iters_per_block)) + 1
+            lanes = FIXUP_LANES[-1] if partials >= FIXUP_MANY_PARTIALS else FIXUP_LANES[0]
+            f_cfg = spec.config(f"fixup.{tile}.{'vec' if vec else 'scalar'}.l{lanes}")
             f_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta), C,
                       ws, np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
-            steps.append((_function(spec, f_cfg), (plan.sk_tiles, bm * bn // (4 * FIXUP_THREADS), 1),
-                          f_cfg.block, f_args))
-            fix = "workspace, summed in block order"
+            cols = FIXUP_THREADS // lanes
+            steps.append((_function(spec, f_cfg), (plan.sk_tiles, bm * bn // (4 * cols), 1), f_cfg.block, f_args))
+            fix = f"workspace, summed in a fixed order ({lanes} lane{'s' if lanes > 1 else ''} per column)"
         config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
                   "variant": spec.variant, **{k: v for k, v in plan.as_dict().items() if k not in ("chosen_by", "grid")},
                   "fixup": fix, "chosen_by": _chosen_by(opts)}

@@ -4,7 +4,7 @@ cuBLAS measured in the same process, in one short GPU run.
     python -m cuda_kernels.sweep -o out.json [--budget 0.5] [--only 128x256x8,128x128x16]
 
 Each row is a kernel with options (``tile=...``, ``mode=...``: the kernel's declared options,
-the same as ``python -m compare --opt``) run through ``compare.runner.run_kernel``, so it is
+the same as ``python -m compare --opt``) run through ``compare.harness.runner.run_kernel``, so it is
 checked against the float64 reference before it is timed (a wrong variant is FAILED, not timed)
 and its ``config`` is what the kernel resolved. Every shape's rows start with cuBLAS, measured
 here, in this run: the %-of-cuBLAS column never quotes an old number. No cache needs clearing
@@ -75,9 +75,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import cuda_kernels  # noqa: F401  (registers the cuda.* kernels)
-    from compare import gpuinfo, registry as creg
-    from compare.problem import Problem
-    from compare.runner import run_kernel
+    from compare.harness import gpuinfo, registry as creg
+    from compare.harness.problem import Problem
+    from compare.harness.runner import run_kernel
 
     t_start = time.perf_counter()
     rows = plan([s for s in args.only.split(",") if s.strip()])

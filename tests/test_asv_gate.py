@@ -1,4 +1,4 @@
-"""compare.gate on asv 0.6 result files.
+"""compare.ci.gate on asv 0.6 result files.
 
 Every case is derived from ONE result file of tests/fixtures/asv (the oldest, by its "date"):
 the head file is a copy of it with a new commit hash and one change. Real result files from a
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from compare import gate
+from compare.ci import gate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "asv")
@@ -233,7 +233,7 @@ def test_short_prefixes_and_usage_errors(tmp_path):
 def test_real_fixture_pair_and_cli_exit_codes(tmp_path):
     """The fixture's own base and head through the command line; then a derived failure."""
     head = _load(FILES[-1])
-    cmd = [sys.executable, "-m", "compare.gate", "--results-dir", FIXTURES,
+    cmd = [sys.executable, "-m", "compare.ci.gate", "--results-dir", FIXTURES,
            "--base", BASE["commit_hash"][:8], "--head", head["commit_hash"][:8]]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert p.returncode in (0, 1), p.stderr
@@ -241,7 +241,7 @@ def test_real_fixture_pair_and_cli_exit_codes(tmp_path):
     h = _head_copy()
     _set(h, POINTS[0], _get(h, POINTS[0]) * 1.5)
     rd = _write_results(tmp_path, h)
-    p = subprocess.run([sys.executable, "-m", "compare.gate", "--results-dir", rd,
+    p = subprocess.run([sys.executable, "-m", "compare.ci.gate", "--results-dir", rd,
                         "--base", BASE["commit_hash"][:8], "--head", HEAD_SHA[:8]],
                        cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 1, p.stdout + p.stderr

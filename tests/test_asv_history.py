@@ -1,7 +1,7 @@
-"""compare.history end to end on CPU: a throwaway git repo made from this checkout, with a first
+"""compare.ci.history end to end on CPU: a throwaway git repo made from this checkout, with a first
 commit older than the asv suite; asv runs each later commit from its own worktree into the
 repo's .asv/results (every point n/a without a GPU: the gate must FAIL on that), numbers put in
-by hand survive a re-run; and the merge rules of compare.asv_results on the real H200 fixture.
+by hand survive a re-run; and the merge rules of compare.ci.asv_results on the real H200 fixture.
 Also .ci/gpu on this machine (no GPU): it must fail up front, saying so."""
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from compare import asv_results, history
-from compare.errors import UsageError
+from compare.ci import asv_results, history
+from compare.harness.errors import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -59,7 +59,7 @@ def repo(tmp_path_factory):
 
 
 def _history(repo, env, *args):
-    return subprocess.run([sys.executable, "-m", "compare.history", *args], cwd=repo, env=env,
+    return subprocess.run([sys.executable, "-m", "compare.ci.history", *args], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
@@ -89,11 +89,11 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
     assert list(data["results"]) == ["gemm.Naive.track_time"]
     assert not _git(path, "worktree", "list").count("gemm-history")     # worktrees removed
     # no GPU: every point is n/a on both sides: nothing was compared, which must not pass
-    g = subprocess.run([sys.executable, "-m", "compare.gate", "--base", shas[1][:7], "--head", "HEAD"],
+    g = subprocess.run([sys.executable, "-m", "compare.ci.gate", "--base", shas[1][:7], "--head", "HEAD"],
                        cwd=path, env=env, capture_output=True, text=True)
     assert g.returncode == 1, g.stdout + g.stderr
     assert "nothing was compared" in g.stdout and "gate passed" not in g.stdout
-    c = subprocess.run([sys.executable, "-m", "compare.asv_results", "count", "--commit", shas[2]],
+    c = subprocess.run([sys.executable, "-m", "compare.ci.asv_results", "count", "--commit", shas[2]],
                        cwd=path, env=env, capture_output=True, text=True)
     assert c.returncode == 1 and "hold no number" in c.stderr, c.stdout + c.stderr
     # a second pass with --skip-existing runs nothing
@@ -109,7 +109,7 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
         with open(by_commit[sha], "w") as f:
             json.dump(data, f)
     before = {sha: open(by_commit[sha], "rb").read() for sha in shas[1:]}
-    gate = [sys.executable, "-m", "compare.gate", "--base", shas[1], "--head", shas[2]]
+    gate = [sys.executable, "-m", "compare.ci.gate", "--base", shas[1], "--head", shas[2]]
     g = subprocess.run(gate, cwd=path, env=env, capture_output=True, text=True)
     assert g.returncode == 1 and "SLOW" in g.stdout, g.stdout + g.stderr
     # Re-running on this box (n/a everywhere) keeps every recorded number: the files are not

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from compare import registry
-from compare.inputs import gpu_available
+from compare.harness import registry
+from compare.harness.inputs import gpu_available
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -81,7 +81,7 @@ def test_class_attributes(monkeypatch):
         assert len(tracks) == 1, name                   # one value per process
         assert c.unit == ("seconds" if tracks == ["track_time"] else "% of cuBLAS")
         # the gate reads the direction from the method name
-        from compare.asv_results import higher_is_better
+        from compare.ci.asv_results import higher_is_better
         assert higher_is_better(f"gemm.{name}.{tracks[0]}") == (tracks[0] != "track_time")
     # the shared bases are not collected by asv (leading underscore), nor any module-level track_
     assert not [k for k in gemm._CLASSES if k.startswith("_")]
@@ -107,7 +107,7 @@ def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch)
     assert sweeps["SweepTriton"].params[1] == ["fp32", "tf32", "tf32x3"]
     want = [gemm._shape_text(s) for s in gemm.sweep_shapes()]
     try:
-        from compare.shapes import shape_set
+        from compare.harness.shapes import shape_set
         assert want == [gemm._shape_text(s) for s in shape_set("asv")]
     except ImportError:
         assert want == [gemm._shape_text(s) for s in gemm.FALLBACK_SWEEP_SHAPES]
@@ -121,7 +121,7 @@ def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch)
 def test_suite_measures_only_through_the_runner():
     with open(os.path.join(ROOT, "benchmarks", "gemm.py"), encoding="utf-8") as f:
         src = f.read()
-    for private in ("checked_run", "runner import prepare", "from compare.timing", "import measure"):
+    for private in ("checked_run", "runner import prepare", "from compare.harness.timing", "import measure"):
         assert private not in src, private
 
 
@@ -184,7 +184,7 @@ def test_asv_conf():
 
 def _fake_kernel(wrong: bool = False, name: str = "fake", family: str = "cuda", seconds: float = 1.25e-3,
                  precisions=("fp32",), refuse_k=None):
-    from compare.registry import Kernel
+    from compare.harness.registry import Kernel
 
     def prepare(problem, inputs, options=None):
         A, B, C = inputs.A, inputs.B, inputs.C
@@ -207,10 +207,10 @@ def _fake_kernel(wrong: bool = False, name: str = "fake", family: str = "cuda", 
 def cpu_gpu(monkeypatch):
     """The GPU parts swapped for CPU ones: inputs on the CPU, a fake engine that reports
     ``launch.seconds`` (and records every call)."""
-    import compare.inputs as inputs_mod
-    import compare.runner as runner_mod
-    import compare.timing as timing_mod
-    from compare.timing import Measurement
+    import compare.harness.inputs as inputs_mod
+    import compare.harness.runner as runner_mod
+    import compare.harness.timing as timing_mod
+    from compare.harness.timing import Measurement
 
     real_make = inputs_mod.make_inputs
     monkeypatch.setattr(inputs_mod, "gpu_available", lambda: True)
@@ -250,7 +250,7 @@ def test_setup_and_track_glue_on_cpu(monkeypatch, cpu_gpu):
 
 
 def test_track_time_hands_samples_to_asv_when_the_runner_has_them(monkeypatch, cpu_gpu):
-    import compare.runner as runner_mod
+    import compare.harness.runner as runner_mod
 
     gemm = _suite(monkeypatch)
     real = runner_mod.run_kernel
@@ -287,7 +287,7 @@ def test_geomean_pct_cublas_through_the_runner(monkeypatch, cpu_gpu):
 
 def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     """What track_time relies on: asv 0.6 turns a returned {"samples", "number"} into the median
-    as the value plus stats_ci_99_a/b and stats_q_25/q_75 (then compare.gate can read them)."""
+    as the value plus stats_ci_99_a/b and stats_q_25/q_75 (then compare.ci.gate can read them)."""
     pytest.importorskip("asv")
     repo = tmp_path / "repo"
     (repo / "benchmarks").mkdir(parents=True)
@@ -308,7 +308,7 @@ def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     p = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--set-commit-hash", sha,
                         "--machine", "m"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    from compare import asv_results
+    from compare.ci import asv_results
     files, warnings = asv_results.scan(str(repo / "results" / "m"))
     assert not warnings and len(files) == 1
     (point,) = files[0].points().values()

@@ -12,11 +12,12 @@ import types
 import pytest
 import torch
 
-from compare import registry, report, runner
+from compare.harness import registry, runner
+from compare.outputs import report
 from compare.cli import main
-from compare.errors import UsageError
-from compare.problem import Problem
-from compare.registry import Kernel, Option
+from compare.harness.errors import UsageError
+from compare.harness.problem import Problem
+from compare.harness.registry import Kernel, Option
 
 
 # ---------------------------------------------------------------- fake kernels
@@ -74,14 +75,14 @@ def fake_registry(monkeypatch):
     monkeypatch.setattr(registry, "_loaded", True)
     # --interpret sets TRITON_INTERPRET in this process; put it back afterwards
     monkeypatch.setenv("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "1"))
-    from compare import inputs
+    from compare.harness import inputs
     inputs.clear_cache()
     yield
     inputs.clear_cache()
 
 
 def _fake_measure(launch, before=None, **kw):
-    from compare.timing import Measurement
+    from compare.harness.timing import Measurement
     if before:
         before()
     launch()
@@ -92,7 +93,7 @@ def _fake_measure(launch, before=None, **kw):
 def fake_gpu(fake_registry, monkeypatch):
     """A run without --interpret, as if a GPU were there: the real runner on CPU tensors, timed
     by a stand-in clock. ``calls`` counts runs (the "GPU work")."""
-    from compare import inputs, timing
+    from compare.harness import inputs, timing
     monkeypatch.setattr(inputs, "gpu_available", lambda: True)
     monkeypatch.setattr(inputs, "check_fits", lambda p, d: None)
     monkeypatch.setattr(timing, "measure", _fake_measure)
@@ -123,7 +124,7 @@ def _err(capsys) -> str:
 # ---------------------------------------------------------------- the runner
 
 def test_run_kernel_rows_ok_failed_error_unsupported_and_config(fake_registry, monkeypatch):
-    from compare import timing
+    from compare.harness import timing
     timed = []
 
     def measure(launch, before=None, **kw):
@@ -401,11 +402,11 @@ def test_timed_run_writes_plot(fake_gpu, tmp_path, capsys):
     assert plot.stat().st_size > 1000 and json.loads(out.read_text())["results"][0]["median_ms"] == 1.0
 
 
-# ---------------------------------------------------------------- sweeps (stand-ins for compare.shapes/sweep)
+# ---------------------------------------------------------------- sweeps (stand-ins for compare.harness.shapes/sweep)
 
 @pytest.fixture
 def sweep_modules(monkeypatch):
-    shapes = types.ModuleType("compare.shapes")
+    shapes = types.ModuleType("compare.harness.shapes")
     shapes.SHAPE_SETS = {"tiny": [(6, 8, 10), (4, 4, 4)], "more": [(4, 4, 4), (2, 6, 8)]}
 
     def shape_set(name):
@@ -421,7 +422,7 @@ def sweep_modules(monkeypatch):
             raise UsageError(f"can't read {path}: {exc}") from None
     shapes.shape_set, shapes.load_shapes_file = shape_set, load_shapes_file
 
-    sweep = types.ModuleType("compare.sweep")
+    sweep = types.ModuleType("compare.outputs.sweep")
     seen = {}
 
     def summarize(results):
@@ -435,11 +436,12 @@ def sweep_modules(monkeypatch):
         with open(path, "wb") as f:
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep
-    import compare
-    monkeypatch.setitem(sys.modules, "compare.shapes", shapes)
-    monkeypatch.setitem(sys.modules, "compare.sweep", sweep)
-    monkeypatch.setattr(compare, "shapes", shapes, raising=False)
-    monkeypatch.setattr(compare, "sweep", sweep, raising=False)
+    import compare.harness
+    import compare.outputs
+    monkeypatch.setitem(sys.modules, "compare.harness.shapes", shapes)
+    monkeypatch.setitem(sys.modules, "compare.outputs.sweep", sweep)
+    monkeypatch.setattr(compare.harness, "shapes", shapes, raising=False)
+    monkeypatch.setattr(compare.outputs, "sweep", sweep, raising=False)
     return seen
 
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import cuda_kernels
-from compare.problem import Problem
-from compare.registry import STAGES, _REGISTRY
+from compare.harness.problem import Problem
+from compare.harness.registry import STAGES, _REGISTRY
 from cuda_kernels import loader, registry, resources
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -233,13 +233,13 @@ def test_split_plan():
     # A forced count (the split_k option) is rounded so chunks stay multiples of BK.
     s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
     assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
-    from compare.errors import UsageError
+    from compare.harness.errors import UsageError
     with pytest.raises(UsageError, match="must be >= 1"):
         _REGISTRY["cuda.10_split_k"].parse_options({"split_k": "0"})
 
 
 def test_tile_option_is_checked():
-    from compare.errors import UsageError
+    from compare.harness.errors import UsageError
     with pytest.raises(UsageError, match="must be one of 128x128x16, 128x128x8, 128x128x8s3, "):
         _REGISTRY["cuda.09_double_buffered"].parse_options({"tile": "64x64x8"})
     assert registry.DEFAULT_TILE[9] == "128x128x8s3" and registry.DEFAULT_TILE[10] == "128x128x16"

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 import cuda_kernels
-from compare import decompose
-from compare.check import check
-from compare.errors import UsageError
-from compare.inputs import make_inputs
-from compare.problem import Problem
+from compare.families import decompose
+from compare.harness.check import check
+from compare.harness.errors import UsageError
+from compare.harness.inputs import make_inputs
+from compare.harness.problem import Problem
 from cuda_kernels import loader, registry
 from cuda_kernels.emulator import EmuBackend, EmuInputs, EmulatorError, GuardedArray, compiler
 
@@ -150,6 +150,9 @@ STREAM_K_CASES = [
     ((256, 256, 64), {"mode": "dp"}, "dp"),
     ((20, 300, 200), {"mode": "sk", "sk_grid": "7"}, "sk"),  # M <= 32: the 32x128 tile (2 warps)
     ((300, 20, 203), {"mode": "sk", "sk_grid": "9"}, "sk"),  # N <= 32: the 128x32 tile, scalar path
+    ((50, 60, 1000), {"mode": "sk", "sk_grid": "5"}, "sk"),  # M, N <= 64: the 64x64 tile; 5 partials on 8 fixup lanes
+    ((100, 120, 501), {}, "sk"),                             # one 128x128 tile < 2 SMs: the 64x128 tile
+    ((70, 100, 2000), {"mode": "sk", "sk_grid": "40"}, "sk"),  # ~21 partials per tile: the 8-lane fixup, odd counts
 ]
 
 
@@ -167,10 +170,22 @@ def test_stream_k_plans(small_gpu, name, case):
         assert cfg["mode"] == mode, cfg
     if "sk_grid" in opts and cfg["sk_tiles"]:
         assert cfg["sk_blocks"] == min(int(opts["sk_grid"]), cfg["sk_tiles"] * cfg["iters_per_tile"])
-    assert cfg["tile"] == registry.stream_k_tile(p.M, p.N)
+    assert cfg["tile"] == registry.stream_k_tile(p.M, p.N, small_gpu.sm_count())
     assert cfg["grid"][0] == cfg["sk_blocks"] + cfg["tiles"] - cfg["sk_tiles"]
     if cfg["mode"] == "hybrid":
         assert 0 < cfg["sk_tiles"] < cfg["tiles"]
+
+
+@needs_cxx
+def test_stream_k_fixup_lanes_follow_the_partial_count(small_gpu):
+    """Few tiles of many partials get the 8-lane fixup, many tiles of few partials the 1-lane one;
+    both sum to the float64 reference (the 8-lane one is the case list's 70x100x2000)."""
+    k = KERNELS["cuda.11_stream_k"]
+    for shape, opts, lanes in (((70, 100, 2000), {"mode": "sk", "sk_grid": "40"}, 8),
+                               ((260, 516, 70), {"mode": "sk", "sk_grid": "6"}, 1)):
+        res, _, launch = run(small_gpu, k, Problem(*shape), options=opts)
+        assert res.ok, res.message
+        assert f"({lanes} lane" in launch.config["fixup"], launch.config
 
 
 def test_stream_k_plan_covers_every_iteration_once():

@@ -131,7 +131,7 @@ def test_every_cited_file_exists(doc):
 
 def test_the_checker_catches_what_it_should_and_leaves_commands_alone():
     text = textwrap.dedent("""\
-        See [design](docs/design.md) and [gone](docs/gone.md), `compare/check.py`, `compare/nope.py`,
+        See [design](docs/design.md) and [gone](docs/gone.md), `compare/harness/check.py`, `compare/nope.py`,
         the worklog's numbers (ANCHORS.md), `make_fixture.py`, results/h200/long_k.md, ../shared/DESIGN.md,
         `python -m cuda_kernels.sweep
         -o out.json` and `.asv/results`, `/tmp/site`.

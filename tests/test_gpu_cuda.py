@@ -1,5 +1,5 @@
 """The CUDA stages on a GPU: every stage on odd shapes against the float64 reference (through
-compare.runner.check_kernel, which NaN-poisons C when beta == 0), every tile option, the
+compare.harness.runner.check_kernel, which NaN-poisons C when beta == 0), every tile option, the
 deterministic split-K / stream-K kernels bit-identical run to run with their atomic variants as
 the negative control, launches on torch's current stream at call time and inside a CUDA graph
 capture. Skips cleanly without a GPU or without CuPy."""
@@ -14,10 +14,10 @@ if not torch.cuda.is_available():  # pragma: no cover - collection on CPU machin
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e .[cuda13] or .[cuda12])")
 
 import cuda_kernels  # noqa: E402
-from compare.check import check  # noqa: E402
-from compare.inputs import make_inputs  # noqa: E402
-from compare.problem import Problem  # noqa: E402
-from compare.runner import check_kernel  # noqa: E402
+from compare.harness.check import check  # noqa: E402
+from compare.harness.inputs import make_inputs  # noqa: E402
+from compare.harness.problem import Problem  # noqa: E402
+from compare.harness.runner import check_kernel  # noqa: E402
 from cuda_kernels.registry import STREAM_K_TILES, TILES_09, TILES_10  # noqa: E402
 
 KERNELS = {k.name: k for k in cuda_kernels.KERNELS}

@@ -6,10 +6,10 @@ import sys
 import pytest
 import torch
 
-from compare import registry
-from compare.inputs import make_inputs
-from compare.problem import Problem, ProblemError
-from compare.runner import check_kernel, prepare, run_kernel
+from compare.harness import registry
+from compare.harness.inputs import make_inputs
+from compare.harness.problem import Problem, ProblemError
+from compare.harness.runner import check_kernel, prepare, run_kernel
 
 pytestmark = pytest.mark.gpu
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +36,7 @@ def test_cublas_fp32_has_tf32_off_and_tf32_row_is_tensor_core():
     tf32 = check_kernel(k, p.with_(precision="tf32"))
     assert tf32.ok and tf32.rel_err > 1e-4, tf32  # passes its own tolerance...
     inp = make_inputs(p)
-    from compare.check import check
+    from compare.harness.check import check
     assert not check(p, inp.C, inp.ref, inp.bound).ok  # ...and fails the fp32 one
 
 
@@ -94,7 +94,7 @@ def test_measurement_engine_reports_its_statistics():
 
 
 def test_problem_too_big_for_the_gpu_names_the_limit(monkeypatch):
-    from compare import inputs as inputs_mod
+    from compare.harness import inputs as inputs_mod
     inputs_mod.clear_cache()
     # Pretend only 1 GiB is free: a real GPU of 141 GB can't be overfilled by a problem whose
     # matrices stay 32-bit indexable, but the check must still name the limit.
@@ -108,7 +108,7 @@ def test_cli_split_k_end_to_end_every_family_ok(tmp_path):
     p = subprocess.run([sys.executable, "-m", "compare", "--stage", "split_k", "--format", "json", "-o", str(out),
                         "--budget", "0.3"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    from compare import report
+    from compare.outputs import report
     rows, env = report.load(str(out))
     assert env["gpu"] and env["fp32_peak_tflops"] > 0
     fams = {r.family for r in rows if r.status == "ok"}

@@ -41,11 +41,11 @@ if not torch.cuda.is_available():
 
 from triton.testing import do_bench_cudagraph  # noqa: E402
 
-from compare import registry  # noqa: E402
-from compare.inputs import make_inputs  # noqa: E402
-from compare.problem import Problem  # noqa: E402
-from compare.runner import checked_run, prepare  # noqa: E402
-from compare.timing import measure  # noqa: E402
+from compare.harness import registry  # noqa: E402
+from compare.harness.inputs import make_inputs  # noqa: E402
+from compare.harness.problem import Problem  # noqa: E402
+from compare.harness.runner import checked_run, prepare  # noqa: E402
+from compare.harness.timing import measure  # noqa: E402
 
 REL_TOL = 0.05
 LAUNCH_COST_S = 5e-6

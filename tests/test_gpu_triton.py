@@ -16,10 +16,10 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():
     pytest.skip("needs an NVIDIA GPU (torch.cuda.is_available() is False)", allow_module_level=True)
 
-from compare.check import check  # noqa: E402
-from compare.inputs import make_inputs  # noqa: E402
-from compare.problem import Problem  # noqa: E402
-from compare.runner import OK, check_kernel, prepare, run_kernel  # noqa: E402
+from compare.harness.check import check  # noqa: E402
+from compare.harness.inputs import make_inputs  # noqa: E402
+from compare.harness.problem import Problem  # noqa: E402
+from compare.harness.runner import OK, check_kernel, prepare, run_kernel  # noqa: E402
 from triton_kernels import _gemm, naive_blocked, split_k, tiled  # noqa: E402
 
 KERNELS = [naive_blocked.KERNEL, tiled.KERNEL, split_k.KERNEL, split_k.KERNEL_ATOMIC]

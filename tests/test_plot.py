@@ -1,8 +1,8 @@
 """The plot tells its lines apart and says what was measured, not how the command line looked."""
 import pytest
 
-from compare import plot as plotmod
-from compare.runner import Result, fill_pct_cublas
+from compare.outputs import plot as plotmod
+from compare.harness.runner import Result, fill_pct_cublas
 
 matplotlib = pytest.importorskip("matplotlib")  # the dev extra brings it; CI fails on this skip
 

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from compare.check import FP32_REL_CAP, check, errors, tolerance
-from compare.inputs import clear_cache, make_inputs
-from compare.problem import MAX_ELEMENTS, MAX_K_FP32, Problem, ProblemError, parse_shape
+from compare.harness.check import FP32_REL_CAP, check, errors, tolerance
+from compare.harness.inputs import clear_cache, make_inputs
+from compare.harness.problem import MAX_ELEMENTS, MAX_K_FP32, Problem, ProblemError, parse_shape
 
 
 @pytest.mark.parametrize("kw, msg", [

@@ -1,4 +1,4 @@
-"""python -m compare.profile: Nsight Compute counters beside the ladder's times.
+"""python -m compare.outputs.profile: Nsight Compute counters beside the ladder's times.
 
 CPU tests read a report recorded with ncu on an H100 (tests/fixtures/ncu/: the raw-page CSV
 ``ncu --import --csv --page raw`` printed and the child's manifest, both as the GPU run wrote
@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from compare import profile as P
+from compare.outputs import profile as P
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "ncu")
@@ -181,7 +181,7 @@ def test_plot_of_the_recording(tmp_path):
 
 def _run_profile(args, env_path, tmp_path):
     env = dict(os.environ, PATH=env_path, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "compare.profile", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "compare.outputs.profile", *args], capture_output=True, text=True,
                           env=env, cwd=str(tmp_path), timeout=600)
 
 
@@ -231,8 +231,8 @@ def fake_ncu(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_LOG", str(log))
     monkeypatch.setenv("FAKE_NCU_CSV", RECORDED_CSV)
     monkeypatch.setenv("FAKE_NCU_MANIFEST", RECORDED_MANIFEST)
-    import compare.inputs
-    monkeypatch.setattr(compare.inputs, "gpu_available", lambda: True)   # the GPU check passes
+    import compare.harness.inputs
+    monkeypatch.setattr(compare.harness.inputs, "gpu_available", lambda: True)   # the GPU check passes
     return str(exe), log
 
 
@@ -267,7 +267,7 @@ def test_parent_end_to_end_on_the_recording(fake_ncu, tmp_path, monkeypatch):
     assert profile_call[profile_call.index("--profile-from-start") + 1] == "off"
     metrics = profile_call[profile_call.index("--metrics") + 1].split(",")
     assert "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum" in metrics
-    assert profile_call[-5:-1] == [sys.executable, "-m", "compare.profile", "--_child"]
+    assert profile_call[-5:-1] == [sys.executable, "-m", "compare.outputs.profile", "--_child"]
     data = json.loads(out.read_text())
     assert [r["kernel"] for r in data["rows"]][:3] == ["cublas", "cuda.01_naive", "triton.naive_blocked"]
     assert sorted(os.listdir(raw)) == ["manifest.json", "profile.ncu-rep", "raw.csv"]
@@ -289,7 +289,7 @@ def gpu_profile(tmp_path_factory):
     if not shutil.which("ncu"):
         pytest.skip("ncu (Nsight Compute) is not on PATH")
     out = tmp_path_factory.mktemp("profile") / "ladder.json"
-    p = subprocess.run([sys.executable, "-m", "compare.profile", "--stage", "all", "--family", "cuda",
+    p = subprocess.run([sys.executable, "-m", "compare.outputs.profile", "--stage", "all", "--family", "cuda",
                         "--shape", "2048", "--no-time", "-o", str(out)],
                        capture_output=True, text=True, cwd=ROOT, timeout=900,
                        env=dict(os.environ, PYTHONPATH=ROOT))

@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from compare import registry, report
+from compare.harness import registry
+from compare.outputs import report
 from compare.cli import main
-from compare.runner import Result
+from compare.harness.runner import Result
 
 HAVE_GPU = __import__("torch").cuda.is_available()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -100,7 +101,7 @@ def _fake_results():
     rows.append(Result(kernel="cuda.06_vectorized", family="cuda", stage="vectorized", group="tiled", variant="",
                        shape="7x7x7", M=7, N=7, K=7, precision="fp32", alpha=1.0, beta=0.0, status="unsupported",
                        reason="float4 path needs N % 4 == 0"))
-    from compare.runner import fill_pct_cublas
+    from compare.harness.runner import fill_pct_cublas
     fill_pct_cublas(rows)
     return rows
 

@@ -8,10 +8,11 @@ import math
 
 import pytest
 
-from compare import shapes, sweep
-from compare.errors import UsageError
-from compare.problem import MAX_ELEMENTS, MAX_K_FP32
-from compare.runner import Result
+from compare.harness import shapes
+from compare.outputs import sweep
+from compare.harness.errors import UsageError
+from compare.harness.problem import MAX_ELEMENTS, MAX_K_FP32
+from compare.harness.runner import Result
 
 SET_NAMES = ("square", "odd", "llm", "skinny", "long_k", "asv", "heldout", "all")
 
@@ -274,7 +275,7 @@ def test_plot_sweep_writes_a_png_atomically(tmp_path):
 
 
 def test_plot_sweep_line_styles_are_unique_for_thirty_lines():
-    from compare.plot import line_styles
+    from compare.outputs.plot import line_styles
     styles = line_styles(f"k{i} [fp32]" for i in range(30))
     assert len(set(styles.values())) == 30
 

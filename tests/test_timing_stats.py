@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from compare import timing
-from compare.errors import UsageError
-from compare.timing import measure, noise_of
+from compare.harness import timing
+from compare.harness.errors import UsageError
+from compare.harness.timing import measure, noise_of
 
 
 def test_noise_shrinks_with_samples_and_ignores_one_outlier():
@@ -47,7 +47,7 @@ class FakeEvent:
 
 
 class FakeGPU:
-    """The methods of compare.timing.TorchGPU on a fake clock (seconds)."""
+    """The methods of compare.harness.timing.TorchGPU on a fake clock (seconds)."""
 
     def __init__(self, flush_s=30e-6, record_s=2e-6, enqueue_s=1e-6, hold_scale=1.0):
         self.host = 0.0          # host clock

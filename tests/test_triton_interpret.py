@@ -29,11 +29,11 @@ if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
     pytest.skip("TRITON_INTERPRET=1 must be set before triton_kernels is imported "
                 "(tests/conftest.py does it when no GPU is present)", allow_module_level=True)
 
-from compare.check import check  # noqa: E402
-from compare.errors import UsageError  # noqa: E402
-from compare.inputs import make_inputs  # noqa: E402
-from compare.problem import Problem  # noqa: E402
-from compare.runner import OK, prepare, run_kernel  # noqa: E402
+from compare.harness.check import check  # noqa: E402
+from compare.harness.errors import UsageError  # noqa: E402
+from compare.harness.inputs import make_inputs  # noqa: E402
+from compare.harness.problem import Problem  # noqa: E402
+from compare.harness.runner import OK, prepare, run_kernel  # noqa: E402
 from triton_kernels import _gemm, _operands, naive_blocked, split_k, tiled  # noqa: E402
 from triton_kernels._common import interpreting  # noqa: E402
 
@@ -56,7 +56,7 @@ def _options(kernel, **extra):
 
 
 def _ok(kernel, problem, **options):
-    """Through the one pipeline (compare.runner.run_kernel, no timing): a NaN-poisoned C, the
+    """Through the one pipeline (compare.harness.runner.run_kernel, no timing): a NaN-poisoned C, the
     float64 check. Returns the result row (its config is what ran)."""
     r = run_kernel(kernel, problem, timing=False, device="cpu", options=_options(kernel, **options))
     assert r.status == OK, f"{kernel.name} {problem}: {r.status_text}"
@@ -392,7 +392,7 @@ def test_each_dot_names_its_input_precision():
 
 
 def test_sweep_smoke_goes_through_the_runner(tmp_path):
-    """triton_kernels.sweep times candidates as kernel options through compare.runner.run_kernel;
+    """triton_kernels.sweep times candidates as kernel options through compare.harness.runner.run_kernel;
     under the interpreter it checks them (no timing). Every row's options parse as --opt text."""
     import json
 

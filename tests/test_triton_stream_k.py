@@ -17,9 +17,9 @@ import sys
 import pytest
 import torch
 
-from compare.errors import UsageError
-from compare.problem import Problem
-from compare.runner import OK, run_kernel
+from compare.harness.errors import UsageError
+from compare.harness.problem import Problem
+from compare.harness.runner import OK, run_kernel
 from triton_kernels import stream_k as sk
 from triton_kernels._common import interpreting
 
@@ -108,7 +108,29 @@ def test_operand_layouts_and_strided_inputs(operands, precision):
         ref = A.double() @ B.double()
         assert (C.double() - ref).abs().max().item() < 1e-4
     plan = sk._Plan(A_s, B_t.contiguous(), C, 1.0, 0.0, precision, True, {"operands": operands})
-    assert plan.a.layout.startswith("copy")       # stride 41 can't be read with 16-byte loads
+    if operands == "as_given" or (operands == "auto" and not sk.worth_copying(precision, 96, 64, 40, "a")):
+        # never copied (as_given; auto where the copy would cost more than it saves): 4-byte loads
+        assert plan.a.layout == "direct:4-byte" and not plan.a_hint and plan.b_hint
+    else:
+        assert plan.a.layout.startswith("copy")   # stride 41 can't be read with 16-byte loads
+        assert plan.a_hint
+
+
+def test_copies_only_where_they_pay():
+    """operands=auto copies an operand only when the GEMM does enough flops per copied byte
+    (N/4 for A, M/4 for B): a sliced A (row stride 41) is copied under a wide output and read as
+    given (4-byte loads, no hint) under a narrow one; tf32's K-major B copy needs M >= 512."""
+    A_s = torch.randn(96, 41)[:, :40]
+    wide, narrow = torch.randn(40, 256), torch.randn(40, 32)
+    for B, copied in ((wide, True), (narrow, False)):
+        C = torch.empty(96, B.shape[1])
+        plan = sk._Plan(A_s, B, C, 1.0, 0.0, "fp32", True, {})
+        assert plan.a.layout.startswith("copy") is copied, plan.config
+        assert plan.a_hint is copied
+    assert sk.worth_copying("tf32", 512, 4096, 4096, "b") and not sk.worth_copying("tf32", 256, 4096, 4096, "b")
+    C = torch.empty(256, 512)
+    plan = sk._Plan(torch.randn(256, 64), torch.randn(64, 512), C, 1.0, 0.0, "tf32", True, {})
+    assert plan.b.layout == "direct" and not plan.b.k_contiguous   # 256 rows: B read N-major as given
 
 
 def test_decomposition_covers_every_iteration_once():
@@ -165,7 +187,7 @@ def test_options_parse_and_refuse():
 
 
 def test_registered_with_both_variants():
-    from compare import registry
+    from compare.harness import registry
     assert registry.get("triton.stream_k") is sk.KERNEL
     assert {k.variant for k in KERNELS} == {"deterministic", "atomic"}
     assert all(k.precisions == tuple(PRECISIONS) and k.interpretable for k in KERNELS)
@@ -269,7 +291,7 @@ def test_heuristic_plans_build_for_every_measured_shape(precision):
     """Every shape of the benchmark sets gets a plan (a stale consistency check once turned every
     128x128x16 fp32 pick into an error row on the GPU), with a tile whose block dims are powers
     of two and a grid that covers every tile."""
-    from compare.shapes import SETS
+    from compare.harness.shapes import SETS
     for M, N, K in SETS["all"].shapes + SETS["heldout"].shapes:
         if max(M * K, K * N, M * N) > 2**26:    # operand copies are allocated: stay small
             continue

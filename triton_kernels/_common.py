@@ -12,7 +12,7 @@ from typing import Iterable
 
 import torch
 
-# Indices inside the kernels are 32-bit (compare.problem.MAX_ELEMENTS says the same).
+# Indices inside the kernels are 32-bit (compare.harness.problem.MAX_ELEMENTS says the same).
 MAX_OFFSET = 2**31 - 1
 
 

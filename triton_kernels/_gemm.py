@@ -14,8 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from compare.errors import UsageError
-from compare.registry import Option
+from compare.harness.errors import UsageError
+from compare.harness.registry import Option
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting
@@ -223,7 +223,7 @@ def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int
 
 
 # ---------------------------------------------------------------------------------------------
-# Options (compare.registry.Option): what a user may set; the kernel chooses the rest.
+# Options (compare.harness.registry.Option): what a user may set; the kernel chooses the rest.
 
 
 def _parse_operands(text: str) -> str:

@@ -48,8 +48,8 @@ import torch
 import triton
 import triton.language as tl
 
-from compare.errors import UsageError
-from compare.registry import Kernel, Option, register
+from compare.harness.errors import UsageError
+from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count

@@ -17,8 +17,8 @@ over a grid sized to the SMs. Hybrid form used here ("data-parallel + one-tile s
   the SMs that finish their stream-K share early pick them up.
 * a program whose range covers a whole tile writes C directly. A partial tile ("segment") is
   written as a raw fp32 partial into a workspace slot (program, segment index); a second small
-  kernel (``_fixup_kernel``) then sums each split tile's partials in program order (a fixed
-  order: the same bits on every run) and applies alpha/beta. That is ``triton.stream_k``.
+  kernel (``_fixup_kernel``) then sums each split tile's partials in a fixed order (16 partials
+  per step, the steps in program order: the same bits on every run) and applies alpha/beta. That is ``triton.stream_k``.
   ``triton.stream_k_atomic`` instead scales the stream-K tiles of C by beta first (a small
   kernel over those tiles only) and ``tl.atomic_add``s every segment (non-deterministic
   summation order; one launch less and no workspace).
@@ -28,7 +28,7 @@ recorded in ``launch.config``; every entry can be overridden with an option):
 
 ===============  ==========================================================================
 tile             (heuristic_tile; fitted on the tunable shape sets, H100, first.log/final.log
-                 in results/sweeps_triton_streamk/, never on compare.shapes' heldout set)
+                 in results/sweeps_triton_streamk/, never on compare.harness.shapes' heldout set)
                  M <= 64 or N <= 64: that side 16/32/64 (skinny outputs don't compute wasted
                  rows), the other 128, BLOCK_K 32, 4 warps.
                  fp32: K >= 4*max(M, N) (long reductions) 128x128x32/8 warps/3 stages; at least
@@ -101,8 +101,8 @@ import torch
 import triton
 import triton.language as tl
 
-from compare.errors import UsageError
-from compare.registry import Kernel, Option, register
+from compare.harness.errors import UsageError
+from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting, sm_count
@@ -120,8 +120,9 @@ MIN_SK_ITERS = 4
 # Data-parallel waves at least this full need no stream-K.
 DP_WAVE_EFFICIENCY = 0.90
 DECOMPOSITIONS = ("dp", "sk")
-# The fixup kernel's piece of a split tile per program.
-FIX_M, FIX_N = 16, 64
+# The fixup kernel: elements of a split tile per program (a piece at most FIX_N wide) and
+# partials loaded per step.
+FIX_PIECE, FIX_N, FIX_SEGS = 256, 64, 16
 # Under TRITON_INTERPRET=1 the heuristic sees this many "SMs" unless told otherwise, so the small
 # test shapes get real stream-K splits (132 SMs would make every test tile a whole range).
 INTERPRET_SMS = 132
@@ -174,12 +175,23 @@ class Decomposition:
         return start, start + q + (1 if g < r else 0)
 
 
+def programs_per_sm(tile: Tile) -> int:
+    """Stream-K programs per SM: 2 for 4-warp tiles, else 1. One 4-warp program per SM is 4 of
+    the SM's 64 warp slots: too few to hide the loads behind FFMAs. ncu at 64x8192x28672 fp32
+    (64x128x32/4/3, 132 programs): 6% warps active, FMA pipe 49% busy, 57% of cuBLAS; with 264
+    programs 93%, with 396 80% (results/h100/explore). The 8-warp 128-row tiles use ~230
+    registers a thread: one program fills an SM's register file."""
+    return 2 if tile.warps <= 4 else 1
+
+
 def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] = None,
               sk_programs: Optional[int] = None) -> Decomposition:
     """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "sk" | None (heuristic);
-    ``sk_programs`` overrides G."""
+    ``sk_programs`` overrides G. Waves and the stream-K grid count ``programs_per_sm`` slots
+    per SM."""
     T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
     I = triton.cdiv(K, tile.bk)
+    sms = sms * programs_per_sm(tile)
     if mode is None:
         waves = triton.cdiv(T, sms)
         full_enough = T % sms == 0 or T / (waves * sms) >= DP_WAVE_EFFICIENCY
@@ -280,31 +292,31 @@ def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, DOT_PRECISION: tl.c
 def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
                   stride_am, stride_ak, stride_bk, stride_bn,
                   DOT_PRECISION: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
-                  HINT: tl.constexpr,
+                  A_HINT: tl.constexpr, B_HINT: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
     """The fp32 accumulator of ``tile`` over its K-iterations [it_lo, it_hi)."""
     pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     # Each operand is contiguous along K (A_K_CONTIG / B_K_CONTIG) or along M (A) / N (B); the
-    # unit stride is written as the constant 1. HINT: the host checked that the other stride,
+    # unit stride is written as the constant 1. A_HINT / B_HINT: the host checked that the other stride,
     # and the wrap extent when the wrapped axis is the contiguous one, are multiples of 4
     # (_mult4). Rows/columns past the tile edge wrap around (% extent) instead of being masked,
     # so loads along M and N stay unpredicated; the wrapped values only reach C elements that
     # are never stored.
     if A_K_CONTIG:
         stride_ak = 1
-        stride_am = _mult4(stride_am, HINT)
+        stride_am = _mult4(stride_am, A_HINT)
     else:
         stride_am = 1
-        stride_ak = _mult4(stride_ak, HINT)
-        M_wrap = _mult4(M_wrap, HINT)
+        stride_ak = _mult4(stride_ak, A_HINT)
+        M_wrap = _mult4(M_wrap, A_HINT)
     if B_K_CONTIG:
         stride_bk = 1
-        stride_bn = _mult4(stride_bn, HINT)
+        stride_bn = _mult4(stride_bn, B_HINT)
     else:
         stride_bn = 1
-        stride_bk = _mult4(stride_bk, HINT)
-        N_wrap = _mult4(N_wrap, HINT)
+        stride_bk = _mult4(stride_bk, B_HINT)
+        N_wrap = _mult4(N_wrap, B_HINT)
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M_wrap
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N_wrap
     offs_k = tl.arange(0, BLOCK_K)
@@ -360,8 +372,8 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                      alpha, beta, SK_TILES, SK_PROGRAMS, SK_Q, SK_R, MAX_SEG,
                      DOT_PRECISION: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
-                     A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr, HINT: tl.constexpr,
-                     C_HINT: tl.constexpr,
+                     A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
+                     B_HINT: tl.constexpr, C_HINT: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
     pid = tl.program_id(0)
@@ -371,7 +383,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
         tile = SK_TILES + pid - SK_PROGRAMS
         acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, 0, iters, M, N, K, M_wrap, N_wrap,
                                           stride_am, stride_ak, stride_bk, stride_bn, DOT_PRECISION,
-                                          A_K_CONTIG, B_K_CONTIG, HINT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                                          A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                                           EVEN_K)
         _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA, C_HINT,
                   BLOCK_M, BLOCK_N)
@@ -387,7 +399,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
             seg_hi = tl.minimum(end, tile_lo + iters)
             acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, it - tile_lo, seg_hi - tile_lo, M, N, K,
                                               M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn,
-                                              DOT_PRECISION, A_K_CONTIG, B_K_CONTIG, HINT, BLOCK_M, BLOCK_N,
+                                              DOT_PRECISION, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
                                               BLOCK_K, GROUP_M, EVEN_K)
             whole = (it == tile_lo) & (seg_hi == tile_lo + iters)
             if whole:
@@ -419,11 +431,14 @@ def _owner(i, SK_Q, SK_R):
 def _fixup_kernel(w_ptr, c_ptr, M, N, K, stride_cm, stride_cn, alpha, beta, SK_Q, SK_R, MAX_SEG,
                   HAS_BETA: tl.constexpr, C_HINT: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr, FIX_M: tl.constexpr, FIX_N: tl.constexpr):
-    # Axis 0: a stream-K tile; axis 1: a FIX_M x FIX_N piece of it (a whole tile per program
-    # left 4 programs summing 33 partials each at 256x256x131072: too few SMs pulling). A tile
-    # inside one program's range was written to C by that program; a split tile's partials are
-    # summed here in program order (fixed: the same bits every run), then C = alpha*sum + beta*C.
+                  GROUP_M: tl.constexpr, FIX_M: tl.constexpr, FIX_N: tl.constexpr, FIX_SEGS: tl.constexpr):
+    # Axis 0: a stream-K tile; axis 1: a FIX_M x FIX_N piece of it. A tile inside one program's
+    # range was written to C by that program; a split tile's partials are summed here, FIX_SEGS
+    # partials per step (one [FIX_SEGS, piece] load, reduced along the partials), steps in
+    # program order: a fixed order, the same bits every run. One partial per step left a
+    # single-tile shape (64x64x1048576: 132 partials, 4 programs) with a 117 us fixup behind a
+    # 250 us GEMM (ncu, results/h100/explore): the loads of a step are now in flight together.
+    # Then C = alpha*sum + beta*C.
     tile = tl.program_id(0)
     piece = tl.program_id(1)
     iters = tl.cdiv(K, BLOCK_K)
@@ -432,14 +447,18 @@ def _fixup_kernel(w_ptr, c_ptr, M, N, K, stride_cm, stride_cn, alpha, beta, SK_Q
     g1 = _owner(lo + iters - 1, SK_Q, SK_R)
     if g1 > g0:
         pieces_n: tl.constexpr = BLOCK_N // FIX_N
-        rows = (piece // pieces_n) * FIX_M + tl.arange(0, FIX_M)
-        cols = (piece % pieces_n) * FIX_N + tl.arange(0, FIX_N)
-        offs = rows[:, None] * BLOCK_N + cols[None, :]
-        acc = tl.zeros((FIX_M, FIX_N), dtype=tl.float32)
-        for g in range(g0, g1 + 1):
+        e = tl.arange(0, FIX_M * FIX_N)
+        rows = (piece // pieces_n) * FIX_M + e // FIX_N
+        cols = (piece % pieces_n) * FIX_N + e % FIX_N
+        offs = rows * BLOCK_N + cols
+        acc = tl.zeros((FIX_M * FIX_N,), dtype=tl.float32)
+        for gb in range(g0, g1 + 1, FIX_SEGS):
+            g = gb + tl.arange(0, FIX_SEGS)
             start = g * SK_Q + tl.minimum(g, SK_R)
             slot = g * MAX_SEG + (tile - start // iters)
-            acc += tl.load(w_ptr + slot * (BLOCK_M * BLOCK_N) + offs)
+            part = tl.load(w_ptr + slot[:, None] * (BLOCK_M * BLOCK_N) + offs[None, :],
+                           mask=(g <= g1)[:, None], other=0.0)
+            acc += tl.sum(part, axis=0)
         pid_m, pid_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         # New names, not N / stride_cm reassigned: inside this runtime `if` a reassigned argument
         # must keep its type, and an argument equal to 1 (N = 1, a 1-column C's row stride) is
@@ -449,8 +468,8 @@ def _fixup_kernel(w_ptr, c_ptr, M, N, K, stride_cm, stride_cn, alpha, beta, SK_Q
         c_n = _mult4(N, C_HINT)
         offs_cm = pid_m * BLOCK_M + rows
         offs_cn = pid_n * BLOCK_N + cols
-        c_ptrs = c_ptr + offs_cm[:, None] * c_stride_m + offs_cn[None, :] * stride_cn
-        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < c_n)
+        c_ptrs = c_ptr + offs_cm * c_stride_m + offs_cn * stride_cn
+        c_mask = (offs_cm < M) & (offs_cn < c_n)
         out = acc * alpha
         if HAS_BETA:
             out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
@@ -498,6 +517,7 @@ class _Operand:
     layout: str                   # for the report: "direct" or "copy:<major>"
     copy_src: Optional[torch.Tensor] = None   # fill(): transpose_into(copy_src, copy_dst)
     copy_dst: Optional[torch.Tensor] = None
+    hinted: bool = True           # its strides (and wrap extent) take the 16-byte hint
 
     def fill(self) -> None:
         if self.copy_dst is not None:
@@ -519,15 +539,20 @@ def _aligned(t: torch.Tensor) -> bool:
     return t.data_ptr() % 16 == 0
 
 
-def _prepare_a(A: torch.Tensor, major: str, allow_direct: bool) -> _Operand:
+def _prepare_a(A: torch.Tensor, major: str, allow_direct: bool, allow_copy: bool = True) -> _Operand:
     """A (M x K) in the preferred ``major`` ("k": row-major, "m": M-major); read as given when
-    it already is in that layout with hintable strides, else copied."""
+    it already is in that layout with hintable strides, else copied (``allow_copy``), else read
+    as given (hinted only where its strides allow)."""
     M, K = A.shape
     if allow_direct and _aligned(A):
         if major == "k" and A.stride(1) == 1 and A.stride(0) % 4 == 0:
             return _Operand(A, True, M, "direct")
         if major == "m" and A.stride(0) == 1 and A.stride(1) % 4 == 0 and M % 4 == 0:
             return _Operand(A, False, M, "direct")
+    if not allow_copy and allow_direct and (A.stride(1) == 1 or A.stride(0) == 1):
+        k_contig = A.stride(1) == 1
+        hinted = _aligned(A) and (A.stride(0) % 4 == 0 if k_contig else (A.stride(1) % 4 == 0 and M % 4 == 0))
+        return _Operand(A, k_contig, M, "direct" if hinted else "direct:4-byte", hinted=hinted)
     if major == "m":
         buf = _padded(K, M, A)       # K x M, leading dimension a multiple of 16
         return _Operand(buf.t(), False, buf.stride(0), "copy:m_major", A, buf)
@@ -535,14 +560,19 @@ def _prepare_a(A: torch.Tensor, major: str, allow_direct: bool) -> _Operand:
     return _Operand(buf, True, M, "copy:k_major", A.t(), buf)
 
 
-def _prepare_b(B: torch.Tensor, major: str, allow_direct: bool) -> _Operand:
-    """B (K x N) in the preferred ``major`` ("n": row-major, "k": K-major, what wgmma reads)."""
+def _prepare_b(B: torch.Tensor, major: str, allow_direct: bool, allow_copy: bool = True) -> _Operand:
+    """B (K x N) in the preferred ``major`` ("n": row-major, "k": K-major, what wgmma reads);
+    ``allow_copy`` as for A."""
     K, N = B.shape
     if allow_direct and _aligned(B):
         if major == "n" and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0:
             return _Operand(B, False, N, "direct")
         if major == "k" and B.stride(0) == 1 and B.stride(1) % 4 == 0:
             return _Operand(B, True, N, "direct")
+    if not allow_copy and allow_direct and (B.stride(1) == 1 or B.stride(0) == 1):
+        k_contig = B.stride(1) != 1
+        hinted = _aligned(B) and (B.stride(1) % 4 == 0 if k_contig else (B.stride(0) % 4 == 0 and N % 4 == 0))
+        return _Operand(B, k_contig, N, "direct" if hinted else "direct:4-byte", hinted=hinted)
     if major == "k":
         buf = _padded(N, K, B)       # N x K, leading dimension a multiple of 16
         return _Operand(buf.t(), True, N, "copy:k_major", B, buf)
@@ -565,7 +595,21 @@ def _k_major_b(precision: str, M: int, N: int) -> bool:
     return M > 32 and N > 64
 
 
-OPERAND_CHOICES = ("auto", "direct", "k_major_b", "copy")
+OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
+
+# A copy moves 8 bytes per element of its operand (read + write) before the GEMM starts: per
+# copied byte that is N/4 GEMM flops for A (2*M*N*K / (8*M*K)) and M/4 for B. An operand is
+# copied (to an aligned buffer, or to the layout the kernel prefers) only when the GEMM does at
+# least this many flops per copied byte; else it is read as given, with 4-byte loads where it
+# can't be hinted. (257x255x65537 fp32, 32 flops per byte: the two copies took 138 of 480 us,
+# and 256x512x131072 tf32 (64): the K-major copy of B took 181 us, more than cuBLAS's whole
+# 162 us; ncu, results/h100/explore.)
+COPY_MIN_FLOPS_PER_BYTE = {"fp32": 16, "tf32": 128, "tf32x3": 8}
+
+
+def worth_copying(precision: str, M: int, N: int, K: int, operand: str) -> bool:
+    per_byte = (N if operand == "a" else M) / 4
+    return per_byte >= COPY_MIN_FLOPS_PER_BYTE[precision]
 
 
 def _layouts(precision: str, M: int, N: int, tile: Tile, k_major_b: bool = False) -> tuple[str, str]:
@@ -638,8 +682,10 @@ OPTIONS = (
     Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
            "unhinted, for comparison)", lambda t: _parse_on_off(t)),
     Option("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
-           "loads, plus fp32's M-major A for N >= 2048 and tf32/tf32x3's K-major B for large M), "
+           "loads, plus fp32's M-major A for N >= 2048 and tf32/tf32x3's K-major B for large M; "
+           "either only where the GEMM has enough flops per copied byte), "
            "direct (the layouts as given; a copy only where 16-byte loads are impossible), "
+           "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
            "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
            "into aligned buffers)", _parse_operands),
 )
@@ -666,15 +712,25 @@ class _Plan:
 
         operands = options.get("operands", "auto")
         a_major, b_major = _layouts(precision, self.M, self.N, self.tile, k_major_b=operands == "k_major_b")
-        if operands == "direct":
-            # The layouts as given (a copy only where no truthful 16-byte hint exists).
+        if operands in ("direct", "as_given"):
+            # The layouts as given.
             a_major = "m" if A.stride(0) == 1 and A.stride(1) != 1 else "k"
             b_major = "k" if B.stride(0) == 1 and B.stride(1) != 1 else "n"
-        self.a = _prepare_a(A, a_major, allow_direct=operands != "copy")
-        self.b = _prepare_b(B, b_major, allow_direct=operands != "copy")
-        # The 16-byte hints (every operand layout above satisfies them); off only to compare
-        # with what Triton does unhinted (python -m triton_kernels.stream_k --ptx).
+        # A copy is taken only where it pays for itself (worth_copying), always with
+        # operands=copy/direct/k_major_b, never with as_given (4-byte loads where unaligned).
+        M, N, K = self.M, self.N, self.K
+        copy_a = operands in ("copy", "direct", "k_major_b") or (
+            operands == "auto" and worth_copying(precision, M, N, K, "a"))
+        copy_b = operands in ("copy", "direct", "k_major_b") or (
+            operands == "auto" and worth_copying(precision, M, N, K, "b"))
+        self.a = _prepare_a(A, a_major, allow_direct=operands != "copy", allow_copy=copy_a)
+        self.b = _prepare_b(B, b_major, allow_direct=operands != "copy", allow_copy=copy_b)
+        # The 16-byte hints where true (every copy satisfies them; an operand read as given
+        # only when its strides do); hint=off only to compare with what Triton does unhinted
+        # (python -m triton_kernels.stream_k --ptx).
         self.hint = bool(options.get("hint", True))
+        self.a_hint = self.hint and self.a.hinted
+        self.b_hint = self.hint and self.b.hinted
         self.c_hint = self.hint and (C.stride(1) == 1 and C.stride(0) % 4 == 0 and self.N % 4 == 0 and _aligned(C))
 
         d, t = self.d, self.tile
@@ -730,14 +786,16 @@ class _Plan:
             av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
             self.alpha, self.beta, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
             DOT_PRECISION=DOT_PRECISION[self.precision], ATOMIC=atomic, HAS_BETA=self.beta != 0,
-            A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, HINT=self.hint, C_HINT=self.c_hint,
+            A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, A_HINT=self.a_hint,
+            B_HINT=self.b_hint, C_HINT=self.c_hint,
             EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
         if split and self.deterministic:
-            fm, fn = min(t.bm, FIX_M), min(t.bn, FIX_N)
+            fn = min(t.bn, FIX_N)
+            fm = min(t.bm, max(1, FIX_PIECE // fn))
             _fixup_kernel[(d.sk_tiles, (t.bm // fm) * (t.bn // fn))](
                 self.W, C, self.M, self.N, self.K, C.stride(0), C.stride(1), self.alpha, self.beta,
                 self.sk_q, self.sk_r, d.max_segments, HAS_BETA=self.beta != 0, C_HINT=self.c_hint,
-                FIX_M=fm, FIX_N=fn, num_warps=2, **self._common())
+                FIX_M=fm, FIX_N=fn, FIX_SEGS=FIX_SEGS, num_warps=4, **self._common())
 
 
 def _matmul(name, A, B, C, alpha, beta, precision, deterministic, options):
@@ -759,7 +817,7 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
     return _matmul("stream_k_atomic_matmul", A, B, C, alpha, beta, precision, False, options)
 
 
-STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/registry.py)
+STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
 _META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid stream-K by wave fill; "
                       "options tile/sk/grid/sms/operands override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
@@ -770,7 +828,7 @@ def _register(kernel: Kernel) -> Kernel:
     # package has registered it: the registry refuses a second kernel of the same name, so the
     # CLI (--ptx, --ptx-check, --compile-check) takes the registered one.
     if __name__ == "__main__":
-        from compare import registry
+        from compare.harness import registry
         return registry.get(kernel.name)
     return register(kernel)
 
@@ -878,7 +936,8 @@ def _study_args(n: int, prec: str, hint: bool):
                 stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, SK_TILES=plan.d.sk_tiles,
                 SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
     ce = dict(DOT_PRECISION=DOT_PRECISION[prec], ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
-              B_K_CONTIG=plan.b.k_contiguous, HINT=hint, C_HINT=plan.c_hint, BLOCK_M=128, BLOCK_N=128,
+              B_K_CONTIG=plan.b.k_contiguous, A_HINT=plan.a_hint, B_HINT=plan.b_hint, C_HINT=plan.c_hint,
+              BLOCK_M=128, BLOCK_N=128,
               BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
     return args, ce, plan.tile
 

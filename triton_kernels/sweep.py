@@ -6,9 +6,9 @@ one fixed config (the kernels' ``config`` option, no autotuning), timed next to 
     python -m triton_kernels.sweep --interpret-smoke        # 2 configs per kernel, CPU interpreter
 
 Every candidate is a set of kernel options ({"config": "128x128x32/8/3"}, plus "split_k" for
-split-K) run through compare.runner.run_kernel, the pipeline every number in this project comes
+split-K) run through compare.harness.runner.run_kernel, the pipeline every number in this project comes
 from: first launch (compile, or a disk-cache hit) -> checked run on a NaN-poisoned C (float64
-reference; a wrong candidate is reported, not timed) -> compare.timing.measure. cuBLAS is
+reference; a wrong candidate is reported, not timed) -> compare.harness.timing.measure. cuBLAS is
 measured in the same run, on the same shapes, for the %cuBLAS column. A row's ``options``
 reproduce it: ``python -m compare --kernel triton.tiled --opt config=128x128x32/8/3 ...``.
 
@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from compare.files import write_text_atomically
+from compare.harness.files import write_text_atomically
 
 T_START = time.perf_counter()
 
@@ -253,9 +253,9 @@ ROW_FIELDS = ("status", "reason", "config", "rel_err", "worst_err", "prepare_s",
 
 
 def evaluate(kernel, c: dict, problem, options: dict, timing: bool, budget_s: float) -> dict:
-    """One candidate through compare.runner.run_kernel; the row keeps the candidate's fields, the
+    """One candidate through compare.harness.runner.run_kernel; the row keeps the candidate's fields, the
     options that reproduce it and the runner's result."""
-    from compare.runner import OK, run_kernel
+    from compare.harness.runner import OK, run_kernel
     r = run_kernel(kernel, problem, timing=timing, device="cuda" if timing else "cpu",
                    options=options, measure_kw={"budget_s": budget_s})
     row = dict(c, name=cfg_name(c), kernel=kernel.name, shape=problem.shape, options=options,
@@ -269,8 +269,8 @@ def evaluate(kernel, c: dict, problem, options: dict, timing: bool, budget_s: fl
 
 def cublas_row(problem, budget_s: float) -> dict:
     """cuBLAS fp32 on ``problem``, measured in this run (the %cuBLAS reference)."""
-    from compare.registry import get
-    from compare.runner import OK, run_kernel
+    from compare.harness.registry import get
+    from compare.harness.runner import OK, run_kernel
     r = run_kernel(get("cublas"), problem, options={}, measure_kw={"budget_s": budget_s})
     row = dict(name="cublas", kernel="cublas", shape=problem.shape, ok=r.status == OK, **{f: getattr(r, f) for f in ROW_FIELDS})
     row["ms"] = row.pop("median_ms")
@@ -327,7 +327,7 @@ def main(argv=None) -> int:
                                        *(sys.argv[1:] if argv is None else argv)], env)
 
     import torch
-    from compare.problem import Problem
+    from compare.harness.problem import Problem
     from . import tiled  # noqa: F401  (imports triton under the right mode)
     from ._common import interpreting
 

@@ -66,7 +66,7 @@ import torch
 import triton
 import triton.language as tl
 
-from compare.registry import Kernel, register
+from compare.harness.registry import Kernel, register
 
 from . import _operands as ops
 from ._common import check_gemm_args

@@ -1,4 +1,4 @@
-"""The one reader (and writer) of asv 0.6 result files, shared by compare.gate and compare.history.
+"""The one reader (and writer) of asv 0.6 result files, shared by compare.ci.gate and compare.ci.history.
 
 A result file is ``<results_dir>/<machine>/<sha8>-<env>.json``: JSON with "commit_hash",
 "env_name", "result_columns" and "results". Each benchmark's row holds, by column, its values
@@ -18,7 +18,7 @@ Only the first is a measurement; ``is_number`` says so, and every caller uses it
 Which way is better: times (``track_time``) are lower-is-better; a benchmark whose method name
 starts with ``track_pct`` or ``track_geomean_pct`` (a % of cuBLAS) is higher-is-better.
 
-    python -m compare.asv_results count --commit SHA [--results-dir .asv/results] [--machine NAME]
+    python -m compare.ci.asv_results count --commit SHA [--results-dir .asv/results] [--machine NAME]
 
 prints how many points of that commit's results are numbers, n/a, failed, and exits 1 when none
 is a number (.ci/gpu uses it: a benchmark run that measured nothing is a failed run).
@@ -36,8 +36,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import UsageError
-from .files import write_text_atomically
+from ..harness.errors import UsageError
+from ..harness.files import write_text_atomically
 
 SKIP_FILES = ("machine.json", "benchmarks.json")
 HIGHER_IS_BETTER_PREFIXES = ("track_pct", "track_geomean_pct")
@@ -327,7 +327,7 @@ def count(results_dir: str, commit: str, machine: Optional[str]) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compare.asv_results",
+    ap = argparse.ArgumentParser(prog="python -m compare.ci.asv_results",
                                  description="Count the measured points of one commit's asv results.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("count", help="exit 1 when the commit's results hold no number")

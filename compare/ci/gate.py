@@ -1,9 +1,9 @@
 """Regression gate over asv result files: did HEAD make anything slower than BASE? Works offline.
 
-    python -m compare.gate --base <sha> --head <sha> [--factor 1.10] [--results-dir .asv/results]
+    python -m compare.ci.gate --base <sha> --head <sha> [--factor 1.10] [--results-dir .asv/results]
                            [--machine NAME] [--env NAME] [--failures-only] [--bench REGEX ...]
 
-Reads the result files of the two commits through compare.asv_results (the one reader; it says
+Reads the result files of the two commits through compare.ci.asv_results (the one reader; it says
 what a stored value means: a number, null = failed, NaN = n/a, anything else invalid) and
 compares every benchmark x parameter point. Times are lower-is-better; a % of cuBLAS
 (``track_pct_cublas``, ``track_geomean_pct_cublas``: cuBLAS measured in the same process, so a
@@ -45,7 +45,7 @@ from typing import Optional
 
 from . import asv_results
 from .asv_results import ResultFile, describe, higher_is_better, is_na, is_number
-from .errors import UsageError
+from ..harness.errors import UsageError
 
 OK_EXIT, FAIL_EXIT, USAGE_EXIT = 0, 1, 2
 SKIP_FILES = asv_results.SKIP_FILES
@@ -266,7 +266,7 @@ def table(rows: list[Row], base_points: dict, head_points: dict) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compare.gate",
+    ap = argparse.ArgumentParser(prog="python -m compare.ci.gate",
                                  description="Fail (exit 1) when HEAD's asv results are slower than BASE's, "
                                              "newly failing, missing, or when nothing could be compared.")
     ap.add_argument("--base", required=True, help="base commit (sha or prefix; or a git revision)")

@@ -1,7 +1,7 @@
 """Record asv results for past commits on a box that already has the stack (no network, no asv envs).
 
-    python -m compare.history --last 3                 # the last 3 commits of main
-    python -m compare.history --commits BASE HEAD      # given commits (CI: base and head)
+    python -m compare.ci.history --last 3                 # the last 3 commits of main
+    python -m compare.ci.history --commits BASE HEAD      # given commits (CI: base and head)
 
 For each commit, oldest first: check it out into a temporary git worktree, and run
 ``asv run --python=same --set-commit-hash <sha>`` on that worktree's own ``benchmarks/`` with
@@ -38,7 +38,7 @@ import tempfile
 from typing import Optional
 
 from . import asv_results
-from .errors import UsageError
+from ..harness.errors import UsageError
 
 SETS = ("quick", "default", "full")
 
@@ -219,7 +219,7 @@ def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: st
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compare.history", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m compare.ci.history", description=__doc__.split("\n\n")[0])
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--last", type=int, metavar="N", help="the last N first-parent commits of --branch (default 3)")
     which.add_argument("--commits", nargs="+", metavar="REV", help="these commits (shas, prefixes or refs), in this order")
@@ -281,7 +281,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         bench_set=bench_set, show_stderr=args.show_stderr, dry_run=args.dry_run,
                         overwrite=args.overwrite)
         if rc == 2:
-            print(f"note: {short}: some benchmarks failed (recorded as failed; `python -m compare.gate` reports them)")
+            print(f"note: {short}: some benchmarks failed (recorded as failed; `python -m compare.ci.gate` reports them)")
         elif rc != 0:
             print(f"error: asv run for {short} exited {rc}", file=sys.stderr)
             errors.append(sha)

@@ -1,6 +1,6 @@
 """Does the engine give the same number twice? Measure one kernel N times in one process.
 
-    python -m compare.repeatability [--kernel cublas] [--shape 4096] [--repeats 5] [-o results/x.json]
+    python -m compare.ci.repeatability [--kernel cublas] [--shape 4096] [--repeats 5] [-o results/x.json]
 
 Prints each median and the spread (max - min) / median; exit 1 when the spread is over --limit
 or a run is not ok (FAILED, error), 2 when it can't start.
@@ -14,12 +14,12 @@ import shlex
 import statistics
 import sys
 
-from .files import write_text_atomically
+from ..harness.files import write_text_atomically
 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m compare.repeatability")
+    ap = argparse.ArgumentParser(prog="python -m compare.ci.repeatability")
     ap.add_argument("--kernel", default="cublas")
     ap.add_argument("--shape", default="4096")
     ap.add_argument("--precision", default="fp32")
@@ -29,10 +29,10 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output")
     argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
-    from . import gpuinfo, registry
-    from .inputs import gpu_available
-    from .problem import Problem, ProblemError, parse_shape
-    from .runner import OK, run_kernel
+    from ..harness import gpuinfo, registry
+    from ..harness.inputs import gpu_available
+    from ..harness.problem import Problem, ProblemError, parse_shape
+    from ..harness.runner import OK, run_kernel
     try:
         p = Problem(*parse_shape(a.shape), precision=a.precision)
         k = registry.get(a.kernel)
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
               f"IQR {r['iqr_ms']:.4f} ms  n={r['samples']}  noise={r['noise']:.2e}  clock={r['sm_clock_mhz']} MHz")
     print(f"spread (max-min)/median over {a.repeats} runs: {100 * spread:.2f}% (limit {100 * a.limit:.1f}%)")
     if a.output:
-        doc = {"command": shlex.join(["python", "-m", "compare.repeatability", *argv]),
+        doc = {"command": shlex.join(["python", "-m", "compare.ci.repeatability", *argv]),
                "environment": gpuinfo.environment().as_dict(), "spread": spread, "runs": rows}
         write_text_atomically(a.output, json.dumps(doc, indent=1))
     return 0 if spread <= a.limit else 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .registry import Kernel, register
+from ..harness.registry import Kernel, register
 
 
 @contextlib.contextmanager

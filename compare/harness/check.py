@@ -24,7 +24,7 @@ of ~2**-11 per product that does not shrink as K grows, so its rel_err sits near
 0.6 * 2**-11 for standard normal inputs) at any K. The sqrt(K) term alone would cross that
 (4.9e-4 at K = 2**22, where a one-pass TF32 result measured 3.3e-4 and passed as fp32), so the
 fp32 limit stops growing at FP32_REL_CAP = 1.2e-4, under TF32's error by a factor of ~2.5, and K
-is limited to MAX_K_FP32 = 2**22 for the fp32-class precisions (compare/problem.py), where a
+is limited to MAX_K_FP32 = 2**22 for the fp32-class precisions (compare/harness/problem.py), where a
 running fp32 sum still stays ~3x under the cap. That keeps "a TF32 result fails the fp32 check"
 true at every K the tool accepts (tests/test_problem_and_check.py checks it at 2**22).
 """

@@ -2,7 +2,7 @@
 
 A Problem is pure data and is validated when it is made, so a bad shape fails before anything
 touches a GPU. Whether it fits a particular GPU is checked when its inputs are made
-(:func:`compare.inputs.make_inputs`), against that device's free memory.
+(:func:`compare.harness.inputs.make_inputs`), against that device's free memory.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ PRECISIONS = ("fp32", "tf32", "tf32x3")
 # Indices inside the kernels are 32-bit; each matrix must have fewer than 2**31 elements.
 MAX_ELEMENTS = 2**31 - 1
 
-# Largest K whose fp32 check can still tell fp32 from TF32 (compare/check.py): beyond it the
+# Largest K whose fp32 check can still tell fp32 from TF32 (compare/harness/check.py): beyond it the
 # rounding error of an fp32 running sum (~0.3 * 2**-24 * sqrt(K) relative) comes within a factor
 # of about 3 of the error TF32 input rounding causes (~3e-4 at any K), so a TF32 result could pass
 # as fp32 or a correct fp32 one fail. fp32 and tf32x3 problems are limited to it; tf32 is not.

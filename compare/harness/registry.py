@@ -149,7 +149,7 @@ class Kernel:
 
 
 _REGISTRY: dict[str, Kernel] = {}
-_FAMILY_MODULES = ("compare.cublas", "cuda_kernels", "triton_kernels")
+_FAMILY_MODULES = ("compare.families.cublas", "cuda_kernels", "triton_kernels")
 _loaded = False
 LOAD_ERRORS: dict[str, str] = {}
 

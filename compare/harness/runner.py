@@ -54,7 +54,7 @@ class Result:
     temp_c: Optional[int] = None
     throttled: Optional[bool] = None
     throttle_reasons: list = field(default_factory=list)
-    # How the number was taken (compare.timing.Measurement.method: "events+hold", "graph+hold",
+    # How the number was taken (compare.harness.timing.Measurement.method: "events+hold", "graph+hold",
     # "events", "events (hold gave up)"), the stream hold used and how many samples it discarded.
     timing_method: str = ""
     hold_us: Optional[float] = None

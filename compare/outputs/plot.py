@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from .runner import OK, Result
+from ..harness.runner import OK, Result
 
 # Each kernel line gets a (colour, marker) pair. Ten colours and seven markers advance together,
 # and 10 and 7 share no factor, so no two of the first 70 lines look alike (a colour cycle alone

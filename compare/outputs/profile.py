@@ -1,12 +1,12 @@
-"""python -m compare.profile: why each stage is faster, from Nsight Compute's counters.
+"""python -m compare.outputs.profile: why each stage is faster, from Nsight Compute's counters.
 
 Every stage's header (cuda_kernels/NN_*.cu, the registry's ``idea``) says what it improves:
 coalesced reads, fewer global loads, 128-bit loads, no shared-memory bank conflicts, fewer
 barrier stalls. This command measures those claims on the GPU and puts them next to the time:
 
 1. The parent process re-invokes itself under ``ncu --clock-control none --profile-from-start
-   off`` as a child (``python -m compare.profile --_child SPEC``). The child prepares every
-   selected kernel through compare.runner (compile, autotune, first launch: all outside the
+   off`` as a child (``python -m compare.outputs.profile --_child SPEC``). The child prepares every
+   selected kernel through compare.harness.runner (compile, autotune, first launch: all outside the
    profiled window), then does exactly the checked launch the suite does (C poisoned, same
    seeded inputs, same configuration) inside a cudaProfilerStart/Stop window, and checks its
    result. A one-thread marker kernel opens each window, so every kernel ncu saw is attributed
@@ -14,7 +14,7 @@ barrier stalls. This command measures those claims on the GPU and puts them next
    the split-K reduction, the Triton M-major copy of A: all of them count).
 2. The report is read back as CSV (``ncu --import --csv --page raw``) and joined per row:
    counters summed over the window's kernels, percentages weighted by each kernel's duration.
-3. The parent times the same kernels with the suite's engine (compare.runner.run) in its own
+3. The parent times the same kernels with the suite's engine (compare.harness.runner.run) in its own
    process, after the child has exited: profiler replay never touches a timed run.
 
 Exit status: 0 all rows ok; 1 a kernel FAILED its check or errored; 2 the run could not start
@@ -37,8 +37,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .errors import UsageError
-from .files import write_atomically as _write_atomically, write_text_atomically
+from ..harness.errors import UsageError
+from ..harness.files import write_atomically as _write_atomically, write_text_atomically
 
 MARKER = "gemm_ladder_profile_marker"
 DEFAULT_SHAPE = "2048"
@@ -656,10 +656,10 @@ def child_main(spec_path: str) -> int:
     """Under ncu: for each entry, prepare (outside any window), then the checked launch inside
     a cudaProfilerStart/Stop window opened by the marker, then the check. Writes the manifest."""
     import torch
-    from . import registry, runner
-    from . import check as _check
-    from .inputs import make_inputs
-    from .problem import Problem
+    from ..harness import registry, runner
+    from ..harness import check as _check
+    from ..harness.inputs import make_inputs
+    from ..harness.problem import Problem
     with open(spec_path) as f:
         spec = json.load(f)
     fire = _marker()
@@ -713,7 +713,7 @@ SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown"
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m compare.profile",
+        prog="python -m compare.outputs.profile",
         description="Nsight Compute counters beside every stage's time: why each stage of the ladder is faster.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="metrics:\n" + "\n".join(f"  {ln}" for ln in legend_lines()) +
@@ -765,8 +765,8 @@ def _validate_output(args) -> None:
 
 def select_pairs(args) -> list:
     """(kernel, problem) pairs for the selection flags, checked before any GPU work."""
-    from . import registry
-    from .problem import PRECISIONS, Problem, ProblemError, parse_shape
+    from ..harness import registry
+    from ..harness.problem import PRECISIONS, Problem, ProblemError, parse_shape
     families = _split(args.family) or None
     try:
         kernels = registry.select(args.stage, families)
@@ -816,7 +816,7 @@ def render(rows: list[dict], info: dict, fmt: str) -> str:
 def profile(pairs, args) -> tuple[list[dict], dict]:
     """Run the child under ncu, read the report back, join; then time in this process."""
     ncu = find_ncu(args.ncu)
-    from .inputs import gpu_available
+    from ..harness.inputs import gpu_available
     if not gpu_available():
         raise UsageError("no CUDA GPU found (torch.cuda.is_available() is False): ncu profiles GPU kernels")
     available = query_available(ncu)
@@ -831,7 +831,7 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
         _write_text(spec_path, json.dumps(spec))
         report_base = os.path.join(tmp, "profile")
         cmd = ncu_profile_command(ncu, metrics, report_base,
-                                  [sys.executable, "-m", "compare.profile", "--_child", spec_path])
+                                  [sys.executable, "-m", "compare.outputs.profile", "--_child", spec_path])
         print(f"profiling {len(pairs)} launch(es) under ncu ...", file=sys.stderr, flush=True)
         for _ in range(len(COUNTERS)):
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -847,7 +847,7 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
                 del chosen[key]
                 missing.append(key)
             cmd = ncu_profile_command(ncu, metrics, report_base,
-                                      [sys.executable, "-m", "compare.profile", "--_child", spec_path])
+                                      [sys.executable, "-m", "compare.outputs.profile", "--_child", spec_path])
         if proc.returncode != 0 or not os.path.exists(spec["manifest"]):
             tail = "\n".join(log.strip().splitlines()[-15:])
             raise RuntimeError(f"ncu run failed (exit {proc.returncode}); its last lines:\n{tail}")
@@ -863,17 +863,17 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
     if not args.no_time:
         _time_rows(rows, pairs, args)
     fill_metrics(rows)
-    from . import gpuinfo
+    from ..harness import gpuinfo
     env = gpuinfo.environment().as_dict()
     info = {"gpu": env.get("gpu"), "ncu_version": ncu_version(ncu), "missing": missing, "chosen": chosen,
-            "env": env, "command": shlex.join(["python", "-m", "compare.profile", *args.argv]),
-            "ncu_command": shlex.join(cmd[:-5] + ["python", "-m", "compare.profile", "--_child", "SPEC"])}
+            "env": env, "command": shlex.join(["python", "-m", "compare.outputs.profile", *args.argv]),
+            "ncu_command": shlex.join(cmd[:-5] + ["python", "-m", "compare.outputs.profile", "--_child", "SPEC"])}
     return rows, info
 
 
 def _time_rows(rows: list[dict], pairs, args) -> None:
-    """The suite's own numbers for the same kernels: compare.runner.run in this process."""
-    from . import runner
+    """The suite's own numbers for the same kernels: compare.harness.runner.run in this process."""
+    from ..harness import runner
     print(f"timing {len(pairs)} kernel(s) with the engine ...", file=sys.stderr, flush=True)
     results = runner.run(runner.baseline_pairs(pairs), measure_kw={"budget_s": args.budget})
     by = {(r.kernel, r.shape, r.precision): r for r in results}

@@ -9,8 +9,8 @@ import math
 import time
 from typing import Iterable, Optional
 
-from .errors import UsageError
-from .runner import Result
+from ..harness.errors import UsageError
+from ..harness.runner import Result
 
 # Every stored column; per-sample times stay in memory (asv reads them), not in files.
 FIELDS = [f.name for f in dataclasses.fields(Result) if f.name != "times_ms"]

@@ -1,12 +1,12 @@
 """The sweep view: how each kernel does against cuBLAS over many shapes, as one line per kernel.
 
-A sweep runs every kernel on a set of shapes (``compare.shapes``); the per-shape rows are the
+A sweep runs every kernel on a set of shapes (``compare.harness.shapes``); the per-shape rows are the
 measurement, and this module condenses them: ``summarize`` gives each (kernel, precision) its
 geometric-mean, worst and best % of cuBLAS and its failure count, ``render_summary`` prints that
 and ``plot_sweep`` draws it. The geometric mean is the mean that treats 50% -> 100% and
 100% -> 200% as the same step, so one shape with a huge ratio cannot dominate.
 
-Rows are ``compare.runner.Result`` objects or the dicts ``--format json`` wrote (same keys).
+Rows are ``compare.harness.runner.Result`` objects or the dicts ``--format json`` wrote (same keys).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import os
 
 from typing import Any, Iterable, Optional
 
-from .errors import UsageError
-from .files import write_atomically
+from ..harness.errors import UsageError
+from ..harness.files import write_atomically
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -28,7 +28,7 @@ FIELDS = ("kernel", "family", "precision", "n_shapes", "n_ok", "n_failed", "n_no
           "flagged", "failed_shapes", "geomean_pct", "worst_pct", "worst_shape", "best_pct",
           "best_shape")
 
-_BAD = ("FAILED", "error")            # compare.runner.BAD
+_BAD = ("FAILED", "error")            # compare.harness.runner.BAD
 _NOT_RUN = ("unsupported", "skipped")
 
 

@@ -202,9 +202,9 @@ class EmuBackend:
 
 
 class EmuInputs:
-    """What ``prepare`` needs from :class:`compare.inputs.Inputs`, backed by guarded CPU buffers.
+    """What ``prepare`` needs from :class:`compare.harness.inputs.Inputs`, backed by guarded CPU buffers.
 
-    Built from CPU torch inputs (``compare.inputs.make_inputs(problem, device="cpu")``), so the
+    Built from CPU torch inputs (``compare.harness.inputs.make_inputs(problem, device="cpu")``), so the
     float64 reference and error bound are the framework's own. ``place``: where the matrices sit
     in their guard pages (GuardedArray)."""
 

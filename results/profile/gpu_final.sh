@@ -5,9 +5,9 @@ pip install --no-deps --no-build-isolation -e . -q 2>&1 | grep -v "as the 'root'
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 { ncu --version | tail -1; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; } > $OUT/log.txt 2>&1
 mkdir -p /tmp/raw/fp32 /tmp/raw/tf32
-python -m compare.profile --stage all --shape 2048 --raw-dir /tmp/raw/fp32 -o $OUT/ladder_2048.json >> $OUT/log.txt 2>&1
+python -m compare.outputs.profile --stage all --shape 2048 --raw-dir /tmp/raw/fp32 -o $OUT/ladder_2048.json >> $OUT/log.txt 2>&1
 echo "ladder rc=$?" >> $OUT/log.txt
-python -m compare.profile --stage tiled --family triton --precision tf32 --shape 2048 --raw-dir /tmp/raw/tf32 -o $OUT/tf32_2048.json >> $OUT/log.txt 2>&1
+python -m compare.outputs.profile --stage tiled --family triton --precision tf32 --shape 2048 --raw-dir /tmp/raw/tf32 -o $OUT/tf32_2048.json >> $OUT/log.txt 2>&1
 echo "tf32 rc=$?" >> $OUT/log.txt
 timeout 300 python -m pytest -m gpu tests/test_profile.py -q -rxX -p no:cacheprovider >> $OUT/log.txt 2>&1
 echo "pytest rc=$?" >> $OUT/log.txt

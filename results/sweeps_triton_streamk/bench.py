@@ -2,7 +2,7 @@
 
     python results/sweeps_triton_streamk/bench.py OUT.jsonl [--budget-s 380] [--plan NAME]
 
-Every point goes through compare.runner.run_kernel (NaN-poisoned C, float64 check, the one
+Every point goes through compare.harness.runner.run_kernel (NaN-poisoned C, float64 check, the one
 timing engine); cuBLAS is measured in the same process for every (shape, precision). One JSON
 object per line, appended as it is measured (not an atomic write, on purpose: a run cut off by
 its time limit keeps what it had).
@@ -20,10 +20,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import triton_kernels  # noqa: F401  (registers the family)
 import triton_kernels.stream_k as sk  # noqa: F401  (registers stream_k until __init__ imports it)
-from compare import registry
-from compare.problem import Problem
-from compare.runner import fill_pct_cublas, run_kernel
-from compare.shapes import shape_set
+from compare.harness import registry
+from compare.harness.problem import Problem
+from compare.harness.runner import fill_pct_cublas, run_kernel
+from compare.harness.shapes import shape_set
 
 PLANS = {
     # First look: ~12 shapes from the tunable sets, all three precisions, stream_k's heuristic
@@ -50,7 +50,7 @@ PLANS = {
                 (1024, 5120, 13824), (2048, 11008, 4096), (4096, 14336, 4096),
                 (1, 65536, 8192), (16, 8192, 8192), (64, 4096, 65536), (4096, 64, 4096), (8192, 16, 8192),
                 (256, 256, 131072), (257, 255, 65537), (1024, 1024, 16384), (64, 64, 1048576),
-                # heldout (compare.shapes): measured, never tuned on
+                # heldout (compare.harness.shapes): measured, never tuned on
                 (1800, 1800, 1800), (3072, 1536, 2560), (1537, 2049, 1023), (24, 14336, 4096),
                 (96, 5120, 13824), (320, 320, 81920), (6000, 1000, 3000), (4097, 4095, 255)],
         precisions=["fp32", "tf32", "tf32x3"],
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("out")
     ap.add_argument("--budget-s", type=float, default=380)
     ap.add_argument("--plan", default="first")
-    ap.add_argument("--set", default=None, help="a compare.shapes set instead of the plan's shapes")
+    ap.add_argument("--set", default=None, help="a compare.harness.shapes set instead of the plan's shapes")
     args = ap.parse_args(argv)
     plan = PLANS[args.plan]
     shapes = shape_set(args.set) if args.set else plan["shapes"]

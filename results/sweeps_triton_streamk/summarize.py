@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 os.environ.setdefault("TRITON_INTERPRET", "1")
 import torch  # noqa: E402
 
-from compare.shapes import SETS  # noqa: E402
+from compare.harness.shapes import SETS  # noqa: E402
 from triton_kernels import stream_k as sk  # noqa: E402
 
 HELDOUT = set(SETS["heldout"].shapes)

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Why the stage-11 kernels fall behind cuBLAS on their worst sweep shapes (results/h100/sweep):
-# option variants next to cuBLAS (python -m compare.variants) and Nsight Compute counters of the
-# default configurations and cuBLAS (python -m compare.profile). On a GPU box:
+# option variants next to cuBLAS (python -m compare.outputs.variants) and Nsight Compute counters of the
+# default configurations and cuBLAS (python -m compare.outputs.profile). On a GPU box:
 #   bash results/h100/explore/run.sh OUTDIR [SECTION...]   (sections: triton-fp32 tensor cuda ncu; default all)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out=${1:-/tmp/explore}; mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
-V="$py -m compare.variants --budget ${BUDGET:-0.3}"
+V="$py -m compare.outputs.variants --budget ${BUDGET:-0.3}"
 sections=${*:2}; sections=${sections:-"triton-fp32 tensor cuda ncu"}
 want() { [[ " $sections " == *" $1 "* ]]; }
 
@@ -36,10 +36,10 @@ want cuda && $V --precision fp32 -o "$out/cuda-fp32.json" \
    --variant cuda.11_stream_k:sk_grid=528 2>&1 | tail -n 12
 # Counters: cuBLAS beside each family's default on three of the worst shapes.
 if want ncu && command -v ncu >/dev/null; then
-    $py -m compare.profile --kernel cublas --kernel cuda.11_stream_k --kernel triton.stream_k --precision fp32 \
+    $py -m compare.outputs.profile --kernel cublas --kernel cuda.11_stream_k --kernel triton.stream_k --precision fp32 \
         --shape 64x8192x28672 --shape 257x255x65537 --shape 64x64x1048576 --no-time \
         --format json -o "$out/profile-fp32.json" --raw-dir "$out/raw-fp32" 2>&1 | tail -n 20
-    $py -m compare.profile --kernel cublas --kernel triton.stream_k --precision tf32 \
+    $py -m compare.outputs.profile --kernel cublas --kernel triton.stream_k --precision tf32 \
         --shape 256x512x131072 --shape 1024x1024x1024 --no-time \
         --format json -o "$out/profile-tf32.json" --raw-dir "$out/raw-tf32" 2>&1 | tail -n 20
 fi

@@ -27,7 +27,7 @@ PY
     slow=$(git rev-parse demo/slowed-cuda); git worktree remove --force "$wt"
 fi
 gpu() { bash .ci/gpu --wheels .whl --install none --quick --no-tests --bench "$bench" "$@"; }
-count() { PYTHONPATH=/tmp/site:$PWD python3 -m compare.asv_results count --commit "$1"; }
+count() { PYTHONPATH=/tmp/site:$PWD python3 -m compare.ci.asv_results count --commit "$1"; }
 
 gpu --base "$base" --head "$head" > "$out/1-two-commits.log" 2>&1; rc1=$?
 { count "$base"; count "$head"; } > "$out/2-counts-before.txt" 2>&1

@@ -1,16 +1,16 @@
-"""python -m compare.variants: which of a kernel's options wins, on your shapes.
+"""python -m compare.outputs.variants: which of a kernel's options wins, on your shapes.
 
 A sweep (``python -m compare --sweep``) runs each kernel as its heuristic configures it. This
 command runs the same kernel several times over the same shapes, once per *variant* (a set of
 its declared options, the ones ``--list`` shows and ``--opt`` takes), next to cuBLAS measured
 in the same process, and prints the geometric mean / worst / best % of cuBLAS per variant:
 
-    python -m compare.variants --sweep long_k --precision fp32 \\
+    python -m compare.outputs.variants --sweep long_k --precision fp32 \\
         --variant triton.stream_k --variant triton.stream_k:grid=264 \\
         --variant "triton.stream_k:tile=64x128x32/4/3,grid=396" -o variants.json
 
 ``KERNEL`` alone is the kernel's default (its heuristic); ``KERNEL:NAME=VALUE[,NAME=VALUE]``
-sets options. Every row goes through ``compare.runner.run_kernel`` (checked against the float64
+sets options. Every row goes through ``compare.harness.runner.run_kernel`` (checked against the float64
 reference on a NaN-poisoned C before it is timed; a wrong variant is FAILED, never timed), and
 its ``kernel`` column is the variant's label, its ``config`` what the kernel resolved. A row is
 reproduced by ``python -m compare --kernel KERNEL --opt NAME=VALUE ... --shape MxNxK``.
@@ -25,7 +25,7 @@ import shlex
 import sys
 from typing import Optional
 
-from .errors import UsageError
+from ..harness.errors import UsageError
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
@@ -51,7 +51,7 @@ def label(name: str, raw: dict[str, str]) -> str:
 def resolve(texts: list[str]):
     """Each --variant -> (label, Kernel, parsed options); unknown kernels and bad options are
     usage errors naming the variant, raised before any GPU work."""
-    from . import registry
+    from ..harness import registry
     out, seen = [], set()
     for text in texts:
         name, raw = parse_variant(text)
@@ -75,13 +75,13 @@ def resolve(texts: list[str]):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m compare.variants", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m compare.outputs.variants", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", action="append", required=True, metavar="KERNEL[:NAME=VALUE,...]",
                    help="repeatable; KERNEL alone is its default configuration")
     p.add_argument("--shape", action="append", metavar="MxNxK", help="repeatable")
-    p.add_argument("--sweep", action="append", metavar="SET", help="named shape sets (compare/shapes.py), repeatable")
-    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/shapes.py)")
+    p.add_argument("--sweep", action="append", metavar="SET", help="named shape sets (compare/harness/shapes.py), repeatable")
+    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/harness/shapes.py)")
     p.add_argument("--precision", action="append", metavar="P", help="fp32 | tf32 | tf32x3 (default fp32), repeatable")
     p.add_argument("--alpha", type=float, default=1.0)
     p.add_argument("--beta", type=float, default=0.0)
@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _shapes(args) -> list[tuple[int, int, int]]:
-    from . import shapes
-    from .problem import ProblemError, parse_shape
+    from ..harness import shapes
+    from ..harness.problem import ProblemError, parse_shape
     out: list = []
     try:
         for t in args.shape or []:
@@ -117,9 +117,10 @@ def _shapes(args) -> list[tuple[int, int, int]]:
 
 
 def run(args) -> int:
-    from . import registry, report, runner, sweep
-    from .files import write_text_atomically
-    from .problem import PRECISIONS, Problem, ProblemError
+    from ..harness import registry, runner
+    from . import report, sweep
+    from ..harness.files import write_text_atomically
+    from ..harness.problem import PRECISIONS, Problem, ProblemError
 
     variants = resolve(args.variant)
     shapes = _shapes(args)
@@ -133,7 +134,7 @@ def run(args) -> int:
                     for (M, N, K) in shapes for pr in precisions]
     except ProblemError as e:
         raise UsageError(str(e)) from None
-    from .inputs import gpu_available
+    from ..harness.inputs import gpu_available
     if not gpu_available():
         raise UsageError("no CUDA GPU found (torch.cuda.is_available() is False)")
 
@@ -156,9 +157,9 @@ def run(args) -> int:
                   f"{'' if r.median_ms is None else f'{r.median_ms:.4f} ms'}", file=sys.stderr, flush=True)
     runner.fill_pct_cublas(results)
     summary = sweep.summarize(results)
-    from . import gpuinfo
+    from ..harness import gpuinfo
     env = gpuinfo.environment().as_dict()
-    command = "python -m compare.variants " + " ".join(shlex.quote(a) for a in args.argv)
+    command = "python -m compare.outputs.variants " + " ".join(shlex.quote(a) for a in args.argv)
     if fmt == "json":
         text = report.to_json(results, env, command=command, summary=summary)
     elif fmt == "markdown":
