@@ -302,3 +302,13 @@ def test_heuristic_plans_build_for_every_measured_shape(precision):
         d = plan.d
         assert d.dp_tiles + d.sk_tiles == d.tiles and d.grid >= 1
         assert (d.sk_programs > 0) == (d.sk_tiles > 0)
+
+
+def test_fixup_shape_follows_the_partial_count():
+    """Many partials per tile: 16 per step over small pieces (more programs pulling); a few:
+    short steps over big pieces (fewer programs); a piece never wider than the tile."""
+    assert sk.fixup_shape(264, 128, 128) == (16, 4, 64)
+    assert sk.fixup_shape(3, 128, 128) == (4, 16, 64)
+    assert sk.fixup_shape(2, 128, 128) == (2, 16, 64)
+    segs, fm, fn = sk.fixup_shape(40, 16, 32)
+    assert segs == 16 and fn == 32 and fm == 8

@@ -17,8 +17,8 @@ over a grid sized to the SMs. Hybrid form used here ("data-parallel + one-tile s
   the SMs that finish their stream-K share early pick them up.
 * a program whose range covers a whole tile writes C directly. A partial tile ("segment") is
   written as a raw fp32 partial into a workspace slot (program, segment index); a second small
-  kernel (``_fixup_kernel``) then sums each split tile's partials in a fixed order (16 partials
-  per step, the steps in program order: the same bits on every run) and applies alpha/beta. That is ``triton.stream_k``.
+  kernel (``_fixup_kernel``) then sums each split tile's partials in a fixed order (up to 16
+  partials per step, the steps in program order: the same bits on every run) and applies alpha/beta. That is ``triton.stream_k``.
   ``triton.stream_k_atomic`` instead scales the stream-K tiles of C by beta first (a small
   kernel over those tiles only) and ``tl.atomic_add``s every segment (non-deterministic
   summation order; one launch less and no workspace).
@@ -120,9 +120,20 @@ MIN_SK_ITERS = 4
 # Data-parallel waves at least this full need no stream-K.
 DP_WAVE_EFFICIENCY = 0.90
 DECOMPOSITIONS = ("dp", "sk")
-# The fixup kernel: elements of a split tile per program (a piece at most FIX_N wide) and
-# partials loaded per step.
-FIX_PIECE, FIX_N, FIX_SEGS = 256, 64, 16
+# The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
+# at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
+# [FIX_PIECE_MIN, FIX_PIECE_MAX], at most FIX_N wide): a 16-partial step where one tile has
+# hundreds of partials, a 2-partial step over 1024 elements where each of 64 tiles has 2 or 3
+# (1000^3: more, smaller steps there cost more programs than the sums they save).
+FIX_SEGS_MAX, FIX_ELEMS, FIX_PIECE_MIN, FIX_PIECE_MAX, FIX_N = 16, 4096, 256, 1024, 64
+
+
+def fixup_shape(max_partials: int, bm: int, bn: int) -> tuple[int, int, int]:
+    """(segs, FIX_M, FIX_N) of the fixup for tiles of at most ``max_partials`` partials."""
+    segs = min(FIX_SEGS_MAX, triton.next_power_of_2(max(2, max_partials)))
+    piece = min(FIX_PIECE_MAX, max(FIX_PIECE_MIN, FIX_ELEMS // segs))
+    fn = min(bn, FIX_N)
+    return segs, min(bm, max(1, piece // fn)), fn
 # Under TRITON_INTERPRET=1 the heuristic sees this many "SMs" unless told otherwise, so the small
 # test shapes get real stream-K splits (132 SMs would make every test tile a whole range).
 INTERPRET_SMS = 132
@@ -434,8 +445,8 @@ def _fixup_kernel(w_ptr, c_ptr, M, N, K, stride_cm, stride_cn, alpha, beta, SK_Q
                   GROUP_M: tl.constexpr, FIX_M: tl.constexpr, FIX_N: tl.constexpr, FIX_SEGS: tl.constexpr):
     # Axis 0: a stream-K tile; axis 1: a FIX_M x FIX_N piece of it. A tile inside one program's
     # range was written to C by that program; a split tile's partials are summed here, FIX_SEGS
-    # partials per step (one [FIX_SEGS, piece] load, reduced along the partials), steps in
-    # program order: a fixed order, the same bits every run. One partial per step left a
+    # partials per step (one [FIX_SEGS, piece] load, reduced along the partials; fixup_shape),
+    # steps in program order: a fixed order, the same bits every run. One partial per step left a
     # single-tile shape (64x64x1048576: 132 partials, 4 programs) with a 117 us fixup behind a
     # 250 us GEMM (ncu, results/h100/explore): the loads of a step are now in flight together.
     # Then C = alpha*sum + beta*C.
@@ -790,12 +801,12 @@ class _Plan:
             B_HINT=self.b_hint, C_HINT=self.c_hint,
             EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
         if split and self.deterministic:
-            fn = min(t.bn, FIX_N)
-            fm = min(t.bm, max(1, FIX_PIECE // fn))
+            # A tile's iterations span at most cdiv(iters, q) + 1 programs.
+            segs, fm, fn = fixup_shape(triton.cdiv(d.iters, max(1, self.sk_q)) + 1, t.bm, t.bn)
             _fixup_kernel[(d.sk_tiles, (t.bm // fm) * (t.bn // fn))](
                 self.W, C, self.M, self.N, self.K, C.stride(0), C.stride(1), self.alpha, self.beta,
                 self.sk_q, self.sk_r, d.max_segments, HAS_BETA=self.beta != 0, C_HINT=self.c_hint,
-                FIX_M=fm, FIX_N=fn, FIX_SEGS=FIX_SEGS, num_warps=4, **self._common())
+                FIX_M=fm, FIX_N=fn, FIX_SEGS=segs, num_warps=4, **self._common())
 
 
 def _matmul(name, A, B, C, alpha, beta, precision, deterministic, options):
