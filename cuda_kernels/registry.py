@@ -285,13 +285,15 @@ def _tiles(problem, cfg: Config) -> int:
     return _cdiv(problem.M, bm) * _cdiv(problem.N, bn)
 
 
-def stream_k_tile(M: int, N: int, sms: int = 132) -> str:
+def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
     outputs get a quarter- or half-height tile (M <= 32, M <= 64) or a quarter- or half-width one
     (N <= 32, N <= 64), and an output at most 64 on both sides the 64x64 tile. Below one wave of
     128x128 tiles (fewer tiles than SMs) the 64x128 tile: twice the tiles and blocks per SM to
     share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
-    127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92). Everything else the
+    127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92), except for long K
+    (K >= 4 max(M, N)) where 64 rows pad no less than 128 (the H100 sweep: 1024x1024x16384 88%
+    with 128x128, 82% with 64x128). Everything else the
     128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
     reading B; the 32-row tile keeps the wasted FFMAs under that time."""
     if M <= 32:
@@ -303,7 +305,11 @@ def stream_k_tile(M: int, N: int, sms: int = 132) -> str:
     if N <= 64:
         return "128x64x16"
     if _cdiv(M, 128) * _cdiv(N, 128) < sms:
-        return "64x128x16"
+        # Long K already has the blocks it needs from the split of K; there the 64-row tile
+        # pays only where it pads fewer rows (257: 320 rows of 64 vs 384 of 128).
+        long_k = K >= 4 * max(M, N)
+        if not long_k or _cdiv(M, 64) * 64 < _cdiv(M, 128) * 128:
+            return "64x128x16"
     return "128x128x16"
 
 
@@ -486,7 +492,7 @@ def _stream_k_prepare(spec: StageSpec):
         opts = dict(options or {})
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
-        tile = opts.get("tile") or stream_k_tile(M, N, be.sm_count())
+        tile = opts.get("tile") or stream_k_tile(M, N, K, be.sm_count())
         bm, bn, bk, _, _, blocks_per_sm = STREAM_K_TILES[tile]
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
         vec = aligned and _aligned_rows(problem)

@@ -170,7 +170,7 @@ def test_stream_k_plans(small_gpu, name, case):
         assert cfg["mode"] == mode, cfg
     if "sk_grid" in opts and cfg["sk_tiles"]:
         assert cfg["sk_blocks"] == min(int(opts["sk_grid"]), cfg["sk_tiles"] * cfg["iters_per_tile"])
-    assert cfg["tile"] == registry.stream_k_tile(p.M, p.N, small_gpu.sm_count())
+    assert cfg["tile"] == registry.stream_k_tile(p.M, p.N, p.K, small_gpu.sm_count())
     assert cfg["grid"][0] == cfg["sk_blocks"] + cfg["tiles"] - cfg["sk_tiles"]
     if cfg["mode"] == "hybrid":
         assert 0 < cfg["sk_tiles"] < cfg["tiles"]
@@ -203,9 +203,19 @@ def test_stream_k_plan_covers_every_iteration_once():
             assert (tiles - p.sk_tiles) % p.slots == 0 and p.slots <= p.sk_tiles < 2 * p.slots
 
 
+def test_stream_k_tile_heuristic():
+    """Few 128x128 tiles: 64-row tiles, unless K is long and 64 rows pad no less than 128."""
+    t = registry.stream_k_tile
+    assert t(1000, 1000, 1000) == "64x128x16"            # 64 tiles < 132 SMs
+    assert t(1024, 1024, 16384) == "128x128x16"          # long K, no padding saved
+    assert t(257, 255, 65537) == "64x128x16"             # long K, 320 rows padded instead of 384
+    assert t(4096, 4096, 4096) == "128x128x16"           # a full wave of 128x128 tiles
+    assert t(50, 60, 10**6) == "64x64x16" and t(20, 4096, 64) == "32x128x16"
+
+
 def test_stream_k_heuristic_on_the_headline_shapes():
     def plan(M, N, K):
-        bm, bn, bk, _, _, bps = registry.STREAM_K_TILES[registry.stream_k_tile(M, N)]
+        bm, bn, bk, _, _, bps = registry.STREAM_K_TILES[registry.stream_k_tile(M, N, K)]
         return decompose.stream_k_plan(decompose.cdiv(M, bm) * decompose.cdiv(N, bn), decompose.cdiv(K, bk), 132, bps)
     assert plan(1000, 1000, 1000).mode == "sk"           # 64 tiles on 264 slots
     assert plan(3000, 5000, 2000).mode == "hybrid"       # 960 tiles = 3.64 waves of 264

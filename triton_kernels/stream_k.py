@@ -202,11 +202,15 @@ def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] 
     per SM."""
     T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
     I = triton.cdiv(K, tile.bk)
-    sms = sms * programs_per_sm(tile)
     if mode is None:
-        waves = triton.cdiv(T, sms)
-        full_enough = T % sms == 0 or T / (waves * sms) >= DP_WAVE_EFFICIENCY
+        # Full waves counted either way: one program per SM (128 tiles of 32x128 on 132 SMs are
+        # 97% of a wave: dp, 107% of cuBLAS tf32 at 32x16384x4096 where stream-K over 264
+        # programs made 97%) or programs_per_sm of them.
+        def fill(slots: int) -> float:
+            return T / (triton.cdiv(T, slots) * slots)
+        full_enough = max(fill(sms), fill(sms * programs_per_sm(tile))) >= DP_WAVE_EFFICIENCY
         mode = "dp" if (full_enough or I < 2 * MIN_SK_ITERS) else "sk"
+    sms = sms * programs_per_sm(tile)
     if mode == "dp":
         return Decomposition(T, I, 0, 0, 0)
     # The last partial wave's tiles (all of them below one wave); a full last wave (forced sk)
