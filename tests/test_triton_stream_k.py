@@ -312,3 +312,14 @@ def test_fixup_shape_follows_the_partial_count():
     assert sk.fixup_shape(2, 128, 128) == (2, 16, 64)
     segs, fm, fn = sk.fixup_shape(40, 16, 32)
     assert segs == 16 and fn == 32 and fm == 8
+
+
+def test_programs_per_sm_and_the_data_parallel_wave():
+    """4-warp tiles run 2 stream-K programs per SM (1 left 6% of warps active at 64x8192x28672);
+    a data-parallel wave counts as full on SMs or on program slots (128 tiles on 132 SMs: dp)."""
+    tile, d = sk.choose_plan(64, 8192, 28672, "fp32", 132)
+    assert tile.warps == 4 and sk.programs_per_sm(tile) == 2 and d.mode == "sk" and d.grid == 264
+    tile, d = sk.choose_plan(32, 16384, 4096, "tf32", 132)
+    assert tile.warps == 4 and d.mode == "dp" and d.grid == 128
+    tile, d = sk.choose_plan(1000, 1000, 1000, "fp32", 132)
+    assert tile.warps == 8 and sk.programs_per_sm(tile) == 1 and d.sk_programs <= 132

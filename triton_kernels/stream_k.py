@@ -7,7 +7,8 @@ the SM count: 1000^3 with 128x128 tiles is 64 tiles on 132 SMs (48% busy), a 16x
 output is 32 tiles. Stream-K splits the *work*, (output tiles) x (K-iterations per tile), evenly
 over a grid sized to the SMs. Hybrid form used here ("data-parallel + one-tile stream-K"):
 
-* ``T`` tiles, ``I`` = cdiv(K, BLOCK_K) iterations per tile, ``P`` = SM count.
+* ``T`` tiles, ``I`` = cdiv(K, BLOCK_K) iterations per tile, ``P`` = SM count times
+  ``programs_per_sm`` (program slots).
 * the first ``T_sk`` tiles of the launch order (``T_sk = T mod P``, or all tiles when T < P) are
   stream-K tiles: their ``T_sk * I`` iterations are cut into ``G`` equal contiguous ranges
   (``G <= P``, each of at least ``MIN_SK_ITERS`` iterations), one per stream-K program. A range
@@ -36,16 +37,20 @@ tile             (heuristic_tile; fitted on the tunable shape sets, H100, first.
                  128x128); otherwise 128x128x16/8/4 (1000^3: 87% vs 65% for 64x128 tiles).
                  tf32: 128x256x32/8/3 once those tiles fill 90% of a wave (85-97% vs 79-88% for
                  128x128 at 2048..14336 wide), else 128x128x32/8/4. tf32x3: 128x128x32/8/3.
-decomposition    "dp" when T is a multiple of P or the data-parallel waves are >= 90% full (e.g.
-                 T = 1000 on 132 SMs: 95%) or a tile has fewer than 2*MIN_SK_ITERS iterations;
+decomposition    "dp" when the data-parallel waves are >= 90% full, counted on P SMs or on
+                 P * programs_per_sm slots (e.g. T = 1000 on 132 SMs: 95%), or a tile has fewer
+                 than 2*MIN_SK_ITERS iterations;
                  else "sk" (hybrid above). 3001x2999x3003 fp32 (4.4 waves): sk 97% vs dp 89%.
 operands         see "Alignment" below, and _k_major_b for tf32/tf32x3's B.
 ===============  ==========================================================================
 
-Measured (H100, % of cuBLAS, summary.txt in results/sweeps_triton_streamk/): fp32 geomean 90%
-over the 24 tunable shapes whose pick was measured (worst 257x255x65537 51%, 64-row long-K
-shapes 57-58%); tf32 79% (34 shapes; small and mid-size outputs 40-58%); tf32x3 120% of cuBLAS
-fp32 (32 shapes). 15 fp32 picks (128x128x16 on mid-size shapes) are not measured yet.
+Measured (H100, % of cuBLAS measured in the same run, 58 shapes, results/h100/sweep/): fp32
+geomean 95.1% (worst 257x255x65537 51.5% and 127x8191x1021 55.4%: both operands' rows are not
+16-byte aligned, and copying them costs more than half of cuBLAS's time; results/h100/explore/);
+tf32 77.1% (long-K outputs of <= 1024^2 42-55%); tf32x3 125% of cuBLAS fp32.
+Stream-K grid: ``programs_per_sm`` programs per SM (2 for 4-warp tiles); the fixup's step and
+piece follow the partial count (``fixup_shape``); operand copies only where the GEMM does
+``COPY_MIN_FLOPS_PER_BYTE`` flops per copied byte (``worth_copying``).
 
 Alignment: why Triton collapses off multiples of 16, and the fix used here
 ------------------------------------------------------------------------------
@@ -761,7 +766,7 @@ class _Plan:
             "tile": f"{t.bm}x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
             "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,
-            "sms": sms, "fixup": ("none" if not split_tiles else
+            "sms": sms, "programs_per_sm": programs_per_sm(t), "fixup": ("none" if not split_tiles else
                                   "workspace + fixed-order fixup kernel" if deterministic else
                                   "beta pre-scale + atomic_add"),
             "operands": f"A {self.a.layout}, B {self.b.layout}", "operand_copy_bytes":
