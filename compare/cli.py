@@ -406,10 +406,7 @@ def draw(results, env, args) -> bool:
 def verdict(results) -> int:
     """The exit status of a finished (or loaded) run; see the module docstring."""
     from .harness import runner
-    if runner.nothing_checked(results):
-        print("error: nothing was checked: every row is unsupported or skipped", file=sys.stderr)
-        return 2
-    return 1 if runner.any_bad(results) else 0
+    return runner.exit_status(results)
 
 
 def main(argv: Optional[list] = None) -> int:

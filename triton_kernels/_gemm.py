@@ -207,6 +207,18 @@ M_MAJOR_A_MIN_N = 2048
 OPERAND_MODES = (ops.DIRECT, ops.K_MAJOR, ops.M_MAJOR_A)
 
 
+@triton.jit
+def store_c(acc, c_ptr, offs_cm, offs_cn, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA: tl.constexpr):
+    # C = alpha*acc + beta*C on the rows offs_cm / columns offs_cn that exist. With beta == 0 C is
+    # never loaded (BLAS: C may hold NaN on entry).
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    out = acc * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
+    tl.store(c_ptrs, out, mask=c_mask)
+
+
 def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int] = None) -> str:
     """How A and B reach the kernel (see _operands.py): fp32 reads A through an M-major copy
     (when ``N`` is given and >= M_MAJOR_A_MIN_N) and B as given; tf32 and tf32x3 read B through

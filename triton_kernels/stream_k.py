@@ -111,7 +111,7 @@ from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting, sm_count
-from ._gemm import plan_prepare
+from ._gemm import plan_prepare, store_c
 
 __all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
 
@@ -374,17 +374,9 @@ def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
 def _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta,
               HAS_BETA: tl.constexpr, C_HINT: tl.constexpr,
               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # C = alpha*acc + beta*C; with beta == 0 C is never loaded (BLAS: C may be NaN).
-    stride_cm = _mult4(stride_cm, C_HINT)
-    N = _mult4(N, C_HINT)
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    out = acc * alpha
-    if HAS_BETA:
-        out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
-    tl.store(c_ptrs, out, mask=c_mask)
+    # C = alpha*acc + beta*C, with C's row stride and N hinted as multiples of 4 where true.
+    store_c(acc, c_ptr, pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N),
+            M, _mult4(N, C_HINT), _mult4(stride_cm, C_HINT), stride_cn, alpha, beta, HAS_BETA)
 
 
 @triton.jit

@@ -71,7 +71,8 @@ from compare.harness.registry import Kernel, register
 from . import _operands as ops
 from ._common import check_gemm_args
 from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs,
-                    candidates, cfg, default_config, even_k, grouped_tile, mac, operand_mode, read_options)
+                    candidates, cfg, default_config, even_k, grouped_tile, mac, operand_mode, read_options,
+                    store_c)
 
 __all__ = ["CONFIGS", "KERNEL", "TUNE_KEY", "operand_mode", "tiled_matmul"]
 
@@ -141,15 +142,8 @@ def _tiled_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     acc = mac(acc, a_ptr, b_ptr, offs_am, offs_bn, 0, K, stride_am, stride_ak, stride_bk,
               stride_bn, PRECISION, BLOCK_K, EVEN_K)
 
-    # Epilogue: C = alpha*acc + beta*C. With beta == 0 C is never loaded (BLAS: C may be NaN).
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    out = acc * alpha
-    if HAS_BETA:
-        out += beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
-    tl.store(c_ptrs, out, mask=c_mask)
+    store_c(acc, c_ptr, pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N),
+            M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA)
 
 
 CHOOSER = ConfigChooser(_tiled_kernel, TUNE_KEY)

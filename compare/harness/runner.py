@@ -272,3 +272,14 @@ def any_bad(results: Iterable[Result]) -> bool:
 def nothing_checked(results: Iterable[Result]) -> bool:
     """No row was run at all (every one unsupported or skipped): a run that proves nothing."""
     return not any(r.status in CHECKED for r in results)
+
+
+def exit_status(results: Iterable[Result]) -> int:
+    """The README's exit codes for a finished run: 2 nothing was checked (every row unsupported or
+    skipped; said on stderr), 1 a row FAILED or errored, else 0."""
+    import sys
+    results = list(results)
+    if nothing_checked(results):
+        print("error: nothing was checked: every row is unsupported or skipped", file=sys.stderr)
+        return 2
+    return 1 if any_bad(results) else 0

@@ -171,10 +171,7 @@ def run(args) -> int:
         print(sweep.render_summary(summary, "table"))
     else:
         print(text)
-    if runner.nothing_checked(results):
-        print("error: nothing was checked", file=sys.stderr)
-        return 2
-    return 1 if runner.any_bad(results) else 0
+    return runner.exit_status(results)
 
 
 def main(argv: Optional[list] = None) -> int:
