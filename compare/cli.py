@@ -213,33 +213,8 @@ def _select(args) -> list:
 def _options(args, selected) -> dict:
     """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
     from .harness import registry
-    raw: dict = {}
+    raw = registry.opt_flags(args.opt, selected)
     by_name = {k.name: k for k in selected}
-    for text in args.opt or []:
-        lhs, eq, value = text.partition("=")
-        kname, colon, name = lhs.strip().rpartition(":")
-        name = name.strip()
-        if not eq or not name:
-            raise UsageError(f"--opt {text!r}: write [KERNEL:]NAME=VALUE, e.g. --opt split_k=8")
-        if colon:
-            if kname not in by_name:
-                known = {k.name for k in registry.kernels()}
-                if kname not in known:
-                    raise UsageError(f"--opt {text!r}: unknown kernel {kname!r}")
-                raise UsageError(f"--opt {text!r}: kernel {kname} is not selected in this run")
-            targets = [by_name[kname]]
-        else:
-            targets = [k for k in selected if any(o.name == name for o in k.options)]
-            if not targets:
-                owners: dict = {}
-                for k in selected:
-                    for o in k.options:
-                        owners.setdefault(o.name, []).append(k.name)
-                have = "; ".join(f"{n} ({', '.join(ks)})" for n, ks in sorted(owners.items()))
-                raise UsageError(f"--opt {text!r}: no selected kernel has an option {name!r}; "
-                                 f"options of the selected kernels: {have or 'none'}")
-        for k in targets:
-            raw.setdefault(k.name, {})[name] = value
     # parse_options raises UsageError naming the kernel, the option and what is wrong
     return {kname: by_name[kname].parse_options(opts) for kname, opts in raw.items()}
 

@@ -277,6 +277,22 @@ def test_parent_end_to_end_on_the_recording(fake_ncu, tmp_path, monkeypatch):
     assert "cuda.07_bank_conflict_free" in md.read_text()
 
 
+def test_opt_is_checked_before_ncu_runs(fake_ncu, tmp_path, capsys):
+    """--opt takes the CLI's flags: a bad value is exit 2 naming the option, before ncu is asked
+    anything; a good one is kept as text for the child (which parses it again) and parsed for
+    the engine's timing run."""
+    exe, log = fake_ncu
+    rc = P.main(["--stage", "split_k", "--family", "cuda", "--ncu", exe, "--no-time", "--opt", "split_k=zero"])
+    assert rc == 2 and "option 'split_k'" in capsys.readouterr().err
+    assert not log.exists() or not log.read_text().strip()
+    args = P.build_parser().parse_args(["--stage", "split_k", "--family", "cuda", "--shape", "256x256x4096",
+                                        "--opt", "cuda.10_split_k:split_k=8"])
+    pairs = P.select_pairs(args)
+    P.select_options(args, pairs)
+    assert args.raw_options == {"cuda.10_split_k": {"split_k": "8"}}
+    assert args.parsed_options == {"cuda.10_split_k": {"split_k": 8}}
+
+
 # --- on the GPU: each CUDA stage's header claim, on the counters ------------------------------
 
 # Claims the counters contradict get an entry here (strict xfail, with the measured numbers) until

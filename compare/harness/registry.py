@@ -231,3 +231,40 @@ def _shows(k: Kernel, stage: str) -> bool:
     # stage Triton implements too shows the Triton kernels of that stage only.
     triton_stages = {x.stage for x in _REGISTRY.values() if x.family == "triton"}
     return k.family == "triton" and stage not in triton_stages and k.group == st.group
+
+
+def opt_flags(texts: Optional[list], selected: list) -> dict:
+    """``--opt [KERNEL:]NAME=VALUE`` flags -> {kernel name: {option: text}} over the ``selected``
+    kernels (the CLI and the profiler take the same flags). An option without a kernel goes to
+    every selected kernel that declares it. A UsageError names a malformed flag, an unknown or
+    unselected kernel, or an option no selected kernel has; values are parsed by
+    ``Kernel.parse_options``."""
+    from .errors import UsageError
+    raw: dict = {}
+    by_name = {k.name: k for k in selected}
+    for text in texts or []:
+        lhs, eq, value = text.partition("=")
+        kname, colon, name = lhs.strip().rpartition(":")
+        name = name.strip()
+        if not eq or not name:
+            raise UsageError(f"--opt {text!r}: write [KERNEL:]NAME=VALUE, e.g. --opt split_k=8")
+        if colon:
+            if kname not in by_name:
+                known = {k.name for k in kernels()}
+                if kname not in known:
+                    raise UsageError(f"--opt {text!r}: unknown kernel {kname!r}")
+                raise UsageError(f"--opt {text!r}: kernel {kname} is not selected in this run")
+            targets = [by_name[kname]]
+        else:
+            targets = [k for k in selected if any(o.name == name for o in k.options)]
+            if not targets:
+                owners: dict = {}
+                for k in selected:
+                    for o in k.options:
+                        owners.setdefault(o.name, []).append(k.name)
+                have = "; ".join(f"{n} ({', '.join(ks)})" for n, ks in sorted(owners.items()))
+                raise UsageError(f"--opt {text!r}: no selected kernel has an option {name!r}; "
+                                 f"options of the selected kernels: {have or 'none'}")
+        for k in targets:
+            raw.setdefault(k.name, {})[name] = value
+    return raw

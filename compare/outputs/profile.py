@@ -675,7 +675,7 @@ def child_main(spec_path: str) -> int:
             continue
         try:
             inputs = make_inputs(p)
-            launch, _ = runner.prepare(k, p, inputs, item.get("options"))
+            launch, _ = runner.prepare(k, p, inputs, k.parse_options(item.get("options") or {}))
             inputs.reset_c(poison=True)
             torch.cuda.synchronize()
             torch.cuda.profiler.start()
@@ -724,6 +724,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", action="append", metavar="NAME", help="only these kernels (registry names)")
     p.add_argument("--shape", action="append", metavar="MxNxK", help=f"repeatable (default {DEFAULT_SHAPE})")
     p.add_argument("--precision", action="append", metavar="P", help="fp32 | tf32 | tf32x3 (default fp32)")
+    p.add_argument("--opt", action="append", metavar="[KERNEL:]NAME=VALUE",
+                   help="a kernel option, as python -m compare --opt (repeatable): profile a variant")
     p.add_argument("--alpha", type=float, default=1.0)
     p.add_argument("--beta", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
@@ -798,6 +800,17 @@ def select_pairs(args) -> list:
     return pairs
 
 
+def select_options(args, pairs) -> None:
+    """--opt flags over the selected kernels -> args.raw_options (text, for the child under ncu)
+    and args.parsed_options (for the engine's timing run); a bad flag is a UsageError here,
+    before any GPU work."""
+    from ..harness import registry
+    selected = list({k.name: k for k, _ in pairs}.values())
+    args.raw_options = registry.opt_flags(args.opt, selected)
+    by_name = {k.name: k for k in selected}
+    args.parsed_options = {n: by_name[n].parse_options(raw) for n, raw in args.raw_options.items()}
+
+
 def _write_text(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
@@ -825,7 +838,8 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
     with tempfile.TemporaryDirectory(prefix="gemm-profile-") as tmp:
         spec = {"manifest": os.path.join(tmp, "manifest.json"), "chosen": chosen, "missing": missing,
                 "entries": [{"kernel": k.name, "problem": {"M": p.M, "N": p.N, "K": p.K, "precision": p.precision,
-                                                          "alpha": p.alpha, "beta": p.beta, "seed": p.seed}}
+                                                          "alpha": p.alpha, "beta": p.beta, "seed": p.seed},
+                             "options": args.raw_options.get(k.name, {})}  # text: the child parses them
                             for k, p in pairs]}
         spec_path = os.path.join(tmp, "spec.json")
         _write_text(spec_path, json.dumps(spec))
@@ -875,7 +889,8 @@ def _time_rows(rows: list[dict], pairs, args) -> None:
     """The suite's own numbers for the same kernels: compare.harness.runner.run in this process."""
     from ..harness import runner
     print(f"timing {len(pairs)} kernel(s) with the engine ...", file=sys.stderr, flush=True)
-    results = runner.run(runner.baseline_pairs(pairs), measure_kw={"budget_s": args.budget})
+    results = runner.run(runner.baseline_pairs(pairs), measure_kw={"budget_s": args.budget},
+                         options=args.parsed_options)
     by = {(r.kernel, r.shape, r.precision): r for r in results}
     for row in rows:
         r = by.get((row["kernel"], row["shape"], row["precision"]))
@@ -904,6 +919,7 @@ def main(argv: Optional[list] = None) -> int:
                 raise UsageError(f"--from-json {args.from_json}: {e}") from None
         else:
             pairs = select_pairs(args)
+            select_options(args, pairs)
             rows, info = profile(pairs, args)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
