@@ -101,10 +101,8 @@ def _shape_set_names() -> str:
 
 
 def _split(values: Optional[list]) -> list:
-    out = []
-    for v in values or []:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
-    return out
+    from .harness.problem import split_flags
+    return split_flags(values)
 
 
 def _shape_texts(args, kernels) -> list[str]:
@@ -133,30 +131,14 @@ def _is_sweep(args) -> bool:
 def _sweep_shapes(args) -> list[tuple]:
     """--sweep sets and --shapes-file shapes, in order, duplicates dropped."""
     from .harness import shapes
-    out = []
-    for name in _split(args.sweep):
-        out += shapes.shape_set(name)
-    if args.shapes_file:
-        out += shapes.load_shapes_file(args.shapes_file)
-    seen, uniq = set(), []
-    for s in out:
-        s = tuple(s)
-        if s not in seen:
-            seen.add(s)
-            uniq.append(s)
-    if not uniq:
-        raise UsageError("the sweep has no shapes")
-    return uniq
+    return shapes.sweep_shapes(args.sweep, args.shapes_file)
 
 
 def _problems(args, kernels) -> list:
-    from .harness.problem import PRECISIONS, Problem, ProblemError, parse_shape
-    precisions = _split(args.precision) or ["fp32"]
-    for pr in precisions:
-        if pr not in PRECISIONS:
-            raise UsageError(f"unknown precision {pr!r}; valid: {', '.join(PRECISIONS)}")
+    from .harness.problem import Problem, ProblemError, parse_precisions, parse_shape
     problems = []
     try:
+        precisions = parse_precisions(args.precision)
         for t in _shape_texts(args, kernels):
             M, N, K = parse_shape(t)
             for pr in precisions:

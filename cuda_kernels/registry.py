@@ -518,8 +518,7 @@ def _stream_k_prepare(spec: StageSpec):
                              p_cfg.block, p_args))
             fix = "beta*C on split tiles, then atomicAdd"
         elif split:
-            # Partials per split tile: a tile's iterations span at most cdiv(ipt, ipb) + 1 blocks.
-            partials = _cdiv(plan.iters_per_tile, max(1, plan.iters_per_block)) + 1
+            partials = decompose.most_partials(plan.iters_per_tile, plan.iters_per_block)
             lanes = FIXUP_LANES[-1] if partials >= FIXUP_MANY_PARTIALS else FIXUP_LANES[0]
             f_cfg = spec.config(f"fixup.{tile}.{'vec' if vec else 'scalar'}.l{lanes}")
             f_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta), C,

@@ -406,13 +406,15 @@ def test_timed_run_writes_plot(fake_gpu, tmp_path, capsys):
 
 @pytest.fixture
 def sweep_modules(monkeypatch):
-    shapes = types.ModuleType("compare.harness.shapes")
-    shapes.SHAPE_SETS = {"tiny": [(6, 8, 10), (4, 4, 4)], "more": [(4, 4, 4), (2, 6, 8)]}
+    # The real shapes module (its sweep_shapes orders and de-duplicates), with stand-in sets.
+    from compare.harness import shapes
+    sets = {"tiny": [(6, 8, 10), (4, 4, 4)], "more": [(4, 4, 4), (2, 6, 8)]}
+    monkeypatch.setattr(shapes, "SHAPE_SETS", sets, raising=False)
 
     def shape_set(name):
-        if name not in shapes.SHAPE_SETS:
+        if name not in sets:
             raise UsageError(f"unknown shape set {name!r}")
-        return list(shapes.SHAPE_SETS[name])
+        return list(sets[name])
 
     def load_shapes_file(path):
         try:
@@ -420,7 +422,8 @@ def sweep_modules(monkeypatch):
                 return [tuple(int(x) for x in line.split("x")) for line in f if line.strip()]
         except OSError as exc:
             raise UsageError(f"can't read {path}: {exc}") from None
-    shapes.shape_set, shapes.load_shapes_file = shape_set, load_shapes_file
+    monkeypatch.setattr(shapes, "shape_set", shape_set)
+    monkeypatch.setattr(shapes, "load_shapes_file", load_shapes_file)
 
     sweep = types.ModuleType("compare.outputs.sweep")
     seen = {}
@@ -436,11 +439,8 @@ def sweep_modules(monkeypatch):
         with open(path, "wb") as f:
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep
-    import compare.harness
     import compare.outputs
-    monkeypatch.setitem(sys.modules, "compare.harness.shapes", shapes)
     monkeypatch.setitem(sys.modules, "compare.outputs.sweep", sweep)
-    monkeypatch.setattr(compare.harness, "shapes", shapes, raising=False)
     monkeypatch.setattr(compare.outputs, "sweep", sweep, raising=False)
     return seen
 

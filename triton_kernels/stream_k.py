@@ -106,6 +106,7 @@ import torch
 import triton
 import triton.language as tl
 
+from compare.families.decompose import most_partials
 from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
@@ -748,6 +749,8 @@ class _Plan:
         d, t = self.d, self.tile
         self.sk_q, self.sk_r = (divmod(d.sk_tiles * d.iters, d.sk_programs) if d.sk_programs else (0, 0))
         self.W = None
+        # The fixup's (partials per step, piece rows, piece columns), fixed by the plan.
+        self.fixup = fixup_shape(most_partials(d.iters, self.sk_q), t.bm, t.bn)
         if d.sk_programs and deterministic:
             n = d.sk_programs * d.max_segments * t.bm * t.bn
             if n > 2**31 - 1:
@@ -802,8 +805,7 @@ class _Plan:
             B_HINT=self.b_hint, C_HINT=self.c_hint,
             EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
         if split and self.deterministic:
-            # A tile's iterations span at most cdiv(iters, q) + 1 programs.
-            segs, fm, fn = fixup_shape(triton.cdiv(d.iters, max(1, self.sk_q)) + 1, t.bm, t.bn)
+            segs, fm, fn = self.fixup
             _fixup_kernel[(d.sk_tiles, (t.bm // fm) * (t.bn // fn))](
                 self.W, C, self.M, self.N, self.K, C.stride(0), C.stride(1), self.alpha, self.beta,
                 self.sk_q, self.sk_r, d.max_segments, HAS_BETA=self.beta != 0, C_HINT=self.c_hint,

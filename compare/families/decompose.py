@@ -115,6 +115,12 @@ def choose_split(M: int, N: int, K: int, sms: int, *, tile: tuple[int, int] = (1
 MODES = ("dp", "sk", "hybrid")
 
 
+def most_partials(iters_per_tile: int, iters_per_block: int) -> int:
+    """The most stream-K ranges (blocks or programs) one tile's iterations can span when each
+    range holds at least ``iters_per_block`` of them: how many partials a fixup may have to sum."""
+    return cdiv(iters_per_tile, max(1, iters_per_block)) + 1
+
+
 @dataclass(frozen=True)
 class StreamKPlan:
     mode: str             # "dp" (no stream-K tiles), "sk" (all tiles stream-K) or "hybrid"

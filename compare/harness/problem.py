@@ -92,6 +92,20 @@ class Problem:
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*[xX*]\s*(\d+))?\s*$")
 
 
+def split_flags(values) -> list[str]:
+    """Repeatable, comma-separable flag values (``--precision fp32,tf32 --precision tf32x3``)."""
+    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+
+
+def parse_precisions(values) -> list[str]:
+    """``--precision`` values (default fp32); an unknown one is a ProblemError naming the valid ones."""
+    precisions = split_flags(values) or ["fp32"]
+    for pr in precisions:
+        if pr not in PRECISIONS:
+            raise ProblemError(f"unknown precision {pr!r}; valid: {', '.join(PRECISIONS)}")
+    return precisions
+
+
 def parse_shape(text: str) -> tuple[int, int, int]:
     """'4096' -> (4096, 4096, 4096); '256x256x131072' -> (256, 256, 131072).
 

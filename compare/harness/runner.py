@@ -219,13 +219,19 @@ def fill_pct_cublas(results: Iterable[Result]) -> None:
             r.pct_cublas = 100 * r.tflops / b.tflops
 
 
+def baseline_problem(p: Problem) -> Problem:
+    """The problem cuBLAS runs as ``p``'s baseline: cuBLAS has no 3xTF32 mode, so a tf32x3
+    problem gets the fp32 one (the same accuracy class)."""
+    return p.with_(precision="fp32") if p.precision == "tf32x3" else p
+
+
 def baseline_pairs(pairs: Iterable[tuple[Kernel, Problem]]) -> list[tuple[Kernel, Problem]]:
-    """cuBLAS has no 3xTF32 mode: a tf32x3 problem gets the fp32 cuBLAS row as its baseline
-    (added once per shape). Duplicates are dropped, order kept."""
+    """cuBLAS rows at their ``baseline_problem`` (a tf32x3 problem's fp32 row is added once per
+    shape). Duplicates are dropped, order kept."""
     out, seen = [], set()
     for k, p in pairs:
-        if k.family == "cublas" and p.precision == "tf32x3":
-            p = p.with_(precision="fp32")
+        if k.family == "cublas":
+            p = baseline_problem(p)
         key = (k.name, p)
         if key not in seen:
             seen.add(key)

@@ -139,6 +139,21 @@ def describe() -> str:
     return "\n".join(f"{n:<{width}}  {len(s.shapes):3d} shapes  {s.doc}" for n, s in SETS.items())
 
 
+def sweep_shapes(set_names, shapes_file=None) -> list[Shape]:
+    """The shapes of the named sets (comma-separable flag values), then of ``shapes_file``, in
+    order, duplicates dropped; a sweep with no shape is a UsageError."""
+    from .problem import split_flags
+    out: list = []
+    for name in split_flags(set_names):
+        out += shape_set(name)
+    if shapes_file:
+        out += load_shapes_file(shapes_file)
+    uniq = list(dict.fromkeys(tuple(s) for s in out))
+    if not uniq:
+        raise UsageError("the sweep has no shapes")
+    return uniq
+
+
 def load_shapes_file(path: str) -> list[Shape]:
     """A user's list of shapes, in file order.
 

@@ -743,7 +743,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _split(values) -> list:
-    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+    from ..harness.problem import split_flags
+    return split_flags(values)
 
 
 def _validate_output(args) -> None:
@@ -768,7 +769,7 @@ def _validate_output(args) -> None:
 def select_pairs(args) -> list:
     """(kernel, problem) pairs for the selection flags, checked before any GPU work."""
     from ..harness import registry
-    from ..harness.problem import PRECISIONS, Problem, ProblemError, parse_shape
+    from ..harness.problem import Problem, ProblemError, parse_precisions, parse_shape
     families = _split(args.family) or None
     try:
         kernels = registry.select(args.stage, families)
@@ -782,12 +783,9 @@ def select_pairs(args) -> list:
             raise UsageError(f"--kernel {bad[0]} is not in the selection (--stage {args.stage}); "
                              f"selected: {', '.join(sorted(known))}")
         kernels = [k for k in kernels if k.name in names]
-    precisions = _split(args.precision) or ["fp32"]
-    for pr in precisions:
-        if pr not in PRECISIONS:
-            raise UsageError(f"unknown precision {pr!r}; valid: {', '.join(PRECISIONS)}")
     pairs = []
     try:
+        precisions = parse_precisions(args.precision)
         for text in args.shape or [DEFAULT_SHAPE]:
             M, N, K = parse_shape(text)
             for pr in precisions:

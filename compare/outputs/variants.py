@@ -102,14 +102,8 @@ def _shapes(args) -> list[tuple[int, int, int]]:
             out.append(parse_shape(t))
     except ProblemError as e:
         raise UsageError(str(e)) from None
-    for s in args.sweep or []:
-        for name in (x.strip() for x in s.split(",") if x.strip()):
-            try:
-                out += shapes.shape_set(name)
-            except (KeyError, ValueError) as e:
-                raise UsageError(str(e)) from None
-    if args.shapes_file:
-        out += shapes.load_shapes_file(args.shapes_file)
+    if args.sweep or args.shapes_file:
+        out += shapes.sweep_shapes(args.sweep, args.shapes_file)
     uniq = list(dict.fromkeys(tuple(s) for s in out))
     if not uniq:
         raise UsageError("no shapes: give --shape, --sweep or --shapes-file")
@@ -120,16 +114,13 @@ def run(args) -> int:
     from ..harness import registry, runner
     from . import report, sweep
     from ..harness.files import write_text_atomically
-    from ..harness.problem import PRECISIONS, Problem, ProblemError
+    from ..harness.problem import Problem, ProblemError, parse_precisions
 
     variants = resolve(args.variant)
     shapes = _shapes(args)
-    precisions = args.precision or ["fp32"]
-    for pr in precisions:
-        if pr not in PRECISIONS:
-            raise UsageError(f"unknown precision {pr!r}; valid: {', '.join(PRECISIONS)}")
     fmt = args.format or ("json" if (args.output or "").endswith(".json") else "table")
     try:
+        precisions = parse_precisions(args.precision)
         problems = [Problem(M, N, K, precision=pr, alpha=args.alpha, beta=args.beta, seed=args.seed)
                     for (M, N, K) in shapes for pr in precisions]
     except ProblemError as e:
@@ -143,7 +134,7 @@ def run(args) -> int:
     results = []
     done_baselines = set()
     for p in problems:
-        base = p.with_(precision="fp32") if p.precision == "tf32x3" else p
+        base = runner.baseline_problem(p)
         if base not in done_baselines:
             done_baselines.add(base)
             results.append(runner.run_kernel(cublas, base, measure_kw=measure_kw))
