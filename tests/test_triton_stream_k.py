@@ -323,3 +323,84 @@ def test_programs_per_sm_and_the_data_parallel_wave():
     assert tile.warps == 4 and d.mode == "dp" and d.grid == 128
     tile, d = sk.choose_plan(1000, 1000, 1000, "fp32", 132)
     assert tile.warps == 8 and sk.programs_per_sm(tile) == 1 and d.sk_programs <= 132
+
+
+# --- b_transpose: how a row-major B reaches the tensor cores (tf32/tf32x3) --------------------
+
+B_TRANSPOSES = ("copy", "load", "swap")
+
+
+@interpreter
+@pytest.mark.parametrize("b_transpose", B_TRANSPOSES)
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("case", ["odd_tile_rows", "odd_k_boundaries", "tiny_m", "tiny_n"])
+def test_b_transpose_paths(case, precision, b_transpose):
+    """Every way of feeding B, on shapes whose splits cut tiles at odd iterations: the swapped
+    product holds its accumulator transposed, so a wrong transpose or a swapped edge wrap shows
+    up as a failed float64 check (C is NaN-poisoned first)."""
+    shape, options = CASES[case]
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cpu",
+            b_transpose=b_transpose, **options)
+    want = {"copy": "k_major", "load": "load", "swap": "swap"}[b_transpose]
+    assert r.config["b_transpose"] == want, r.config
+
+
+def _plan(M, N, K, precision, **options):
+    A, B, C = (torch.empty_strided(s, (s[1], 1)) for s in ((M, K), (K, N), (M, N)))
+    return sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132, **options})
+
+
+@pytest.mark.parametrize("shape,precision,want", [
+    ((128, 4096, 11008), "tf32", "swap"),         # round 4: 0.171 -> 0.102 ms
+    ((48, 12288, 4096), "tf32x3", "swap"),
+    ((1024, 1024, 16384), "tf32", "swap"),        # 128x128 tiles: swapped up to M = 1024
+    ((1024, 1024, 1024), "tf32x3", "k_major"),    # tf32x3 only up to M = 512
+    ((1024, 5120, 13824), "tf32", "k_major"),     # 128x256 tiles: lost swapped (0.697 -> 0.825 ms)
+    ((4096, 4096, 4096), "tf32", "k_major"),
+    ((16, 4096, 4096), "tf32", "load"),           # M <= 32: mma.sync tiles keep their path
+    ((127, 8191, 1021), "tf32", "load"),          # N % 4 != 0: no 16-byte loads of B to swap
+    ((128, 4096, 11008), "fp32", "n/a"),
+])
+def test_b_transpose_heuristic(shape, precision, want):
+    assert _plan(*shape, precision).config["b_transpose"] == want
+
+
+def test_b_transpose_option_errors():
+    with pytest.raises(UsageError, match="b_transpose applies to tf32"):
+        _plan(64, 64, 64, "fp32", b_transpose="swap")
+    with pytest.raises(UsageError, match="contradict"):
+        _plan(64, 64, 64, "tf32", b_transpose="swap", operands="k_major_b")
+    with pytest.raises(ValueError, match="choose one of"):
+        sk.KERNEL.parse_options({"b_transpose": "regs"})
+
+
+def test_swap_keeps_16_byte_copies_for_sm90():
+    """The swapped product's ``* one`` is what keeps B's 16-byte async copies: compiled for sm_90,
+    1024^3 tf32 reads its row-major B with 4-byte cp.async when loaded as is ("load") and with
+    16-byte ones, and no 4-byte one, swapped (without the product the compiler goes back to
+    4-byte copies)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = ("import json; from triton_kernels import stream_k as sk\n"
+            "out = {}\n"
+            "for bt in ('load', 'swap'):\n"
+            "    specs = [s for s in sk.launch_specs(1024, 1024, 1024, 'tf32', 1.0, 0.0, True, {'b_transpose': bt})\n"
+            "             if s[0] is sk._stream_k_kernel]\n"
+            "    fn, args, ce, w, st = specs[0]\n"
+            "    out[bt] = sk.ptx_counts(sk.compile_sm90(fn, args, ce, w, st).asm['ptx'])\n"
+            "print(json.dumps(out))\n")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    counts = json.loads(res.stdout.strip().splitlines()[-1])
+    assert counts["load"]["cp.async 4B"] > 0
+    assert counts["swap"]["cp.async 4B"] == 0 and counts["swap"]["cp.async 16B"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b_transpose", B_TRANSPOSES)
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("shape", [(1000, 1000, 1000), (48, 4096, 4096), (300, 520, 65537), (7, 33, 127),
+                                   (129, 260, 1000)], ids=lambda s: "x".join(map(str, s)))
+def test_gpu_b_transpose_paths(shape, precision, b_transpose):
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda", b_transpose=b_transpose)
+    if precision == "tf32x3":
+        assert r.rel_err <= 1e-6, r.rel_err

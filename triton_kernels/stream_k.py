@@ -42,12 +42,18 @@ decomposition    "dp" when the data-parallel waves are >= 90% full, counted on P
                  than 2*MIN_SK_ITERS iterations;
                  else "sk" (hybrid above). 3001x2999x3003 fp32 (4.4 waves): sk 97% vs dp 89%.
 operands         see "Alignment" below, and _k_major_b for tf32/tf32x3's B.
+b_transpose      tf32/tf32x3 with 32 < M <= 512 (tf32 with 128x128 tiles: M <= 1024), N > 64:
+                 "swap", C^T = B^T A^T with the row-major B as wgmma's register operand (no
+                 K-major copy of B; _swap_pays, _dot); 128x4096x11008 tf32 0.171 -> 0.102 ms.
+                 Otherwise as "operands" says.
 ===============  ==========================================================================
 
 Measured (H100, % of cuBLAS measured in the same run, 58 shapes, results/h100/sweep/): fp32
 geomean 95.1% (worst 257x255x65537 51.5% and 127x8191x1021 55.4%: both operands' rows are not
 16-byte aligned, and copying them costs more than half of cuBLAS's time; results/h100/explore/);
-tf32 77.1% (long-K outputs of <= 1024^2 42-55%); tf32x3 125% of cuBLAS fp32.
+tf32 84.9% (long-K outputs of ~1000^2 46%, 1000..2048^3 53-76%); tf32x3 134% of cuBLAS fp32
+(worst 127x8191x1021 67%). The swapped product for M <= 512 (b_transpose) took tf32 from 77.1%
+and tf32x3 from 125% (before: 64x8192x28672 55% / 57%, after 98% / 124%).
 Stream-K grid: ``programs_per_sm`` programs per SM (2 for 4-warp tiles); the fixup's step and
 piece follow the partial count (``fixup_shape``); operand copies only where the GEMM does
 ``COPY_MIN_FLOPS_PER_BYTE`` flops per copied byte (``worth_copying``).
@@ -298,12 +304,29 @@ def _tile_coords(tile, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP
 
 
 @triton.jit
-def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, DOT_PRECISION: tl.constexpr):
+def _dot(a, b, acc, one, DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr):
+    # acc += a @ b, or, with B_VIA = 2 ("swap"), acc^T += b^T @ a^T (acc is held transposed).
+    # wgmma reads a 32-bit B from shared memory only K-major. Given an N-major B tile the
+    # compiler copies it into that layout with 4-byte cp.async (B_VIA = 0, "load"). Swapped,
+    # b^T is wgmma's A operand, which may come from registers in any layout; multiplying it by
+    # a runtime 1.0 (exact) makes it a computed value rather than a load, so the compiler keeps
+    # the 16-byte async copies and feeds wgmma from registers (without the product it goes back
+    # to 4-byte copies: compiled for sm_90, triton 3.6 and 3.9; results/h100/explore/round4).
+    if B_VIA == 2:
+        acc = tl.dot(tl.trans(b) * one, tl.trans(a), acc, input_precision=DOT_PRECISION)
+    else:
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+    return acc
+
+
+@triton.jit
+def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, one, DOT_PRECISION: tl.constexpr,
+               B_VIA: tl.constexpr):
     # acc += A_tile @ B_tile for n_steps unmasked BLOCK_K steps.
     for _ in range(0, n_steps):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
-        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+        acc = _dot(a, b, acc, one, DOT_PRECISION, B_VIA)
         a_ptrs += step_a
         b_ptrs += step_b
     return acc, a_ptrs, b_ptrs
@@ -311,8 +334,8 @@ def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, DOT_PRECISION: tl.c
 
 @triton.jit
 def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
-                  stride_am, stride_ak, stride_bk, stride_bn,
-                  DOT_PRECISION: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
+                  stride_am, stride_ak, stride_bk, stride_bn, one,
+                  DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
                   A_HINT: tl.constexpr, B_HINT: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
@@ -352,22 +375,28 @@ def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
     else:
         full_hi = tl.minimum(it_hi, K // BLOCK_K)
     n_full = tl.maximum(full_hi - it_lo, 0)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if B_VIA == 2:
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if DOT_PRECISION == "ieee":
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full, step_a, step_b, DOT_PRECISION)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full, step_a, step_b, one, DOT_PRECISION, B_VIA)
     else:
         # First step peeled (as _gemm.mac): with a zero accumulator entering a single loop,
         # ptxas 12.8 serialises the wgmmas of 128-row tiles (a wait after each).
         n_first = tl.minimum(n_full, 1)
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_first, step_a, step_b, DOT_PRECISION)
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full - n_first, step_a, step_b, DOT_PRECISION)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_first, step_a, step_b, one, DOT_PRECISION, B_VIA)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full - n_first, step_a, step_b, one,
+                                         DOT_PRECISION, B_VIA)
     if not EVEN_K:
         if it_hi * BLOCK_K > K:
             # The partial last step: the only masked loads (a_ptrs/b_ptrs point at it now).
             k_left = K - (it_hi - 1) * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+            acc = _dot(a, b, acc, one, DOT_PRECISION, B_VIA)
+    if B_VIA == 2:
+        acc = tl.trans(acc)
     return acc, pid_m, pid_n
 
 
@@ -383,8 +412,8 @@ def _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta,
 @triton.jit
 def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                     alpha, beta, SK_TILES, SK_PROGRAMS, SK_Q, SK_R, MAX_SEG,
-                     DOT_PRECISION: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
+                     alpha, beta, one, SK_TILES, SK_PROGRAMS, SK_Q, SK_R, MAX_SEG,
+                     DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
                      A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                      B_HINT: tl.constexpr, C_HINT: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -395,7 +424,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
         # Data-parallel: one whole tile after the stream-K tiles.
         tile = SK_TILES + pid - SK_PROGRAMS
         acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, 0, iters, M, N, K, M_wrap, N_wrap,
-                                          stride_am, stride_ak, stride_bk, stride_bn, DOT_PRECISION,
+                                          stride_am, stride_ak, stride_bk, stride_bn, one, DOT_PRECISION, B_VIA,
                                           A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                                           EVEN_K)
         _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA, C_HINT,
@@ -411,8 +440,8 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
             tile_lo = tile * iters
             seg_hi = tl.minimum(end, tile_lo + iters)
             acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, it - tile_lo, seg_hi - tile_lo, M, N, K,
-                                              M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn,
-                                              DOT_PRECISION, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
+                                              M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn, one,
+                                              DOT_PRECISION, B_VIA, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
                                               BLOCK_K, GROUP_M, EVEN_K)
             whole = (it == tile_lo) & (seg_hi == tile_lo + iters)
             if whole:
@@ -609,6 +638,30 @@ def _k_major_b(precision: str, M: int, N: int) -> bool:
 
 
 OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
+# How a B that is not K-major reaches wgmma at tf32/tf32x3 (_dot): a K-major copy before the
+# GEMM ("copy"), the compiler's 4-byte async copies ("load") or the swapped product ("swap",
+# B_VIA 2). A fourth way, B * 1.0 unswapped (16-byte copies, then a register pass writing the
+# K-major layout), was slower than "load" on 10 of 14 shapes in round 4 and is not offered.
+B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
+B_VIA = {"copy": 0, "load": 0, "swap": 2}
+# "auto" takes "swap" for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M rows (N > 64, B readable
+# with 16-byte loads as given). Round 4 (H100, results/h100/explore/round4): swap against the
+# previous default, tf32: 48x12288x4096 0.183 -> 0.097 ms, 128x4096x11008 0.171 -> 0.102,
+# 64x4096x65536 0.765 -> 0.484, 256x512x131072 0.439 -> 0.291, 512x12288x4096 0.384 -> 0.331;
+# tf32x3: 64x8192x28672 1.075 -> 0.482, 128x4096x11008 0.289 -> 0.199. Few rows waste most of a
+# 64-row wgmma (or a K-major copy of all of B for a small GEMM); swapped, B's columns fill the
+# wgmma's 64-row side. From M = 1024 on it loses (1024x5120x13824 0.697 -> 0.825, 4096^3 0.441 ->
+# 0.714): the register operand's per-step layout shuffle costs more than the K-major copy; tf32
+# with 128x128 tiles still wins up to M = 1024 (1024x1024x16384 0.303 -> 0.271, 1000^3 0.0369 ->
+# 0.0352, 1024^3 even; 1536^3 loses, 0.0605 -> 0.0708). M <= 32 (mma.sync tiles, 94-242% of
+# cuBLAS already) was not measured with it and keeps its path.
+SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
+
+
+def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> bool:
+    max_m = SWAP_MAX_M_TF32_128 if precision == "tf32" and tile.bn == 128 else SWAP_MAX_M
+    return (precision != "fp32" and SWAP_MIN_M < M <= max_m and N > 64 and _aligned(B)
+            and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0)
 
 # A copy moves 8 bytes per element of its operand (read + write) before the GEMM starts: per
 # copied byte that is N/4 GEMM flops for A (2*M*N*K / (8*M*K)) and M/4 for B. An operand is
@@ -684,6 +737,13 @@ def _parse_operands(text: str) -> str:
     return v
 
 
+def _parse_b_transpose(text: str) -> str:
+    v = str(text).strip().lower()
+    if v not in B_TRANSPOSE_CHOICES:
+        raise ValueError(f"choose one of {', '.join(B_TRANSPOSE_CHOICES)}")
+    return v
+
+
 OPTIONS = (
     Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
@@ -701,6 +761,10 @@ OPTIONS = (
            "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
            "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
            "into aligned buffers)", _parse_operands),
+    Option("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
+           "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
+           "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
+           "(computes C^T = B^T A^T with B^T as the register operand)", _parse_b_transpose),
 )
 
 
@@ -724,7 +788,19 @@ class _Plan:
         self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid)
 
         operands = options.get("operands", "auto")
-        a_major, b_major = _layouts(precision, self.M, self.N, self.tile, k_major_b=operands == "k_major_b")
+        b_transpose = options.get("b_transpose", "auto")
+        if b_transpose != "auto" and precision == "fp32":
+            raise UsageError("option b_transpose applies to tf32 and tf32x3 (tensor cores); fp32 uses FFMA")
+        if b_transpose != "auto" and operands == "k_major_b" and b_transpose != "copy":
+            raise UsageError(f"options operands=k_major_b and b_transpose={b_transpose} contradict each other")
+        if b_transpose == "copy" and operands == "as_given":
+            raise UsageError("options operands=as_given (never copy) and b_transpose=copy contradict each other")
+        if b_transpose == "auto" and operands in ("auto", "as_given") and _swap_pays(precision, self.M, self.N, B, self.tile):
+            b_transpose = "swap"
+        a_major, b_major = _layouts(precision, self.M, self.N, self.tile,
+                                    k_major_b=operands == "k_major_b" or b_transpose == "copy")
+        if b_transpose in ("load", "swap"):
+            b_major = "n"
         if operands in ("direct", "as_given"):
             # The layouts as given.
             a_major = "m" if A.stride(0) == 1 and A.stride(1) != 1 else "k"
@@ -734,10 +810,13 @@ class _Plan:
         M, N, K = self.M, self.N, self.K
         copy_a = operands in ("copy", "direct", "k_major_b") or (
             operands == "auto" and worth_copying(precision, M, N, K, "a"))
-        copy_b = operands in ("copy", "direct", "k_major_b") or (
+        copy_b = operands in ("copy", "direct", "k_major_b") or b_transpose == "copy" or (
             operands == "auto" and worth_copying(precision, M, N, K, "b"))
         self.a = _prepare_a(A, a_major, allow_direct=operands != "copy", allow_copy=copy_a)
         self.b = _prepare_b(B, b_major, allow_direct=operands != "copy", allow_copy=copy_b)
+        # The register pass / swapped product only where B reaches the dot N-major.
+        self.b_via = (B_VIA.get(b_transpose, 0)
+                      if precision != "fp32" and not self.b.k_contiguous else 0)
         # The 16-byte hints where true (every copy satisfies them; an operand read as given
         # only when its strides do); hint=off only to compare with what Triton does unhinted
         # (python -m triton_kernels.stream_k --ptx).
@@ -766,6 +845,8 @@ class _Plan:
                                   "beta pre-scale + atomic_add"),
             "operands": f"A {self.a.layout}, B {self.b.layout}", "operand_copy_bytes":
                 self.a.copy_bytes() + self.b.copy_bytes(), "c_vector_hint": self.c_hint,
+            "b_transpose": ("k_major" if self.b.k_contiguous else
+                            {0: "load", 2: "swap"}[self.b_via]) if precision != "fp32" else "n/a",
             "input_precision": DOT_PRECISION[precision],
             "chosen_by": "user" if (tile is not None or options.get("sk") or grid) else "heuristic",
         }
@@ -799,8 +880,8 @@ class _Plan:
         _stream_k_kernel[(d.grid,)](
             av, bv, C, w, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
             av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
-            self.alpha, self.beta, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
-            DOT_PRECISION=DOT_PRECISION[self.precision], ATOMIC=atomic, HAS_BETA=self.beta != 0,
+            self.alpha, self.beta, 1.0, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
+            DOT_PRECISION=DOT_PRECISION[self.precision], B_VIA=self.b_via, ATOMIC=atomic, HAS_BETA=self.beta != 0,
             A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, A_HINT=self.a_hint,
             B_HINT=self.b_hint, C_HINT=self.c_hint,
             EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
@@ -821,7 +902,7 @@ def _matmul(name, A, B, C, alpha, beta, precision, deterministic, options):
 def stream_k_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float = 1.0, beta: float = 0.0,
                     precision: str = "fp32", **options) -> torch.Tensor:
     """Deterministic stream-K: C = alpha*A@B + beta*C in place; returns C. ``options``: the
-    kernel's options (tile, sk, grid, sms, operands) as parsed values."""
+    kernel's options (tile, sk, grid, sms, operands, b_transpose) as parsed values."""
     return _matmul("stream_k_matmul", A, B, C, alpha, beta, precision, True, options)
 
 
@@ -833,7 +914,8 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
 
 STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
 _META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid stream-K by wave fill; "
-                      "options tile/sk/grid/sms/operands override",
+                      "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
+                      "options tile/sk/grid/sms/operands/b_transpose override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
 
 
@@ -947,9 +1029,9 @@ def _study_args(n: int, prec: str, hint: bool):
     av, bv = plan.a.view, plan.b.view
     args = dict(a_ptr=av, b_ptr=bv, c_ptr=C, w_ptr=C, M=n, N=n, K=n, M_wrap=plan.a.wrap, N_wrap=plan.b.wrap,
                 stride_am=av.stride(0), stride_ak=av.stride(1), stride_bk=bv.stride(0), stride_bn=bv.stride(1),
-                stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, SK_TILES=plan.d.sk_tiles,
+                stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, one=1.0, SK_TILES=plan.d.sk_tiles,
                 SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
-    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
+    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], B_VIA=plan.b_via, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
               B_K_CONTIG=plan.b.k_contiguous, A_HINT=plan.a_hint, B_HINT=plan.b_hint, C_HINT=plan.c_hint,
               BLOCK_M=128, BLOCK_N=128,
               BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
