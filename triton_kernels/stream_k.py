@@ -641,7 +641,7 @@ OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
 # How a B that is not K-major reaches wgmma at tf32/tf32x3 (_dot): a K-major copy before the
 # GEMM ("copy"), the compiler's 4-byte async copies ("load") or the swapped product ("swap",
 # B_VIA 2). A fourth way, B * 1.0 unswapped (16-byte copies, then a register pass writing the
-# K-major layout), was slower than "load" on 10 of 14 shapes in round 4 and is not offered.
+# K-major layout), was slower than the K-major copy on 12 of 14 tf32 shapes in round 4 and is not offered.
 B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
 B_VIA = {"copy": 0, "load": 0, "swap": 2}
 # "auto" takes "swap" for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M rows (N > 64, B readable
