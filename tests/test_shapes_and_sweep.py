@@ -75,6 +75,9 @@ def test_asv_set_is_small_and_drawn_from_the_sets():
     for part in ("square", "odd", "llm", "skinny", "long_k"):
         assert any(s in shapes.SHAPE_SETS[part] for s in asv), part
     assert max(2 * M * N * K for M, N, K in asv) <= 1e11   # seconds per kernel, not minutes
+    # The unaligned long-K case (neither operand's rows 16-byte aligned: K and N not multiples
+    # of 4), the Triton family's worst sweep shape, is in the history too.
+    assert any(K % 4 and N % 4 and K >= 16 * max(M, N) for M, N, K in asv)
 
 
 def test_heldout_shares_no_shape_with_anything_tuning_may_use():
