@@ -238,14 +238,18 @@ def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int
 # Options (compare.harness.registry.Option): what a user may set; the kernel chooses the rest.
 
 
-def _parse_operands(text: str) -> str:
-    if text not in OPERAND_MODES:
-        raise ValueError(f"choose one of {', '.join(OPERAND_MODES)}")
-    return text
+def parse_choice(choices: tuple):
+    """An option parser: the text, trimmed and lower-cased, if it is one of ``choices``."""
+    def parse(text: str) -> str:
+        v = str(text).strip().lower()
+        if v not in choices:
+            raise ValueError(f"choose one of {', '.join(choices)}")
+        return v
+    return parse
 
 
-def _parse_on_off(text: str) -> bool:
-    v = text.strip().lower()
+def parse_on_off(text: str) -> bool:
+    v = str(text).strip().lower()
     if v not in ("on", "off"):
         raise ValueError("choose on or off")
     return v == "on"
@@ -261,9 +265,9 @@ def parse_split(text) -> int:
 TILE_OPTIONS = (
     Option("operands", "how A and B reach tl.dot: direct (as given), k_major (B through a K-major "
            "copy; tf32/tf32x3 default), m_major_a (A through an M-major copy; fp32 default for N >= "
-           f"{M_MAJOR_A_MIN_N})", _parse_operands),
+           f"{M_MAJOR_A_MIN_N})", parse_choice(OPERAND_MODES)),
     Option("autotune", "on (default): time the candidate configs once per tuning key, on a scratch "
-           "output; off: the first candidate of the precision's list", _parse_on_off),
+           "output; off: the first candidate of the precision's list", parse_on_off),
     Option("config", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
            "128x128x32/8/3: reproduces a sweep row or a reported config", parse_config),
 )

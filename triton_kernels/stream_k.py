@@ -118,7 +118,7 @@ from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting, sm_count
-from ._gemm import plan_prepare, store_c
+from ._gemm import parse_choice, parse_on_off, plan_prepare, store_c
 
 __all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
 
@@ -304,15 +304,15 @@ def _tile_coords(tile, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP
 
 
 @triton.jit
-def _dot(a, b, acc, one, DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr):
-    # acc += a @ b, or, with B_VIA = 2 ("swap"), acc^T += b^T @ a^T (acc is held transposed).
+def _dot(a, b, acc, one, DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr):
+    # acc += a @ b, or, with SWAP_AB ("swap"), acc^T += b^T @ a^T (acc is held transposed).
     # wgmma reads a 32-bit B from shared memory only K-major. Given an N-major B tile the
-    # compiler copies it into that layout with 4-byte cp.async (B_VIA = 0, "load"). Swapped,
+    # compiler copies it into that layout with 4-byte cp.async ("load"). Swapped,
     # b^T is wgmma's A operand, which may come from registers in any layout; multiplying it by
     # a runtime 1.0 (exact) makes it a computed value rather than a load, so the compiler keeps
     # the 16-byte async copies and feeds wgmma from registers (without the product it goes back
     # to 4-byte copies: compiled for sm_90, triton 3.6 and 3.9; results/h100/explore/round4).
-    if B_VIA == 2:
+    if SWAP_AB:
         acc = tl.dot(tl.trans(b) * one, tl.trans(a), acc, input_precision=DOT_PRECISION)
     else:
         acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
@@ -321,12 +321,12 @@ def _dot(a, b, acc, one, DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr):
 
 @triton.jit
 def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, one, DOT_PRECISION: tl.constexpr,
-               B_VIA: tl.constexpr):
+               SWAP_AB: tl.constexpr):
     # acc += A_tile @ B_tile for n_steps unmasked BLOCK_K steps.
     for _ in range(0, n_steps):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
-        acc = _dot(a, b, acc, one, DOT_PRECISION, B_VIA)
+        acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
         a_ptrs += step_a
         b_ptrs += step_b
     return acc, a_ptrs, b_ptrs
@@ -335,7 +335,7 @@ def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, one, DOT_PRECISION:
 @triton.jit
 def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
                   stride_am, stride_ak, stride_bk, stride_bn, one,
-                  DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
+                  DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
                   A_HINT: tl.constexpr, B_HINT: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
@@ -375,27 +375,27 @@ def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
     else:
         full_hi = tl.minimum(it_hi, K // BLOCK_K)
     n_full = tl.maximum(full_hi - it_lo, 0)
-    if B_VIA == 2:
+    if SWAP_AB:
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if DOT_PRECISION == "ieee":
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full, step_a, step_b, one, DOT_PRECISION, B_VIA)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full, step_a, step_b, one, DOT_PRECISION, SWAP_AB)
     else:
         # First step peeled (as _gemm.mac): with a zero accumulator entering a single loop,
         # ptxas 12.8 serialises the wgmmas of 128-row tiles (a wait after each).
         n_first = tl.minimum(n_full, 1)
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_first, step_a, step_b, one, DOT_PRECISION, B_VIA)
+        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_first, step_a, step_b, one, DOT_PRECISION, SWAP_AB)
         acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full - n_first, step_a, step_b, one,
-                                         DOT_PRECISION, B_VIA)
+                                         DOT_PRECISION, SWAP_AB)
     if not EVEN_K:
         if it_hi * BLOCK_K > K:
             # The partial last step: the only masked loads (a_ptrs/b_ptrs point at it now).
             k_left = K - (it_hi - 1) * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            acc = _dot(a, b, acc, one, DOT_PRECISION, B_VIA)
-    if B_VIA == 2:
+            acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
+    if SWAP_AB:
         acc = tl.trans(acc)
     return acc, pid_m, pid_n
 
@@ -413,7 +413,7 @@ def _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta,
 def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                      alpha, beta, one, SK_TILES, SK_PROGRAMS, SK_Q, SK_R, MAX_SEG,
-                     DOT_PRECISION: tl.constexpr, B_VIA: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
+                     DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
                      A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                      B_HINT: tl.constexpr, C_HINT: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -424,7 +424,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
         # Data-parallel: one whole tile after the stream-K tiles.
         tile = SK_TILES + pid - SK_PROGRAMS
         acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, 0, iters, M, N, K, M_wrap, N_wrap,
-                                          stride_am, stride_ak, stride_bk, stride_bn, one, DOT_PRECISION, B_VIA,
+                                          stride_am, stride_ak, stride_bk, stride_bn, one, DOT_PRECISION, SWAP_AB,
                                           A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                                           EVEN_K)
         _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA, C_HINT,
@@ -441,7 +441,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
             seg_hi = tl.minimum(end, tile_lo + iters)
             acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, it - tile_lo, seg_hi - tile_lo, M, N, K,
                                               M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn, one,
-                                              DOT_PRECISION, B_VIA, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
+                                              DOT_PRECISION, SWAP_AB, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
                                               BLOCK_K, GROUP_M, EVEN_K)
             whole = (it == tile_lo) & (seg_hi == tile_lo + iters)
             if whole:
@@ -602,15 +602,19 @@ def _prepare_a(A: torch.Tensor, major: str, allow_direct: bool, allow_copy: bool
     return _Operand(buf, True, M, "copy:k_major", A.t(), buf)
 
 
+def _n_major_hintable(B: torch.Tensor) -> bool:
+    """B (K x N) can be read N-major as given with 16-byte loads (the kernel's B hint holds)."""
+    return _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and B.shape[1] % 4 == 0
+
+
 def _prepare_b(B: torch.Tensor, major: str, allow_direct: bool, allow_copy: bool = True) -> _Operand:
     """B (K x N) in the preferred ``major`` ("n": row-major, "k": K-major, what wgmma reads);
     ``allow_copy`` as for A."""
     K, N = B.shape
-    if allow_direct and _aligned(B):
-        if major == "n" and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0:
-            return _Operand(B, False, N, "direct")
-        if major == "k" and B.stride(0) == 1 and B.stride(1) % 4 == 0:
-            return _Operand(B, True, N, "direct")
+    if allow_direct and major == "n" and _n_major_hintable(B):
+        return _Operand(B, False, N, "direct")
+    if allow_direct and major == "k" and _aligned(B) and B.stride(0) == 1 and B.stride(1) % 4 == 0:
+        return _Operand(B, True, N, "direct")
     if not allow_copy and allow_direct and (B.stride(1) == 1 or B.stride(0) == 1):
         k_contig = B.stride(1) != 1
         hinted = _aligned(B) and (B.stride(1) % 4 == 0 if k_contig else (B.stride(0) % 4 == 0 and N % 4 == 0))
@@ -640,10 +644,9 @@ def _k_major_b(precision: str, M: int, N: int) -> bool:
 OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
 # How a B that is not K-major reaches wgmma at tf32/tf32x3 (_dot): a K-major copy before the
 # GEMM ("copy"), the compiler's 4-byte async copies ("load") or the swapped product ("swap",
-# B_VIA 2). A fourth way, B * 1.0 unswapped (16-byte copies, then a register pass writing the
+# SWAP_AB). A fourth way, B * 1.0 unswapped (16-byte copies, then a register pass writing the
 # K-major layout), was slower than the K-major copy on 12 of 14 tf32 shapes in round 4 and is not offered.
 B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
-B_VIA = {"copy": 0, "load": 0, "swap": 2}
 # "auto" takes "swap" for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M rows (N > 64, B readable
 # with 16-byte loads as given). Round 4 (H100, results/h100/explore/round4): swap against the
 # previous default, tf32: 48x12288x4096 0.183 -> 0.097 ms, 128x4096x11008 0.171 -> 0.102,
@@ -660,8 +663,7 @@ SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
 
 def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> bool:
     max_m = SWAP_MAX_M_TF32_128 if precision == "tf32" and tile.bn == 128 else SWAP_MAX_M
-    return (precision != "fp32" and SWAP_MIN_M < M <= max_m and N > 64 and _aligned(B)
-            and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0)
+    return precision != "fp32" and SWAP_MIN_M < M <= max_m and N > 64 and _n_major_hintable(B)
 
 # A copy moves 8 bytes per element of its operand (read + write) before the GEMM starts: per
 # copied byte that is N/4 GEMM flops for A (2*M*N*K / (8*M*K)) and M/4 for B. An operand is
@@ -709,13 +711,6 @@ def parse_tile(text: str) -> Tile:
     return Tile(bm, bn, bk, warps, stages)
 
 
-def _parse_mode(text: str) -> str:
-    v = str(text).strip().lower()
-    if v not in DECOMPOSITIONS:
-        raise ValueError(f"choose one of {', '.join(DECOMPOSITIONS)}")
-    return v
-
-
 def _parse_positive(text) -> int:
     n = int(text)
     if n < 1:
@@ -723,48 +718,27 @@ def _parse_positive(text) -> int:
     return n
 
 
-def _parse_on_off(text: str) -> bool:
-    v = str(text).strip().lower()
-    if v not in ("on", "off"):
-        raise ValueError("choose on or off")
-    return v == "on"
-
-
-def _parse_operands(text: str) -> str:
-    v = str(text).strip().lower()
-    if v not in OPERAND_CHOICES:
-        raise ValueError(f"choose one of {', '.join(OPERAND_CHOICES)}")
-    return v
-
-
-def _parse_b_transpose(text: str) -> str:
-    v = str(text).strip().lower()
-    if v not in B_TRANSPOSE_CHOICES:
-        raise ValueError(f"choose one of {', '.join(B_TRANSPOSE_CHOICES)}")
-    return v
-
-
 OPTIONS = (
     Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
     Option("sk", "decomposition: dp (one program per tile) or sk (hybrid data-parallel + stream-K "
-           "for the last partial wave); default: the heuristic", _parse_mode),
+           "for the last partial wave); default: the heuristic", parse_choice(DECOMPOSITIONS)),
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies sk=sk", _parse_positive),
     Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
     Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
-           "unhinted, for comparison)", lambda t: _parse_on_off(t)),
+           "unhinted, for comparison)", parse_on_off),
     Option("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
            "loads, plus fp32's M-major A for N >= 2048 and tf32/tf32x3's K-major B for large M; "
            "either only where the GEMM has enough flops per copied byte), "
            "direct (the layouts as given; a copy only where 16-byte loads are impossible), "
            "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
            "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
-           "into aligned buffers)", _parse_operands),
+           "into aligned buffers)", parse_choice(OPERAND_CHOICES)),
     Option("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
            "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
-           "(computes C^T = B^T A^T with B^T as the register operand)", _parse_b_transpose),
+           "(computes C^T = B^T A^T with B^T as the register operand)", parse_choice(B_TRANSPOSE_CHOICES)),
 )
 
 
@@ -814,9 +788,8 @@ class _Plan:
             operands == "auto" and worth_copying(precision, M, N, K, "b"))
         self.a = _prepare_a(A, a_major, allow_direct=operands != "copy", allow_copy=copy_a)
         self.b = _prepare_b(B, b_major, allow_direct=operands != "copy", allow_copy=copy_b)
-        # The register pass / swapped product only where B reaches the dot N-major.
-        self.b_via = (B_VIA.get(b_transpose, 0)
-                      if precision != "fp32" and not self.b.k_contiguous else 0)
+        # The swapped product only where B reaches the dot N-major.
+        self.swap_ab = b_transpose == "swap" and precision != "fp32" and not self.b.k_contiguous
         # The 16-byte hints where true (every copy satisfies them; an operand read as given
         # only when its strides do); hint=off only to compare with what Triton does unhinted
         # (python -m triton_kernels.stream_k --ptx).
@@ -845,8 +818,8 @@ class _Plan:
                                   "beta pre-scale + atomic_add"),
             "operands": f"A {self.a.layout}, B {self.b.layout}", "operand_copy_bytes":
                 self.a.copy_bytes() + self.b.copy_bytes(), "c_vector_hint": self.c_hint,
-            "b_transpose": ("k_major" if self.b.k_contiguous else
-                            {0: "load", 2: "swap"}[self.b_via]) if precision != "fp32" else "n/a",
+            "b_transpose": ("n/a" if precision == "fp32" else "k_major" if self.b.k_contiguous else
+                            "swap" if self.swap_ab else "load"),
             "input_precision": DOT_PRECISION[precision],
             "chosen_by": "user" if (tile is not None or options.get("sk") or grid) else "heuristic",
         }
@@ -881,7 +854,7 @@ class _Plan:
             av, bv, C, w, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
             av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
             self.alpha, self.beta, 1.0, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
-            DOT_PRECISION=DOT_PRECISION[self.precision], B_VIA=self.b_via, ATOMIC=atomic, HAS_BETA=self.beta != 0,
+            DOT_PRECISION=DOT_PRECISION[self.precision], SWAP_AB=self.swap_ab, ATOMIC=atomic, HAS_BETA=self.beta != 0,
             A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, A_HINT=self.a_hint,
             B_HINT=self.b_hint, C_HINT=self.c_hint,
             EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
@@ -1031,7 +1004,7 @@ def _study_args(n: int, prec: str, hint: bool):
                 stride_am=av.stride(0), stride_ak=av.stride(1), stride_bk=bv.stride(0), stride_bn=bv.stride(1),
                 stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, one=1.0, SK_TILES=plan.d.sk_tiles,
                 SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
-    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], B_VIA=plan.b_via, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
+    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], SWAP_AB=plan.swap_ab, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
               B_K_CONTIG=plan.b.k_contiguous, A_HINT=plan.a_hint, B_HINT=plan.b_hint, C_HINT=plan.c_hint,
               BLOCK_M=128, BLOCK_N=128,
               BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
