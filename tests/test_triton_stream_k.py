@@ -359,6 +359,10 @@ def _plan(M, N, K, precision, **options):
     ((4096, 4096, 4096), "tf32", "k_major"),
     ((16, 4096, 4096), "tf32", "load"),           # M <= 32: mma.sync tiles keep their path
     ((127, 8191, 1021), "tf32", "load"),          # N % 4 != 0: no 16-byte loads of B to swap
+    ((4096, 64, 4096), "tf32x3", "swap"),         # 33..64 columns on 128x64 tiles: any M (round 6)
+    ((4096, 64, 4096), "tf32", "swap"),
+    ((64, 64, 1048576), "tf32", "load"),          # 64x64 tiles: not the narrow-output rule
+    ((4096, 16, 4096), "tf32", "k_major"),        # 16 columns: no swap (B^T would fill a quarter of a wgmma)
     ((128, 4096, 11008), "fp32", "n/a"),
 ])
 def test_b_transpose_heuristic(shape, precision, want):
@@ -402,5 +406,86 @@ def test_swap_keeps_16_byte_copies_for_sm90():
                                    (129, 260, 1000)], ids=lambda s: "x".join(map(str, s)))
 def test_gpu_b_transpose_paths(shape, precision, b_transpose):
     r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda", b_transpose=b_transpose)
+    if precision == "tf32x3":
+        assert r.rel_err <= 1e-6, r.rel_err
+
+
+# --- sk_align: stream-K ranges that line up across tiles (tf32, operands larger than the L2) ----
+
+@pytest.mark.parametrize("shape,precision,want,grid", [
+    ((1024, 1024, 16384), "tf32", "on", 128),     # 64 tiles: 2 ranges each; DRAM 710 -> 145 MB
+    ((256, 512, 131072), "tf32", "on", 128),      # 8 tiles x 16
+    ((384, 384, 65536), "tf32", "on", 126),       # 9 tiles x 14: 6 programs idle (4.5%)
+    ((64, 4096, 65536), "tf32", "on", 256),       # 4-warp tiles: 264 slots, 32 tiles x 8
+    ((257, 255, 65537), "tf32", "on", 132),       # 6 tiles x 22: the full grid already lines up
+    ((1024, 1024, 16384), "tf32x3", "off", 132),  # tf32x3 / fp32 are not DRAM-bound there
+    ((1024, 1024, 16384), "fp32", "off", 132),
+    ((1000, 1000, 1000), "tf32", "off", 132),     # 8 MB of operands: they stay in L2
+    ((128, 4096, 11008), "tf32", "off", 132),     # the one shared operand (A, 5.6 MB) fits in L2
+    ((96, 5120, 13824), "tf32", "off", 132),      # 40 tiles: 120 programs would idle 9%
+    ((4096, 4096, 4096), "tf32", "n/a", 0),       # data-parallel: no stream-K grid
+])
+def test_sk_align_heuristic(shape, precision, want, grid):
+    cfg = _plan(*shape, precision).config
+    assert (cfg["sk_align"], cfg["sk_programs"]) == (want, grid), cfg
+
+
+def test_aligned_ranges_start_at_the_same_k_offset_in_every_tile():
+    """With G = s * T programs (s per tile) and s dividing the iterations, program t*s + c covers
+    iterations [c*I/s, (c+1)*I/s) of tile t: the tiles that share A rows / B columns read the same
+    K slice at the same time. Without alignment (132 programs) the offsets scatter."""
+    tile = sk.Tile(128, 128, 32, 8, 4)
+    d = sk.decompose(1024, 1024, 16384, tile, 132, align=True)
+    s = d.sk_programs // d.tiles
+    assert d.aligned and (d.sk_programs, s) == (128, 2)
+    offsets = {d.range_of(g)[0] % d.iters for g in range(d.sk_programs)}
+    assert offsets == {c * d.iters // s for c in range(s)}
+    plain = sk.decompose(1024, 1024, 16384, tile, 132)
+    assert not plain.aligned and len({plain.range_of(g)[0] % plain.iters for g in range(132)}) > 50
+
+
+def test_aligned_decomposition_covers_every_iteration_once():
+    for M, N, K, sms in [(1000, 1000, 20000, 132), (384, 384, 65536, 132), (320, 320, 81920, 132)]:
+        d = sk.decompose(M, N, K, sk.Tile(128, 128, 32, 8, 4), sms, align=True)
+        assert d.aligned and d.sk_programs % d.tiles == 0
+        covered = [i for g in range(d.sk_programs) for i in range(*d.range_of(g))]
+        assert covered == list(range(d.sk_tiles * d.iters))
+        assert all(hi // d.iters - lo // d.iters < d.max_segments
+                   for lo, hi in map(d.range_of, range(d.sk_programs)))
+
+
+def test_sk_align_option():
+    cfg = _plan(1024, 1024, 16384, "tf32", sk_align="off").config
+    assert (cfg["sk_align"], cfg["sk_programs"], cfg["chosen_by"]) == ("off", 132, "user")
+    cfg = _plan(1024, 1024, 16384, "fp32", sk_align="on").config
+    assert (cfg["sk_align"], cfg["sk_programs"]) == ("on", 128)
+    with pytest.raises(UsageError, match="contradict"):
+        _plan(1024, 1024, 16384, "tf32", sk_align="on", grid=100)
+    with pytest.raises(UsageError, match="contradict"):
+        _plan(1024, 1024, 16384, "tf32", sk_align="on", sk="dp")
+    with pytest.raises(ValueError, match="choose one of"):
+        sk.KERNEL.parse_options({"sk_align": "maybe"})
+
+
+@interpreter
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+def test_sk_align_paths(kernel, precision):
+    """Forced alignment on a small shape: 6 tiles of 64x64, 38 iterations each (K = 600: a masked
+    tail), 25 SMs assumed with 2 slots each (4-warp tile): 48 programs, 8 per tile, ranges of 4-5
+    iterations."""
+    r = _ok(kernel, Problem(130, 70, 600, precision=precision, alpha=0.5, beta=-1.5), "cpu",
+            tile="64x64x16", sms=25, sk_align="on")
+    assert (r.config["sk_align"], r.config["sk_programs"], r.config["tiles"]) == ("on", 48, 6), r.config
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sk_align", ["on", "off"])
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("shape", [(1000, 1000, 20000), (384, 384, 65536), (257, 255, 65537)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gpu_sk_align(shape, precision, sk_align):
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda", sk_align=sk_align)
+    assert r.config["sk_align"] == sk_align, r.config
     if precision == "tf32x3":
         assert r.rel_err <= 1e-6, r.rel_err

@@ -143,3 +143,11 @@ def sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return 132
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def l2_bytes(device: torch.device) -> int:
+    """The GPU's L2 cache in bytes; an H100's 50 MiB under the interpreter (and where torch
+    doesn't report it), so CPU tests plan as the H100 does."""
+    if device.type != "cuda":
+        return 50 * 2**20
+    return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 50 * 2**20)

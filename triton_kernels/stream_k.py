@@ -42,10 +42,14 @@ decomposition    "dp" when the data-parallel waves are >= 90% full, counted on P
                  than 2*MIN_SK_ITERS iterations;
                  else "sk" (hybrid above). 3001x2999x3003 fp32 (4.4 waves): sk 97% vs dp 89%.
 operands         see "Alignment" below, and _k_major_b for tf32/tf32x3's B.
-b_transpose      tf32/tf32x3 with 32 < M <= 512 (tf32 with 128x128 tiles: M <= 1024), N > 64:
+b_transpose      tf32/tf32x3 with 32 < M <= 512 (tf32 with 128x128 tiles: M <= 1024), N > 64,
+                 or 33..64 columns on 128x64 tiles:
                  "swap", C^T = B^T A^T with the row-major B as wgmma's register operand (no
                  K-major copy of B; _swap_pays, _dot); 128x4096x11008 tf32 0.171 -> 0.102 ms.
                  Otherwise as "operands" says.
+sk_align         tf32 with A + B larger than the L2 and every tile stream-K: a grid that is a
+                 multiple of the tile count, so tiles sharing A rows / B columns read them at
+                 the same K offsets (align_pays); 1024x1024x16384 DRAM 710 -> 145 MB.
 ===============  ==========================================================================
 
 Measured (H100, % of cuBLAS measured in the same run, 58 shapes, results/h100/sweep/): fp32
@@ -117,7 +121,7 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
-from ._common import check_gemm_args, interpreting, sm_count
+from ._common import check_gemm_args, interpreting, l2_bytes, sm_count
 from ._gemm import parse_choice, parse_on_off, plan_prepare, store_c
 
 __all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
@@ -131,6 +135,8 @@ BLOCK_K = 32
 MIN_SK_ITERS = 4
 # Data-parallel waves at least this full need no stream-K.
 DP_WAVE_EFFICIENCY = 0.90
+# Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
+ALIGN_MAX_IDLE = 0.05
 DECOMPOSITIONS = ("dp", "sk")
 # The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
 # at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
@@ -177,6 +183,7 @@ class Decomposition:
     sk_tiles: int       # the first sk_tiles tiles (launch order) are stream-K
     sk_programs: int    # G programs share their sk_tiles * I iterations
     max_segments: int   # most tiles one stream-K range touches (workspace slots per program)
+    aligned: bool = False  # G is a multiple of T: every tile's k-th range starts at one K offset
 
     @property
     def mode(self) -> str:
@@ -208,10 +215,12 @@ def programs_per_sm(tile: Tile) -> int:
 
 
 def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] = None,
-              sk_programs: Optional[int] = None) -> Decomposition:
+              sk_programs: Optional[int] = None, align: bool = False) -> Decomposition:
     """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "sk" | None (heuristic);
     ``sk_programs`` overrides G. Waves and the stream-K grid count ``programs_per_sm`` slots
-    per SM."""
+    per SM. ``align``: when every tile is a stream-K tile, shrink G to a multiple of the tile
+    count (at most ALIGN_MAX_IDLE of it left idle) so the ranges line up across tiles
+    (``align_pays``)."""
     T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
     I = triton.cdiv(K, tile.bk)
     if mode is None:
@@ -230,9 +239,36 @@ def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] 
     sk_tiles = T if T <= sms else (T % sms or sms)
     work = sk_tiles * I
     G = min(sk_programs, work) if sk_programs else max(1, min(sms, work // MIN_SK_ITERS))
+    aligned = False
+    if align and not sk_programs and sk_tiles == T >= 2:
+        per_tile = G // T
+        if per_tile >= 2 and G - per_tile * T <= ALIGN_MAX_IDLE * G:
+            G, aligned = per_tile * T, True
     q = work // G
     # A range of at most q+1 iterations touches at most cdiv(q, I) + 1 tiles.
-    return Decomposition(T, I, sk_tiles, G, triton.cdiv(q, I) + 1)
+    return Decomposition(T, I, sk_tiles, G, triton.cdiv(q, I) + 1, aligned)
+
+
+def align_pays(precision: str, M: int, N: int, K: int, tile: Tile, l2: int) -> bool:
+    """Line the stream-K ranges up across tiles (``decompose(align=True)``)? For tf32 when A
+    and B together overflow the L2.
+
+    With G = SMs programs over T tiles, program g starts at g*T*I/G: the programs of tiles that
+    share A's rows (or B's columns) read them at unrelated K offsets, so each tile re-reads
+    them from DRAM once the operands no longer fit in L2. With G a multiple of T (T*I/G = I/s
+    iterations a range, up to rounding), the k-th range of every tile starts at about k*I/s and
+    those tiles read the same operand bytes together. ncu (H100, tf32, results/h100/explore/
+    round6): 1024x1024x16384 read 710 MB from DRAM with 132 programs, 145 MB with 128 (the
+    minimum is 138 MB), 0.268 -> 0.234 ms; 256x512x131072 767 -> 479 MB, 0.286 -> 0.235 ms;
+    384x384x65536 (126 programs) 50% -> 66% of cuBLAS, 64x4096x65536 (256) 75% -> 93%. So: tf32,
+    A and B together larger than the L2, and the operand bytes more than one tile reads (A when
+    there are several tile columns, B when several tile rows) at least a quarter of it (16.8 MB
+    at 64x4096x65536, the least measured; below that the shared operand stays in L2 anyway and
+    the idle SMs are pure loss). tf32 is the precision that is DRAM-bound there: tf32x3 (three
+    products per loaded element) moved by -3..+5% and fp32 lost 2-5% to the idle SMs, so both
+    keep the full grid."""
+    shared = (4 * M * K if N > tile.bn else 0) + (4 * K * N if M > tile.bm else 0)
+    return precision == "tf32" and 4 * K * (M + N) > l2 and 4 * shared >= l2
 
 
 def _small(n: int) -> int:
@@ -267,11 +303,15 @@ def heuristic_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
 
 
 def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
-                mode: Optional[str] = None, sk_programs: Optional[int] = None) -> tuple[Tile, Decomposition]:
-    """The heuristic table of the module docstring: (tile, decomposition)."""
+                mode: Optional[str] = None, sk_programs: Optional[int] = None,
+                align: Optional[bool] = None, l2: int = 50 * 2**20) -> tuple[Tile, Decomposition]:
+    """The heuristic table of the module docstring: (tile, decomposition). ``align`` None: the
+    heuristic (``align_pays`` on an ``l2``-byte L2)."""
     if tile is None:
         tile = heuristic_tile(M, N, K, precision, sms)
-    return tile, decompose(M, N, K, tile, sms, mode, sk_programs)
+    if align is None:
+        align = align_pays(precision, M, N, K, tile, l2)
+    return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -657,13 +697,21 @@ B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
 # 0.714): the register operand's per-step layout shuffle costs more than the K-major copy; tf32
 # with 128x128 tiles still wins up to M = 1024 (1024x1024x16384 0.303 -> 0.271, 1000^3 0.0369 ->
 # 0.0352, 1024^3 even; 1536^3 loses, 0.0605 -> 0.0708). M <= 32 (mma.sync tiles, 94-242% of
-# cuBLAS already) was not measured with it and keeps its path.
+# cuBLAS already) kept its path: swapped, round 6 lost 1-24% on all six such shapes
+# (results/h100/explore/round6/swap_small.json). Narrow outputs (33..64 columns, 128x64 tiles)
+# swap at any M: B^T is then a single 64-row wgmma operand and A^T is read K-major as given;
+# 4096x64x4096 tf32 0.0509 -> 0.0492 ms, tf32x3 0.0688 -> 0.0562 (round 6; the one such shape
+# measured).
 SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
 
 
 def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> bool:
+    if precision == "fp32" or not _n_major_hintable(B):
+        return False
+    if tile.bm == 128 and tile.bn == 64 and 32 < N <= 64:
+        return True
     max_m = SWAP_MAX_M_TF32_128 if precision == "tf32" and tile.bn == 128 else SWAP_MAX_M
-    return precision != "fp32" and SWAP_MIN_M < M <= max_m and N > 64 and _n_major_hintable(B)
+    return SWAP_MIN_M < M <= max_m and N > 64
 
 # A copy moves 8 bytes per element of its operand (read + write) before the GEMM starts: per
 # copied byte that is N/4 GEMM flops for A (2*M*N*K / (8*M*K)) and M/4 for B. An operand is
@@ -726,6 +774,11 @@ OPTIONS = (
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies sk=sk", _parse_positive),
     Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
+    Option("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
+           "grid that is a multiple of the tile count (every tile's k-th range starts at the same "
+           "K offset, so tiles sharing A rows or B columns read them from L2 together; at most "
+           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid), off: the full grid",
+           parse_choice(("auto", "on", "off"))),
     Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
            "unhinted, for comparison)", parse_on_off),
     Option("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
@@ -759,7 +812,14 @@ class _Plan:
         tile = options.get("tile")
         if isinstance(tile, str):
             tile = parse_tile(tile)
-        self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid)
+        sk_align = options.get("sk_align", "auto")
+        if grid is not None and sk_align != "auto":
+            raise UsageError(f"options grid= and sk_align={sk_align} contradict each other: grid sets the program count")
+        if mode == "dp" and sk_align == "on":
+            raise UsageError("options sk=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid")
+        align = None if sk_align == "auto" else sk_align == "on"
+        self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid, align,
+                                        l2_bytes(A.device))
 
         operands = options.get("operands", "auto")
         b_transpose = options.get("b_transpose", "auto")
@@ -813,7 +873,8 @@ class _Plan:
             "tile": f"{t.bm}x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
             "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,
-            "sms": sms, "programs_per_sm": programs_per_sm(t), "fixup": ("none" if not split_tiles else
+            "sms": sms, "programs_per_sm": programs_per_sm(t),
+            "sk_align": ("n/a" if not d.sk_programs else "on" if d.aligned else "off"), "fixup": ("none" if not split_tiles else
                                   "workspace + fixed-order fixup kernel" if deterministic else
                                   "beta pre-scale + atomic_add"),
             "operands": f"A {self.a.layout}, B {self.b.layout}", "operand_copy_bytes":
@@ -821,7 +882,7 @@ class _Plan:
             "b_transpose": ("n/a" if precision == "fp32" else "k_major" if self.b.k_contiguous else
                             "swap" if self.swap_ab else "load"),
             "input_precision": DOT_PRECISION[precision],
-            "chosen_by": "user" if (tile is not None or options.get("sk") or grid) else "heuristic",
+            "chosen_by": "user" if (tile is not None or options.get("sk") or grid or sk_align != "auto") else "heuristic",
         }
 
     def _split(self, tile: int) -> bool:
