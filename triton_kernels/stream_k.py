@@ -36,7 +36,9 @@ tile             (heuristic_tile; fitted on the tunable shape sets, H100, first.
                  900 tiles of 128x128 64x128x32/4/4 (91-100% at 4096..8192^3 vs 86-90% for
                  128x128); otherwise 128x128x16/8/4 (1000^3: 87% vs 65% for 64x128 tiles).
                  tf32: 128x256x32/8/3 once those tiles fill 90% of a wave (85-97% vs 79-88% for
-                 128x128 at 2048..14336 wide), else 128x128x32/8/4. tf32x3: 128x128x32/8/3.
+                 128x128 at 2048..14336 wide), else for M > 512 and K < 4*max(M, N) 128x64x32/4/4
+                 data-parallel (TF32_MID_TILE: 1024^3 0.034 -> 0.024 ms), else 128x128x32/8/4.
+                 tf32x3: 128x128x32/8/3.
 decomposition    "dp" when the data-parallel waves are >= 90% full, counted on P SMs or on
                  P * programs_per_sm slots (e.g. T = 1000 on 132 SMs: 95%), or a tile has fewer
                  than 2*MIN_SK_ITERS iterations;
@@ -298,8 +300,23 @@ def heuristic_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
     if precision == "tf32":
         if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
             return Tile(128, 256, 32, 8, 3)
+        if _tf32_mid(M, N, K, sms):
+            return TF32_MID_TILE
         return Tile(128, 128, 32, 8, 4)
     return Tile(128, 128, 32, 8, 3)
+
+
+# tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with (and not long-K): 128x64
+# tiles, data-parallel. Round 7 (H100, results/h100/explore/round7): 1024^3 0.0340 -> 0.0240 ms,
+# 1000^3 0.0355 -> 0.0267, 1536^3 0.0598 -> 0.0524 against 128x128 stream-K (2048^3, where
+# 128x256 tiles fill a wave, lost with it: 0.067 -> 0.096). Few rows keep 128x128 tiles and
+# the swapped product (b_transpose).
+TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
+
+
+def _tf32_mid(M: int, N: int, K: int, sms: int) -> bool:
+    return (M > SWAP_MAX_M and K < 4 * max(M, N) and min(M, N) > 64
+            and triton.cdiv(M, 128) * triton.cdiv(N, 256) < DP_WAVE_EFFICIENCY * sms)
 
 
 def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
@@ -309,6 +326,8 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
     heuristic (``align_pays`` on an ``l2``-byte L2)."""
     if tile is None:
         tile = heuristic_tile(M, N, K, precision, sms)
+        if precision == "tf32" and _tf32_mid(M, N, K, sms) and mode is None and sk_programs is None:
+            mode = "dp"
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
     return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align)
