@@ -57,9 +57,11 @@ sk_align         tf32 with A + B larger than the L2 and every tile stream-K: a g
 Measured (H100, % of cuBLAS measured in the same run, 58 shapes, results/h100/sweep/): fp32
 geomean 95.1% (worst 257x255x65537 51.5% and 127x8191x1021 55.4%: both operands' rows are not
 16-byte aligned, and copying them costs more than half of cuBLAS's time; results/h100/explore/);
-tf32 84.9% (long-K outputs of ~1000^2 46%, 1000..2048^3 53-76%); tf32x3 134% of cuBLAS fp32
-(worst 127x8191x1021 67%). The swapped product for M <= 512 (b_transpose) took tf32 from 77.1%
-and tf32x3 from 125% (before: 64x8192x28672 55% / 57%, after 98% / 124%).
+tf32 88.3% (long-K outputs of ~1000^2 50-54%, the 512-row LLM shapes 52-66%); tf32x3 134% of
+cuBLAS fp32 (worst 127x8191x1021 67%). The swapped product for M <= 512 (b_transpose) took tf32
+from 77.1% and tf32x3 from 125% (before: 64x8192x28672 55% / 57%, after 98% / 124%); aligned
+stream-K ranges (sk_align) and 128x64 tiles for mid-size outputs (TF32_MID_TILE) took tf32 from
+84.9% to 88.3%.
 Stream-K grid: ``programs_per_sm`` programs per SM (2 for 4-warp tiles); the fixup's step and
 piece follow the partial count (``fixup_shape``); operand copies only where the GEMM does
 ``COPY_MIN_FLOPS_PER_BYTE`` flops per copied byte (``worth_copying``).
