@@ -467,6 +467,9 @@ def test_sk_align_option():
     assert (cfg["sk_align"], cfg["sk_programs"], cfg["chosen_by"]) == ("off", 132, "user")
     cfg = _plan(1024, 1024, 16384, "fp32", sk_align="on").config
     assert (cfg["sk_align"], cfg["sk_programs"]) == ("on", 128)
+    # Alignment asks for stream-K even where the heuristic would run data-parallel (1024^3 tf32).
+    cfg = _plan(1024, 1024, 1024, "tf32", sk_align="on").config
+    assert (cfg["decomposition"], cfg["sk_align"]) == ("sk", "on"), cfg
     with pytest.raises(UsageError, match="contradict"):
         _plan(1024, 1024, 16384, "tf32", sk_align="on", grid=100)
     with pytest.raises(UsageError, match="contradict"):

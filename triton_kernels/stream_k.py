@@ -798,7 +798,7 @@ OPTIONS = (
     Option("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
            "grid that is a multiple of the tile count (every tile's k-th range starts at the same "
            "K offset, so tiles sharing A rows or B columns read them from L2 together; at most "
-           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid), off: the full grid",
+           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies sk=sk), off: the full grid",
            parse_choice(("auto", "on", "off"))),
     Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
            "unhinted, for comparison)", parse_on_off),
@@ -838,6 +838,8 @@ class _Plan:
             raise UsageError(f"options grid= and sk_align={sk_align} contradict each other: grid sets the program count")
         if mode == "dp" and sk_align == "on":
             raise UsageError("options sk=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid")
+        if sk_align == "on":
+            mode = "sk"
         align = None if sk_align == "auto" else sk_align == "on"
         self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid, align,
                                         l2_bytes(A.device))
