@@ -145,9 +145,13 @@ def sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+# An H100's L2: what plans assume under the interpreter (and where torch doesn't report it), so
+# CPU tests plan as the H100 does.
+DEFAULT_L2_BYTES = 50 * 2**20
+
+
 def l2_bytes(device: torch.device) -> int:
-    """The GPU's L2 cache in bytes; an H100's 50 MiB under the interpreter (and where torch
-    doesn't report it), so CPU tests plan as the H100 does."""
+    """The GPU's L2 cache in bytes (DEFAULT_L2_BYTES without a GPU)."""
     if device.type != "cuda":
-        return 50 * 2**20
-    return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 50 * 2**20)
+        return DEFAULT_L2_BYTES
+    return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or DEFAULT_L2_BYTES)

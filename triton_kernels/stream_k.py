@@ -28,7 +28,7 @@ The per-shape heuristic (``choose_plan``; a cuBLAS-style table, chosen per (M, N
 recorded in ``launch.config``; every entry can be overridden with an option):
 
 ===============  ==========================================================================
-tile             (heuristic_tile; fitted on the tunable shape sets, H100, first.log/final.log
+tile             (heuristic_plan; fitted on the tunable shape sets, H100, first.log/final.log
                  in results/sweeps_triton_streamk/, never on compare.harness.shapes' heldout set)
                  M <= 64 or N <= 64: that side 16/32/64 (skinny outputs don't compute wasted
                  rows), the other 128, BLOCK_K 32, 4 warps.
@@ -125,7 +125,7 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
-from ._common import check_gemm_args, interpreting, l2_bytes, sm_count
+from ._common import DEFAULT_L2_BYTES, check_gemm_args, interpreting, l2_bytes, sm_count
 from ._gemm import parse_choice, parse_on_off, plan_prepare, store_c
 
 __all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
@@ -284,30 +284,6 @@ def _small_m_tile(M: int, precision: str) -> Tile:
     return Tile(_small(M), 128, 32, 4, STAGES[precision])
 
 
-def heuristic_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
-    """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100)."""
-    if M <= 64:
-        t = _small_m_tile(M, precision)
-        return t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)
-    if N <= 64:
-        return Tile(128, _small(N), 32, 4, STAGES[precision])
-    t128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
-    long_k = K >= 4 * max(M, N)
-    if precision == "fp32":
-        if long_k:
-            return Tile(128, 128, 32, 8, 3)
-        if t128 >= 900:
-            return Tile(64, 128, 32, 4, 4)
-        return Tile(128, 128, 16, 8, 4)
-    if precision == "tf32":
-        if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
-            return Tile(128, 256, 32, 8, 3)
-        if _tf32_mid(M, N, K, sms):
-            return TF32_MID_TILE
-        return Tile(128, 128, 32, 8, 4)
-    return Tile(128, 128, 32, 8, 3)
-
-
 # tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with (and not long-K): 128x64
 # tiles, data-parallel. Round 7 (H100, results/h100/explore/round7): 1024^3 0.0340 -> 0.0240 ms,
 # 1000^3 0.0355 -> 0.0267, 1536^3 0.0598 -> 0.0524 against 128x128 stream-K (2048^3, where
@@ -316,20 +292,40 @@ def heuristic_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
 TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 
 
-def _tf32_mid(M: int, N: int, K: int, sms: int) -> bool:
-    return (M > SWAP_MAX_M and K < 4 * max(M, N) and min(M, N) > 64
-            and triton.cdiv(M, 128) * triton.cdiv(N, 256) < DP_WAVE_EFFICIENCY * sms)
+def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
+    """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100),
+    and the decomposition the tile was measured with ("dp"), or None for decompose's wave rule."""
+    if M <= 64:
+        t = _small_m_tile(M, precision)
+        return (t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)), None
+    if N <= 64:
+        return Tile(128, _small(N), 32, 4, STAGES[precision]), None
+    t128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    long_k = K >= 4 * max(M, N)
+    if precision == "fp32":
+        if long_k:
+            return Tile(128, 128, 32, 8, 3), None
+        if t128 >= 900:
+            return Tile(64, 128, 32, 4, 4), None
+        return Tile(128, 128, 16, 8, 4), None
+    if precision == "tf32":
+        if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
+            return Tile(128, 256, 32, 8, 3), None
+        if M > SWAP_MAX_M and not long_k:
+            return TF32_MID_TILE, "dp"
+        return Tile(128, 128, 32, 8, 4), None
+    return Tile(128, 128, 32, 8, 3), None
 
 
 def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
                 mode: Optional[str] = None, sk_programs: Optional[int] = None,
-                align: Optional[bool] = None, l2: int = 50 * 2**20) -> tuple[Tile, Decomposition]:
+                align: Optional[bool] = None, l2: int = DEFAULT_L2_BYTES) -> tuple[Tile, Decomposition]:
     """The heuristic table of the module docstring: (tile, decomposition). ``align`` None: the
     heuristic (``align_pays`` on an ``l2``-byte L2)."""
     if tile is None:
-        tile = heuristic_tile(M, N, K, precision, sms)
-        if precision == "tf32" and _tf32_mid(M, N, K, sms) and mode is None and sk_programs is None:
-            mode = "dp"
+        tile, preferred = heuristic_plan(M, N, K, precision, sms)
+        if mode is None and sk_programs is None:
+            mode = preferred
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
     return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align)
