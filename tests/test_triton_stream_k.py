@@ -500,3 +500,102 @@ def test_gpu_sk_align(shape, precision, sk_align):
     assert r.config["sk_align"] == sk_align, r.config
     if precision == "tf32x3":
         assert r.rel_err <= 1e-6, r.rel_err
+
+
+# ---------------------------------------------------------------------------------------------
+# tf32x3 with the TF32 big/small split taken out of the K loop (option tf32x3_split).
+
+X3_SPLITS = ("in_loop", "b", "ab")
+
+
+@pytest.mark.parametrize("shape,want", [
+    ((4096, 4096, 4096), "ab"),        # round 8: 1.724 (in_loop) -> 1.481 (b) -> 1.413 ms (ab)
+    ((1024, 13824, 5120), "ab"),
+    ((2048, 2048, 2048), "b"),         # ab lost to b below N = 4096 (A's copy)
+    ((1024, 1024, 1024), "b"),
+    ((3001, 2999, 3003), "b"),
+    ((1000, 1000, 20000), "in_loop"),  # long K: the split lost (0.594 -> 0.650 ms)
+    ((127, 8191, 1021), "in_loop"),    # few rows: the copy's extra bytes lost (0.087 -> 0.104)
+    ((257, 255, 65537), "in_loop"),
+    ((512, 12288, 4096), "in_loop"),   # swapped product: B is never copied
+    ((4096, 64, 4096), "in_loop"),
+])
+def test_tf32x3_split_heuristic(shape, want):
+    plan = _plan(*shape, "tf32x3")
+    assert plan.config["tf32x3_split"] == want, plan.config
+    assert ("+split" in plan.config["operands"].split(", ")[1]) == (want != "in_loop")
+    assert ("+split" in plan.config["operands"].split(", ")[0]) == (want == "ab")
+    assert _plan(*shape, "tf32").config["tf32x3_split"] == "n/a"
+
+
+def test_tf32x3_split_copy_bytes():
+    """A split copy writes both parts: 12 bytes per element of the operand instead of 8."""
+    M, N, K = 1024, 1000, 1024
+    b = _plan(M, N, K, "tf32x3", tf32x3_split="b").config["operand_copy_bytes"]
+    ab = _plan(M, N, K, "tf32x3", tf32x3_split="ab").config["operand_copy_bytes"]
+    in_loop = _plan(M, N, K, "tf32x3", tf32x3_split="in_loop").config["operand_copy_bytes"]
+    assert in_loop == 8 * K * N and b == 12 * K * N and ab == 12 * K * N + 12 * M * K
+
+
+def test_tf32x3_split_option_errors():
+    with pytest.raises(UsageError, match="applies to precision tf32x3"):
+        _plan(64, 64, 64, "tf32", tf32x3_split="b")
+    with pytest.raises(UsageError, match="contradict"):
+        _plan(1024, 1024, 1024, "tf32x3", tf32x3_split="b", b_transpose="swap")
+    with pytest.raises(UsageError, match="contradict"):
+        _plan(1024, 1024, 1024, "tf32x3", tf32x3_split="ab", operands="as_given")
+    with pytest.raises(ValueError, match="choose one of"):
+        sk.KERNEL.parse_options({"tf32x3_split": "a"})
+    # b implies a K-major copy of B even where the heuristic would swap.
+    plan = _plan(256, 4096, 4096, "tf32x3", tf32x3_split="b")
+    assert plan.config["b_transpose"] == "k_major" and plan.config["tf32x3_split"] == "b"
+
+
+@interpreter
+def test_tf32_split_parts():
+    """The split copy's parts: big is a TF32 value (13 low mantissa bits clear) rounded to
+    nearest, big + small carries x to 2^-22, and a non-finite x has a zero small part."""
+    from triton_kernels import _operands as ops
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(70, 90, generator=g) * torch.exp2(torch.randint(-20, 20, (70, 90), generator=g).float())
+    x[0, :4] = torch.tensor([float("inf"), float("-inf"), 0.0, -0.0])
+    big = torch.full((90, 70), float("nan"))
+    small = torch.full((90, 70), float("nan"))
+    ops.split_transpose_into(x, big, small)
+    big, small = big.t(), small.t()
+    assert ((big.view(torch.int32) & 0x1FFF) == 0).all()
+    fin = torch.isfinite(x)
+    xd = x.double()
+    # Round to nearest: no other TF32 value (big +- one TF32 ulp) is closer to x.
+    ulp = torch.exp2(torch.floor(torch.log2(big.double().abs().clamp_min(1e-30))) - 10)
+    assert ((xd - big.double()).abs() <= ulp / 2 + 1e-300)[fin & (x != 0)].all()
+    rel = ((big.double() + small.double() - xd).abs() / xd.abs().clamp_min(1e-30))[fin & (x != 0)]
+    assert rel.max().item() <= 2.0 ** -21
+    assert torch.equal(big[0, :2], x[0, :2]) and (small[0, :4] == 0).all()
+
+
+@interpreter
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("x3_split", X3_SPLITS)
+@pytest.mark.parametrize("case", ["odd_tile_rows", "odd_k_boundaries", "k_below_one_block", "hybrid"])
+def test_tf32x3_split_paths(kernel, case, x3_split):
+    """Each split path through the stream-K ranges, the masked K tail and alpha/beta, checked
+    against float64 (C NaN-poisoned first)."""
+    shape, options = CASES[case]
+    r = _ok(kernel, Problem(*shape, precision="tf32x3", alpha=0.5, beta=-1.5), "cpu",
+            tf32x3_split=x3_split, **options)
+    assert r.config["tf32x3_split"] == x3_split
+    assert r.rel_err <= 1e-6, r.rel_err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("x3_split", X3_SPLITS)
+@pytest.mark.parametrize("shape", [(1000, 1000, 1000), (2039, 2039, 2039), (1030, 4100, 777), (300, 520, 65537),
+                                   (4096, 4096, 4096)], ids=lambda s: "x".join(map(str, s)))
+def test_gpu_tf32x3_split(kernel, shape, x3_split):
+    """fp32 accuracy (rel. error <= 1e-6 against float64) on every split path, odd shapes and a
+    K tail included, and the error does not grow with K (300x520x65537)."""
+    r = _ok(kernel, Problem(*shape, precision="tf32x3", alpha=0.5, beta=-1.5), "cuda", tf32x3_split=x3_split)
+    assert r.config["tf32x3_split"] == x3_split
+    assert r.rel_err <= 1e-6, r.rel_err

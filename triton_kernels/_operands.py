@@ -20,8 +20,12 @@ Two facts about Hopper decide how A and B should reach ``tl.dot``:
    8*M*K bytes, so for small N it costs more than it saves (split-K at 256x256x131072: 86% ->
    80%); tiled.py uses it from N >= 2048 and split_k.py not at all.
 
-(A third, pre-splitting A and B into TF32 big/small pairs for 3xTF32 outside the K loop, was
-faster but biased: docs/design.md. It is no longer here; git history has it.)
+3. For 3xTF32, an operand can be split into its TF32 big and small parts by the same copy
+   (``split_transpose_into``): the GEMM then reads both parts instead of splitting the tile
+   again at every k-step. (Splitting once *and* accumulating the big products across all of K
+   inside the tensor core was faster still but biased: docs/design.md. The stream-K kernel
+   keeps Triton's per-step structure, a zero-based three-product sum added to the fp32
+   accumulator with a rounded add, and takes only the split out of the loop.)
 
 Workspaces are allocated once (in ``prepare``); ``fill`` launches the copy on the current
 stream and is part of every timed launch, since the user handed us plain row-major fp32.
@@ -60,6 +64,46 @@ def _transpose_kernel(src_ptr, dst_ptr, R, S, stride_sr, stride_ss, ld_dst,
     tl.store(dst_ptr + offs, tl.trans(x), mask=tl.trans(mask))
 
 
+@triton.jit
+def tf32_round(x):
+    """x rounded to the nearest TF32 value (10-bit mantissa), ties away from zero, as fp32 bits:
+    cvt.rna.tf32.f32 written as integer arithmetic, so the interpreter runs it too. Adding half
+    an ulp of TF32 (0x1000) to the magnitude bits and clearing the 13 low ones rounds the
+    magnitude; the sign bit is untouched. Infinities stay infinite, NaN stays NaN."""
+    bits = x.to(tl.int32, bitcast=True)
+    return ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def tf32_split(x):
+    """(big, small): big = tf32_round(x), small = tf32_round(x - big), so big + small carries
+    x to ~2^-22 relative. Where x is not finite small is 0 (x - big would be NaN), as Triton's
+    built-in tf32x3 masks NaN out of its small products."""
+    big = tf32_round(x)
+    small = x - big
+    small = tf32_round(tl.where(small == small, small, 0.0))
+    return big, small
+
+
+@triton.jit
+def _split_transpose_kernel(src_ptr, big_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
+                            BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    # As _transpose_kernel, writing the TF32 big and small parts of src^T into two buffers of
+    # the same layout.
+    pid = tl.program_id(0)
+    num_r = tl.cdiv(R, BLOCK_R)
+    pid_r = pid % num_r
+    pid_s = pid // num_r
+    rr = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    ss = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
+    mask = (rr[:, None] < R) & (ss[None, :] < S)
+    x = tl.load(src_ptr + rr[:, None] * stride_sr + ss[None, :] * stride_ss, mask=mask, other=0.0)
+    big, small = tf32_split(x)
+    offs = ss[:, None] * ld_dst + rr[None, :]
+    tl.store(big_ptr + offs, tl.trans(big), mask=tl.trans(mask))
+    tl.store(small_ptr + offs, tl.trans(small), mask=tl.trans(mask))
+
+
 def _buffer(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     """rows x cols fp32 view whose leading dimension is rounded up to 16 elements: Triton then
     specialises the stride as divisible by 16 and every row starts 64-byte aligned, so 16-byte
@@ -75,6 +119,17 @@ def transpose_into(src: torch.Tensor, dst: torch.Tensor) -> None:
     grid = (triton.cdiv(R, BR) * triton.cdiv(S, BS),)
     _transpose_kernel[grid](src, dst, R, S, src.stride(0), src.stride(1), dst.stride(0),
                             BLOCK_R=BR, BLOCK_S=BS, num_warps=4)
+
+
+def split_transpose_into(src: torch.Tensor, big: torch.Tensor, small: torch.Tensor) -> None:
+    """big + small = src^T (TF32 parts, see tf32_split) on the current stream; big and small
+    have the same shape and strides (S x R, unit stride along R)."""
+    R, S = src.shape
+    assert big.stride() == small.stride() and big.shape == small.shape
+    BR, BS = 64, 64
+    grid = (triton.cdiv(R, BR) * triton.cdiv(S, BS),)
+    _split_transpose_kernel[grid](src, big, small, R, S, src.stride(0), src.stride(1), big.stride(0),
+                                  BLOCK_R=BR, BLOCK_S=BS, num_warps=4)
 
 
 @dataclass

@@ -377,22 +377,61 @@ def _dot(a, b, acc, one, DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr):
 
 
 @triton.jit
-def _mac_steps(acc, a_ptrs, b_ptrs, n_steps, step_a, step_b, one, DOT_PRECISION: tl.constexpr,
-               SWAP_AB: tl.constexpr):
+def _dot_x3(a, a_small, b, b_small, acc, SPLIT_A: tl.constexpr, MASK_NAN: tl.constexpr):
+    # acc + a @ b in 3xTF32 with B (and, SPLIT_A, A) already split into TF32 big and small
+    # parts by the operand copy (_operands.tf32_split): b is B's big part, b_small its small
+    # part, likewise a / a_small when SPLIT_A; else A is split here, in registers. The
+    # structure is Triton's built-in tf32x3 (F32DotTC): the two small products summed in the
+    # tensor core onto ``acc`` (MASK_NAN: from zero, NaN from inf * 0 masked to 0, as the
+    # built-in does), then the big product. What leaves the loop is the split of B: the
+    # built-in rounds B's tile and writes both parts back to shared memory at every k-step,
+    # since wgmma reads B only from there.
+    if SPLIT_A:
+        a_big = a
+    else:
+        a_big, a_small = ops.tf32_split(a)
+    if MASK_NAN:
+        small = tl.dot(a_small, b, input_precision="tf32")
+        small = tl.dot(a_big, b_small, small, input_precision="tf32")
+        small = tl.where(small == small, small, 0.0)
+        acc = acc + small
+    else:
+        acc = tl.dot(a_small, b, acc, input_precision="tf32")
+        acc = tl.dot(a_big, b_small, acc, input_precision="tf32")
+    return tl.dot(a_big, b, acc, input_precision="tf32")
+
+
+@triton.jit
+def _mac_steps(acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_steps, step_a, step_b, one,
+               DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, SPLIT_A: tl.constexpr,
+               SPLIT_B: tl.constexpr, MASK_NAN: tl.constexpr):
     # acc += A_tile @ B_tile for n_steps unmasked BLOCK_K steps.
     for _ in range(0, n_steps):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
-        acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
+        if SPLIT_B:
+            # One k-step's three products summed in the tensor core from zero, then added to
+            # the fp32 accumulator with a rounded add, as the built-in does: tensor-core sums
+            # truncate, so summing all of K there would bias the result (docs/design.md).
+            b_small = tl.load(b_small_ptrs)
+            a_small = a
+            if SPLIT_A:
+                a_small = tl.load(a_small_ptrs)
+            acc += _dot_x3(a, a_small, b, b_small, tl.zeros_like(acc), SPLIT_A, MASK_NAN)
+        else:
+            acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
         a_ptrs += step_a
         b_ptrs += step_b
-    return acc, a_ptrs, b_ptrs
+        a_small_ptrs += step_a
+        b_small_ptrs += step_b
+    return acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs
 
 
 @triton.jit
-def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
+def _tile_partial(a_ptr, b_ptr, a_small_ptr, b_small_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
                   stride_am, stride_ak, stride_bk, stride_bn, one,
-                  DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
+                  DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_B: tl.constexpr,
+                  MASK_NAN: tl.constexpr, A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr,
                   A_HINT: tl.constexpr, B_HINT: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
@@ -422,8 +461,13 @@ def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N_wrap
     offs_k = tl.arange(0, BLOCK_K)
     k0 = it_lo * BLOCK_K
-    a_ptrs = a_ptr + offs_am[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak
-    b_ptrs = b_ptr + (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    a_offs = offs_am[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak
+    b_offs = (k0 + offs_k)[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    a_ptrs = a_ptr + a_offs
+    b_ptrs = b_ptr + b_offs
+    # The small TF32 parts (SPLIT_A / SPLIT_B) live in buffers of the same layout.
+    a_small_ptrs = a_small_ptr + a_offs
+    b_small_ptrs = b_small_ptr + b_offs
     step_a = BLOCK_K * stride_ak
     step_b = BLOCK_K * stride_bk
     # Unmasked steps: every iteration but a partial last one (K % BLOCK_K != 0).
@@ -436,22 +480,34 @@ def _tile_partial(a_ptr, b_ptr, tile, it_lo, it_hi, M, N, K, M_wrap, N_wrap,
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if DOT_PRECISION == "ieee":
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full, step_a, step_b, one, DOT_PRECISION, SWAP_AB)
+    if DOT_PRECISION == "ieee" or SPLIT_B:
+        acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs = _mac_steps(
+            acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_full, step_a, step_b, one, DOT_PRECISION,
+            SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN)
     else:
         # First step peeled (as _gemm.mac): with a zero accumulator entering a single loop,
         # ptxas 12.8 serialises the wgmmas of 128-row tiles (a wait after each).
         n_first = tl.minimum(n_full, 1)
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_first, step_a, step_b, one, DOT_PRECISION, SWAP_AB)
-        acc, a_ptrs, b_ptrs = _mac_steps(acc, a_ptrs, b_ptrs, n_full - n_first, step_a, step_b, one,
-                                         DOT_PRECISION, SWAP_AB)
+        acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs = _mac_steps(
+            acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_first, step_a, step_b, one, DOT_PRECISION,
+            SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN)
+        acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs = _mac_steps(
+            acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_full - n_first, step_a, step_b, one,
+            DOT_PRECISION, SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN)
     if not EVEN_K:
         if it_hi * BLOCK_K > K:
             # The partial last step: the only masked loads (a_ptrs/b_ptrs point at it now).
             k_left = K - (it_hi - 1) * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
+            if SPLIT_B:
+                b_small = tl.load(b_small_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+                a_small = a
+                if SPLIT_A:
+                    a_small = tl.load(a_small_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+                acc += _dot_x3(a, a_small, b, b_small, tl.zeros_like(acc), SPLIT_A, MASK_NAN)
+            else:
+                acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
     if SWAP_AB:
         acc = tl.trans(acc)
     return acc, pid_m, pid_n
@@ -467,10 +523,11 @@ def _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta,
 
 
 @triton.jit
-def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
+def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, a_small_ptr, b_small_ptr, M, N, K, M_wrap, N_wrap,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                      alpha, beta, one, SK_TILES, SK_PROGRAMS, SK_Q, SK_R, MAX_SEG,
-                     DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
+                     DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, SPLIT_A: tl.constexpr,
+                     SPLIT_B: tl.constexpr, MASK_NAN: tl.constexpr, ATOMIC: tl.constexpr, HAS_BETA: tl.constexpr,
                      A_K_CONTIG: tl.constexpr, B_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                      B_HINT: tl.constexpr, C_HINT: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -480,8 +537,9 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
     if pid >= SK_PROGRAMS:
         # Data-parallel: one whole tile after the stream-K tiles.
         tile = SK_TILES + pid - SK_PROGRAMS
-        acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, 0, iters, M, N, K, M_wrap, N_wrap,
-                                          stride_am, stride_ak, stride_bk, stride_bn, one, DOT_PRECISION, SWAP_AB,
+        acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, a_small_ptr, b_small_ptr, tile, 0, iters, M, N, K,
+                                          M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn, one,
+                                          DOT_PRECISION, SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN,
                                           A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                                           EVEN_K)
         _epilogue(acc, c_ptr, pid_m, pid_n, M, N, stride_cm, stride_cn, alpha, beta, HAS_BETA, C_HINT,
@@ -496,9 +554,10 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, M_wrap, N_wrap,
             tile = it // iters
             tile_lo = tile * iters
             seg_hi = tl.minimum(end, tile_lo + iters)
-            acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, tile, it - tile_lo, seg_hi - tile_lo, M, N, K,
-                                              M_wrap, N_wrap, stride_am, stride_ak, stride_bk, stride_bn, one,
-                                              DOT_PRECISION, SWAP_AB, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
+            acc, pid_m, pid_n = _tile_partial(a_ptr, b_ptr, a_small_ptr, b_small_ptr, tile, it - tile_lo,
+                                              seg_hi - tile_lo, M, N, K, M_wrap, N_wrap, stride_am, stride_ak,
+                                              stride_bk, stride_bn, one, DOT_PRECISION, SWAP_AB, SPLIT_A, SPLIT_B,
+                                              MASK_NAN, A_K_CONTIG, B_K_CONTIG, A_HINT, B_HINT, BLOCK_M, BLOCK_N,
                                               BLOCK_K, GROUP_M, EVEN_K)
             whole = (it == tile_lo) & (seg_hi == tile_lo + iters)
             if whole:
@@ -617,13 +676,32 @@ class _Operand:
     copy_src: Optional[torch.Tensor] = None   # fill(): transpose_into(copy_src, copy_dst)
     copy_dst: Optional[torch.Tensor] = None
     hinted: bool = True           # its strides (and wrap extent) take the 16-byte hint
+    small: Optional[torch.Tensor] = None      # split(): the TF32 small parts, laid out as view
+    small_dst: Optional[torch.Tensor] = None  # (copy_dst then holds the big parts)
 
     def fill(self) -> None:
-        if self.copy_dst is not None:
+        if self.small_dst is not None:
+            ops.split_transpose_into(self.copy_src, self.copy_dst, self.small_dst)
+        elif self.copy_dst is not None:
             ops.transpose_into(self.copy_src, self.copy_dst)
 
     def copy_bytes(self) -> int:
-        return 0 if self.copy_dst is None else 8 * self.copy_src.numel()
+        # Read once, written once (twice when split into big and small parts).
+        per_element = 12 if self.small_dst is not None else 8
+        return 0 if self.copy_dst is None else per_element * self.copy_src.numel()
+
+    def split(self) -> "_Operand":
+        """This copy, writing the TF32 big parts into its buffer and the small parts into a
+        second buffer of the same layout (3xTF32 with the split out of the K loop)."""
+        assert self.copy_dst is not None, "only a copied operand can be split by its copy"
+        rows, cols = self.copy_dst.shape
+        small_dst = torch.zeros((rows, self.copy_dst.stride(0)), device=self.copy_dst.device,
+                                dtype=torch.float32)[:, :cols]
+        # view is the buffer itself or its transpose (_prepare_a / _prepare_b).
+        small = small_dst if self.view.stride() == self.copy_dst.stride() else small_dst.t()
+        assert small.stride() == self.view.stride() and small.shape == self.view.shape
+        return _Operand(self.view, self.k_contiguous, self.wrap, self.layout + "+split", self.copy_src,
+                        self.copy_dst, self.hinted, small, small_dst)
 
 
 def _padded(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
@@ -704,6 +782,17 @@ OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
 # SWAP_AB). A fourth way, B * 1.0 unswapped (16-byte copies, then a register pass writing the
 # K-major layout), was slower than the K-major copy on 12 of 14 tf32 shapes in round 4 and is not offered.
 B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
+# tf32x3: where the TF32 big/small split happens (_dot_x3). in_loop: Triton's built-in, both
+# tiles split at every k-step; b: B split once by its K-major copy, A in the loop; ab: both
+# split by copies.
+X3_SPLIT_CHOICES = ("auto", "in_loop", "b", "ab")
+# The split paths sum the small products onto the running sum in the tensor core, without the
+# built-in's NaN mask between the small and the big products (True puts it back). Round 8:
+# the mask's wait and selects took most of the gain (4096^3 b 1.481 ms without, 1.637 with;
+# in_loop 1.71-1.74). What it is for: an infinite input times a zero small part is NaN where
+# IEEE fp32 gives +-inf; so with b/ab a non-finite input can turn its output row or column to
+# NaN (the built-in, in_loop, masks that case).
+X3_MASK_NAN = False
 # "auto" takes "swap" for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M rows (N > 64, B readable
 # with 16-byte loads as given). Round 4 (H100, results/h100/explore/round4): swap against the
 # previous default, tf32: 48x12288x4096 0.183 -> 0.097 ms, 128x4096x11008 0.171 -> 0.102,
@@ -738,6 +827,25 @@ def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> b
 # and 256x512x131072 tf32 (64): the K-major copy of B took 181 us, more than cuBLAS's whole
 # 162 us; ncu, results/h100/explore.)
 COPY_MIN_FLOPS_PER_BYTE = {"fp32": 16, "tf32": 128, "tf32x3": 8}
+
+
+# tf32x3_split=auto (x3_split_plan), from round 8 (H100, results/h100/explore/round8, ms,
+# in_loop -> b -> ab): 4096^3 1.724 -> 1.481 -> 1.413, 2048^3 0.236 -> 0.209 -> 0.212, 1024^3
+# 0.0507 -> 0.0452 -> 0.0503, 2039^3 0.268 -> 0.252 -> 0.257, 3001x2999x3003 0.816 -> 0.758 ->
+# 0.780, 1024x13824x5120 2.045 -> 1.828 -> 1.707; and the split lost where the copy's extra
+# bytes weigh more than the loop it saves: 127x8191x1021 0.0872 -> 0.104, 257x255x65537 0.330
+# -> 0.356, 1000x1000x20000 (long K) 0.594 -> 0.650. Splitting A too pays from N = 4096 (its
+# copy, 12 bytes per element of A, is repaid by the N columns each element feeds).
+X3_SPLIT_MIN_M, X3_SPLIT_A_MIN_N = 512, 4096
+
+
+def x3_split_plan(M: int, N: int, K: int, b_layout: str, swapped: bool) -> str:
+    """tf32x3_split=auto: "b" where B goes through a K-major copy anyway (the copy then writes
+    12 bytes per element of B instead of 8), M > 512 and K is not long (K < 4*max(M, N));
+    "ab" when also N >= 4096; else "in_loop" (Triton's built-in)."""
+    if swapped or b_layout != "copy:k_major" or M <= X3_SPLIT_MIN_M or K >= 4 * max(M, N):
+        return "in_loop"
+    return "ab" if N >= X3_SPLIT_A_MIN_N else "b"
 
 
 def worth_copying(precision: str, M: int, N: int, K: int, operand: str) -> bool:
@@ -809,6 +917,10 @@ OPTIONS = (
            "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
            "(computes C^T = B^T A^T with B^T as the register operand)", parse_choice(B_TRANSPOSE_CHOICES)),
+    Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
+           "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
+           "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
+           "and B once, by copies)", parse_choice(X3_SPLIT_CHOICES)),
 )
 
 
@@ -848,6 +960,18 @@ class _Plan:
             raise UsageError(f"options operands=k_major_b and b_transpose={b_transpose} contradict each other")
         if b_transpose == "copy" and operands == "as_given":
             raise UsageError("options operands=as_given (never copy) and b_transpose=copy contradict each other")
+        x3_split = options.get("tf32x3_split", "auto")
+        if x3_split != "auto" and precision != "tf32x3":
+            raise UsageError(f"option tf32x3_split applies to precision tf32x3, not {precision}")
+        if x3_split in ("b", "ab"):
+            # B is split by its K-major copy.
+            if b_transpose in ("load", "swap"):
+                raise UsageError(f"options tf32x3_split={x3_split} (B split by a K-major copy) and "
+                                 f"b_transpose={b_transpose} contradict each other")
+            if operands == "as_given":
+                raise UsageError(f"options tf32x3_split={x3_split} (copies) and operands=as_given (never copy) "
+                                 "contradict each other")
+            b_transpose = "copy"
         if b_transpose == "auto" and operands in ("auto", "as_given") and _swap_pays(precision, self.M, self.N, B, self.tile):
             b_transpose = "swap"
         a_major, b_major = _layouts(precision, self.M, self.N, self.tile,
@@ -869,6 +993,17 @@ class _Plan:
         self.b = _prepare_b(B, b_major, allow_direct=operands != "copy", allow_copy=copy_b)
         # The swapped product only where B reaches the dot N-major.
         self.swap_ab = b_transpose == "swap" and precision != "fp32" and not self.b.k_contiguous
+        if precision == "tf32x3" and x3_split == "auto":
+            x3_split = x3_split_plan(M, N, K, self.b.layout, self.swap_ab)
+        if x3_split in ("b", "ab"):
+            if not (self.b.copy_dst is not None and self.b.k_contiguous):
+                self.b = _prepare_b(B, "k", allow_direct=False)
+            self.b = self.b.split()
+        if x3_split == "ab":
+            if not (self.a.copy_dst is not None and self.a.k_contiguous):
+                self.a = _prepare_a(A, "k", allow_direct=False)
+            self.a = self.a.split()
+        self.x3_split = x3_split if precision == "tf32x3" else "n/a"
         # The 16-byte hints where true (every copy satisfies them; an operand read as given
         # only when its strides do); hint=off only to compare with what Triton does unhinted
         # (python -m triton_kernels.stream_k --ptx).
@@ -900,7 +1035,7 @@ class _Plan:
                 self.a.copy_bytes() + self.b.copy_bytes(), "c_vector_hint": self.c_hint,
             "b_transpose": ("n/a" if precision == "fp32" else "k_major" if self.b.k_contiguous else
                             "swap" if self.swap_ab else "load"),
-            "input_precision": DOT_PRECISION[precision],
+            "input_precision": DOT_PRECISION[precision], "tf32x3_split": self.x3_split,
             "chosen_by": "user" if (tile is not None or options.get("sk") or grid or sk_align != "auto") else "heuristic",
         }
 
@@ -930,11 +1065,15 @@ class _Plan:
                                                self.sk_q, self.sk_r, BETA_ZERO=self.beta == 0, C_HINT=self.c_hint,
                                                num_warps=4, **self._common())
         w = self.W if self.W is not None else C
+        a_small = self.a.small if self.a.small is not None else av
+        b_small = self.b.small if self.b.small is not None else bv
         _stream_k_kernel[(d.grid,)](
-            av, bv, C, w, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
+            av, bv, C, w, a_small, b_small, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
             av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
             self.alpha, self.beta, 1.0, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
-            DOT_PRECISION=DOT_PRECISION[self.precision], SWAP_AB=self.swap_ab, ATOMIC=atomic, HAS_BETA=self.beta != 0,
+            DOT_PRECISION=DOT_PRECISION[self.precision], SWAP_AB=self.swap_ab,
+            SPLIT_A=self.a.small is not None, SPLIT_B=self.b.small is not None, MASK_NAN=X3_MASK_NAN,
+            ATOMIC=atomic, HAS_BETA=self.beta != 0,
             A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, A_HINT=self.a_hint,
             B_HINT=self.b_hint, C_HINT=self.c_hint,
             EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
@@ -1080,11 +1219,11 @@ def _study_args(n: int, prec: str, hint: bool):
     A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
     plan = _Plan(A, B, C, 1.0, 0.0, prec, True, {"hint": hint, "sms": 132, "tile": Tile(128, 128, 32, 8, STAGES[prec])})
     av, bv = plan.a.view, plan.b.view
-    args = dict(a_ptr=av, b_ptr=bv, c_ptr=C, w_ptr=C, M=n, N=n, K=n, M_wrap=plan.a.wrap, N_wrap=plan.b.wrap,
+    args = dict(a_ptr=av, b_ptr=bv, c_ptr=C, w_ptr=C, a_small_ptr=av, b_small_ptr=bv, M=n, N=n, K=n, M_wrap=plan.a.wrap, N_wrap=plan.b.wrap,
                 stride_am=av.stride(0), stride_ak=av.stride(1), stride_bk=bv.stride(0), stride_bn=bv.stride(1),
                 stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, one=1.0, SK_TILES=plan.d.sk_tiles,
                 SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
-    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], SWAP_AB=plan.swap_ab, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
+    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], SWAP_AB=plan.swap_ab, SPLIT_A=False, SPLIT_B=False, MASK_NAN=X3_MASK_NAN, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
               B_K_CONTIG=plan.b.k_contiguous, A_HINT=plan.a_hint, B_HINT=plan.b_hint, C_HINT=plan.c_hint,
               BLOCK_M=128, BLOCK_N=128,
               BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
@@ -1127,16 +1266,19 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
 
     g = globals()
     names = ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")
-    saved, saved_t = {n: g[n] for n in names}, ops._transpose_kernel
+    copy_names = ("_transpose_kernel", "_split_transpose_kernel")
+    saved, saved_ops = {n: g[n] for n in names}, {n: getattr(ops, n) for n in copy_names}
     try:
         for n in names:
             g[n] = _Recorder(saved[n])
-        ops._transpose_kernel = _Recorder(saved_t)
+        for n in copy_names:
+            setattr(ops, n, _Recorder(saved_ops[n]))
         A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
         _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
     finally:
         g.update(saved)
-        ops._transpose_kernel = saved_t
+        for n, fn in saved_ops.items():
+            setattr(ops, n, fn)
     return specs
 
 
