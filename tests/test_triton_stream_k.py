@@ -505,7 +505,7 @@ def test_gpu_sk_align(shape, precision, sk_align):
 # ---------------------------------------------------------------------------------------------
 # tf32x3 with the TF32 big/small split taken out of the K loop (option tf32x3_split).
 
-X3_SPLITS = ("in_loop", "b", "ab")
+X3_SPLITS = ("in_loop", "a", "b", "ab")
 
 
 @pytest.mark.parametrize("shape,want", [
@@ -517,14 +517,18 @@ X3_SPLITS = ("in_loop", "b", "ab")
     ((1000, 1000, 20000), "in_loop"),  # long K: the split lost (0.594 -> 0.650 ms)
     ((127, 8191, 1021), "in_loop"),    # few rows: the copy's extra bytes lost (0.087 -> 0.104)
     ((257, 255, 65537), "in_loop"),
-    ((512, 12288, 4096), "in_loop"),   # swapped product: B is never copied
-    ((4096, 64, 4096), "in_loop"),
+    ((512, 12288, 4096), "a"),         # swapped product: A^T split by a copy (0.748 -> 0.636 ms)
+    ((128, 4096, 11008), "a"),
+    ((64, 4096, 65536), "in_loop"),    # swapped, long K: a lost (0.561 -> 0.636)
+    ((4096, 64, 4096), "in_loop"),     # swapped, 64 columns: a lost (0.057 -> 0.149)
+    ((16, 8192, 8192), "in_loop"),     # mma.sync tiles: both operands in registers already
 ])
 def test_tf32x3_split_heuristic(shape, want):
     plan = _plan(*shape, "tf32x3")
     assert plan.config["tf32x3_split"] == want, plan.config
-    assert ("+split" in plan.config["operands"].split(", ")[1]) == (want != "in_loop")
-    assert ("+split" in plan.config["operands"].split(", ")[0]) == (want == "ab")
+    assert ("+split" in plan.config["operands"].split(", ")[1]) == (want in ("b", "ab"))
+    assert ("+split" in plan.config["operands"].split(", ")[0]) == (want in ("a", "ab"))
+    assert (plan.config["b_transpose"] == "swap") == (want == "a" or shape == (64, 4096, 65536) or shape[1] == 64)
     assert _plan(*shape, "tf32").config["tf32x3_split"] == "n/a"
 
 
@@ -544,11 +548,20 @@ def test_tf32x3_split_option_errors():
         _plan(1024, 1024, 1024, "tf32x3", tf32x3_split="b", b_transpose="swap")
     with pytest.raises(UsageError, match="contradict"):
         _plan(1024, 1024, 1024, "tf32x3", tf32x3_split="ab", operands="as_given")
+    with pytest.raises(UsageError, match="contradicts b_transpose=copy"):
+        _plan(256, 4096, 4096, "tf32x3", tf32x3_split="a", b_transpose="copy")
+    with pytest.raises(UsageError, match="needs the swapped product"):
+        # B given K-major (X.t()) and read as given: no N-major B to swap with.
+        A, X, C = torch.empty(256, 512), torch.empty(4096, 512), torch.empty(256, 4096)
+        sk._Plan(A, X.t(), C, 1.0, 0.0, "tf32x3", True, {"sms": 132, "tf32x3_split": "a", "operands": "direct"})
     with pytest.raises(ValueError, match="choose one of"):
-        sk.KERNEL.parse_options({"tf32x3_split": "a"})
+        sk.KERNEL.parse_options({"tf32x3_split": "ba"})
     # b implies a K-major copy of B even where the heuristic would swap.
     plan = _plan(256, 4096, 4096, "tf32x3", tf32x3_split="b")
     assert plan.config["b_transpose"] == "k_major" and plan.config["tf32x3_split"] == "b"
+    # a implies the swapped product even where the heuristic would copy B K-major.
+    plan = _plan(1024, 1024, 1024, "tf32x3", tf32x3_split="a")
+    assert plan.config["b_transpose"] == "swap" and plan.config["operands"].startswith("A copy:k_major+split")
 
 
 @interpreter

@@ -52,16 +52,20 @@ b_transpose      tf32/tf32x3 with 32 < M <= 512 (tf32 with 128x128 tiles: M <= 1
 sk_align         tf32 with A + B larger than the L2 and every tile stream-K: a grid that is a
                  multiple of the tile count, so tiles sharing A rows / B columns read them at
                  the same K offsets (align_pays); 1024x1024x16384 DRAM 710 -> 145 MB.
+tf32x3_split     tf32x3, K not long: B split into TF32 big/small parts once by its K-major copy
+                 (b; M > 512), A too from N = 4096 (ab), or, for the swapped product, A^T split
+                 by a copy of A (a; N >= 4096); else Triton's built-in, which splits both tiles
+                 every k-step (in_loop). x3_split_plan; 4096^3 1.724 -> 1.413 ms (ab).
 ===============  ==========================================================================
 
 Measured (H100, % of cuBLAS measured in the same run, 58 shapes, results/h100/sweep/): fp32
 geomean 95.1% (worst 257x255x65537 51.5% and 127x8191x1021 55.4%: both operands' rows are not
 16-byte aligned, and copying them costs more than half of cuBLAS's time; results/h100/explore/);
-tf32 88.3% (long-K outputs of ~1000^2 50-54%, the 512-row LLM shapes 52-66%); tf32x3 134% of
+tf32 88.9% (long-K outputs of ~1000^2 51-54%, the 512-row LLM shapes 56-65%); tf32x3 143% of
 cuBLAS fp32 (worst 127x8191x1021 67%). The swapped product for M <= 512 (b_transpose) took tf32
 from 77.1% and tf32x3 from 125% (before: 64x8192x28672 55% / 57%, after 98% / 124%); aligned
 stream-K ranges (sk_align) and 128x64 tiles for mid-size outputs (TF32_MID_TILE) took tf32 from
-84.9% to 88.3%.
+84.9% to 88.3%; the tf32x3 split out of the loop (tf32x3_split) took tf32x3 from 134% to 143%.
 Stream-K grid: ``programs_per_sm`` programs per SM (2 for 4-warp tiles); the fixup's step and
 piece follow the partial count (``fixup_shape``); operand copies only where the GEMM does
 ``COPY_MIN_FLOPS_PER_BYTE`` flops per copied byte (``worth_copying``).
@@ -402,6 +406,28 @@ def _dot_x3(a, a_small, b, b_small, acc, SPLIT_A: tl.constexpr, MASK_NAN: tl.con
 
 
 @triton.jit
+def _step(acc, a, b, a_small, b_small, one, DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr,
+          SPLIT_A: tl.constexpr, SPLIT_B: tl.constexpr, MASK_NAN: tl.constexpr):
+    # acc += a @ b for one BLOCK_K step (acc^T += b^T a^T with SWAP_AB), however the operands come.
+    if SPLIT_A or SPLIT_B:
+        # 3xTF32 from pre-split operands: the step's three products summed in the tensor core
+        # from zero, then added to the fp32 accumulator with a rounded add, as the built-in
+        # does (tensor-core sums truncate: summed over all of K they bias the result,
+        # docs/design.md).
+        zero = tl.zeros_like(acc)
+        if SWAP_AB:
+            # B^T is the register operand, split here; A^T, wgmma's shared-memory operand,
+            # comes pre-split (the built-in would split it and write both parts back to shared
+            # memory every step).
+            acc += _dot_x3(tl.trans(b) * one, b, tl.trans(a), tl.trans(a_small), zero, False, MASK_NAN)
+        else:
+            acc += _dot_x3(a, a_small, b, b_small, zero, SPLIT_A, MASK_NAN)
+    else:
+        acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
+    return acc
+
+
+@triton.jit
 def _mac_steps(acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_steps, step_a, step_b, one,
                DOT_PRECISION: tl.constexpr, SWAP_AB: tl.constexpr, SPLIT_A: tl.constexpr,
                SPLIT_B: tl.constexpr, MASK_NAN: tl.constexpr):
@@ -409,17 +435,13 @@ def _mac_steps(acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_steps, step_a,
     for _ in range(0, n_steps):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
+        a_small = a
+        b_small = b
+        if SPLIT_A:
+            a_small = tl.load(a_small_ptrs)
         if SPLIT_B:
-            # One k-step's three products summed in the tensor core from zero, then added to
-            # the fp32 accumulator with a rounded add, as the built-in does: tensor-core sums
-            # truncate, so summing all of K there would bias the result (docs/design.md).
             b_small = tl.load(b_small_ptrs)
-            a_small = a
-            if SPLIT_A:
-                a_small = tl.load(a_small_ptrs)
-            acc += _dot_x3(a, a_small, b, b_small, tl.zeros_like(acc), SPLIT_A, MASK_NAN)
-        else:
-            acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
+        acc = _step(acc, a, b, a_small, b_small, one, DOT_PRECISION, SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN)
         a_ptrs += step_a
         b_ptrs += step_b
         a_small_ptrs += step_a
@@ -480,7 +502,7 @@ def _tile_partial(a_ptr, b_ptr, a_small_ptr, b_small_ptr, tile, it_lo, it_hi, M,
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    if DOT_PRECISION == "ieee" or SPLIT_B:
+    if DOT_PRECISION == "ieee" or SPLIT_A or SPLIT_B:
         acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs = _mac_steps(
             acc, a_ptrs, b_ptrs, a_small_ptrs, b_small_ptrs, n_full, step_a, step_b, one, DOT_PRECISION,
             SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN)
@@ -500,14 +522,13 @@ def _tile_partial(a_ptr, b_ptr, a_small_ptr, b_small_ptr, tile, it_lo, it_hi, M,
             k_left = K - (it_hi - 1) * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            a_small = a
+            b_small = b
+            if SPLIT_A:
+                a_small = tl.load(a_small_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             if SPLIT_B:
                 b_small = tl.load(b_small_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-                a_small = a
-                if SPLIT_A:
-                    a_small = tl.load(a_small_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-                acc += _dot_x3(a, a_small, b, b_small, tl.zeros_like(acc), SPLIT_A, MASK_NAN)
-            else:
-                acc = _dot(a, b, acc, one, DOT_PRECISION, SWAP_AB)
+            acc = _step(acc, a, b, a_small, b_small, one, DOT_PRECISION, SWAP_AB, SPLIT_A, SPLIT_B, MASK_NAN)
     if SWAP_AB:
         acc = tl.trans(acc)
     return acc, pid_m, pid_n
@@ -784,8 +805,8 @@ OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
 B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
 # tf32x3: where the TF32 big/small split happens (_dot_x3). in_loop: Triton's built-in, both
 # tiles split at every k-step; b: B split once by its K-major copy, A in the loop; ab: both
-# split by copies.
-X3_SPLIT_CHOICES = ("auto", "in_loop", "b", "ab")
+# split by copies; a (the swapped product): A split by a copy, B^T in the loop.
+X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab")
 # The split paths sum the small products onto the running sum in the tensor core, without the
 # built-in's NaN mask between the small and the big products (True puts it back). Round 8:
 # the mask's wait and selects took most of the gain (4096^3 b 1.481 ms without, 1.637 with;
@@ -829,21 +850,31 @@ def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> b
 COPY_MIN_FLOPS_PER_BYTE = {"fp32": 16, "tf32": 128, "tf32x3": 8}
 
 
-# tf32x3_split=auto (x3_split_plan), from round 8 (H100, results/h100/explore/round8, ms,
-# in_loop -> b -> ab): 4096^3 1.724 -> 1.481 -> 1.413, 2048^3 0.236 -> 0.209 -> 0.212, 1024^3
-# 0.0507 -> 0.0452 -> 0.0503, 2039^3 0.268 -> 0.252 -> 0.257, 3001x2999x3003 0.816 -> 0.758 ->
-# 0.780, 1024x13824x5120 2.045 -> 1.828 -> 1.707; and the split lost where the copy's extra
-# bytes weigh more than the loop it saves: 127x8191x1021 0.0872 -> 0.104, 257x255x65537 0.330
-# -> 0.356, 1000x1000x20000 (long K) 0.594 -> 0.650. Splitting A too pays from N = 4096 (its
-# copy, 12 bytes per element of A, is repaid by the N columns each element feeds).
+# tf32x3_split=auto (x3_split_plan), from round 8 (H100, results/h100/explore/round8, ms):
+# * B split by its K-major copy (b) or A and B (ab), in_loop -> b -> ab: 4096^3 1.724 -> 1.481 ->
+#   1.413, 2048^3 0.236 -> 0.209 -> 0.212, 1024^3 0.0507 -> 0.0452 -> 0.0503, 2039^3 0.268 ->
+#   0.252 -> 0.257, 3001x2999x3003 0.816 -> 0.758 -> 0.780, 1024x13824x5120 2.045 -> 1.828 ->
+#   1.707; b lost where the copy's extra bytes weigh more than the loop it saves: 127x8191x1021
+#   0.0872 -> 0.104, 257x255x65537 0.330 -> 0.356, 1000x1000x20000 (long K) 0.594 -> 0.650.
+# * The swapped product (M <= 512) with A split by a copy (a), in_loop -> a: 512x12288x4096 0.748
+#   -> 0.636, 512x28672x8192 3.41 -> 2.80, 128x4096x11008 0.198 -> 0.162, 64x8192x28672 0.485 ->
+#   0.456, 48x12288x4096 0.126 -> 0.112; lost at long K (64x4096x65536 0.561 -> 0.636,
+#   384x384x65536 0.318 -> 0.410, 128x128x262144 0.160 -> 0.319) and few columns (4096x64x4096
+#   0.057 -> 0.149).
+# A's copy (12 bytes per element of A) is repaid by the N columns each element feeds: it is
+# taken from N = 4096 (ab, a). Long K (K >= 4*max(M, N)) keeps the built-in.
 X3_SPLIT_MIN_M, X3_SPLIT_A_MIN_N = 512, 4096
 
 
 def x3_split_plan(M: int, N: int, K: int, b_layout: str, swapped: bool) -> str:
-    """tf32x3_split=auto: "b" where B goes through a K-major copy anyway (the copy then writes
-    12 bytes per element of B instead of 8), M > 512 and K is not long (K < 4*max(M, N));
-    "ab" when also N >= 4096; else "in_loop" (Triton's built-in)."""
-    if swapped or b_layout != "copy:k_major" or M <= X3_SPLIT_MIN_M or K >= 4 * max(M, N):
+    """tf32x3_split=auto: the built-in (in_loop) at long K; for the swapped product "a" from
+    N = 4096; otherwise, where B goes through a K-major copy anyway (which then writes 12 bytes
+    per element of B instead of 8) and M > 512, "ab" from N = 4096, else "b"."""
+    if K >= 4 * max(M, N):
+        return "in_loop"
+    if swapped:
+        return "a" if N >= X3_SPLIT_A_MIN_N else "in_loop"
+    if b_layout != "copy:k_major" or M <= X3_SPLIT_MIN_M:
         return "in_loop"
     return "ab" if N >= X3_SPLIT_A_MIN_N else "b"
 
@@ -920,7 +951,8 @@ OPTIONS = (
     Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
-           "and B once, by copies)", parse_choice(X3_SPLIT_CHOICES)),
+           "and B once, by copies), a (A once, by a copy, for the swapped product C^T = B^T A^T; "
+           "implies b_transpose=swap)", parse_choice(X3_SPLIT_CHOICES)),
 )
 
 
@@ -972,6 +1004,12 @@ class _Plan:
                 raise UsageError(f"options tf32x3_split={x3_split} (copies) and operands=as_given (never copy) "
                                  "contradict each other")
             b_transpose = "copy"
+        if x3_split == "a":
+            # A^T, the swapped product's shared-memory operand, is split by a copy of A.
+            if b_transpose in ("load", "copy") or operands in ("as_given", "k_major_b"):
+                raise UsageError(f"option tf32x3_split=a (the swapped product, A split by a copy) contradicts "
+                                 f"{'b_transpose=' + b_transpose if b_transpose != 'auto' else 'operands=' + operands}")
+            b_transpose = "swap"
         if b_transpose == "auto" and operands in ("auto", "as_given") and _swap_pays(precision, self.M, self.N, B, self.tile):
             b_transpose = "swap"
         a_major, b_major = _layouts(precision, self.M, self.N, self.tile,
@@ -999,7 +1037,10 @@ class _Plan:
             if not (self.b.copy_dst is not None and self.b.k_contiguous):
                 self.b = _prepare_b(B, "k", allow_direct=False)
             self.b = self.b.split()
-        if x3_split == "ab":
+        if x3_split == "a" and not self.swap_ab:
+            raise UsageError("tf32x3_split=a needs the swapped product, which reads B N-major; this B "
+                             f"is read {self.b.layout} K-major: use tf32x3_split=b or ab")
+        if x3_split in ("ab", "a"):
             if not (self.a.copy_dst is not None and self.a.k_contiguous):
                 self.a = _prepare_a(A, "k", allow_direct=False)
             self.a = self.a.split()
@@ -1107,7 +1148,8 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
 STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
 _META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid stream-K by wave fill; "
                       "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
-                      "options tile/sk/grid/sms/operands/b_transpose override",
+                      "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "
+                      "options tile/sk/grid/sms/operands/b_transpose/sk_align/tf32x3_split override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
 
 
