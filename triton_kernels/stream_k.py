@@ -387,9 +387,9 @@ def _dot_x3(a, a_small, b, b_small, acc, SPLIT_A: tl.constexpr, MASK_NAN: tl.con
     # part, likewise a / a_small when SPLIT_A; else A is split here, in registers. The
     # structure is Triton's built-in tf32x3 (F32DotTC): the two small products summed in the
     # tensor core onto ``acc`` (MASK_NAN: from zero, NaN from inf * 0 masked to 0, as the
-    # built-in does), then the big product. What leaves the loop is the split of B: the
-    # built-in rounds B's tile and writes both parts back to shared memory at every k-step,
-    # since wgmma reads B only from there.
+    # built-in does), then the big product. What leaves the loop is the split of b, wgmma's
+    # shared-memory operand (B, or A^T in the swapped product): the built-in rounds its tile
+    # and writes both parts back to shared memory at every k-step.
     if SPLIT_A:
         a_big = a
     else:
