@@ -574,7 +574,7 @@ def test_tf32_split_parts():
     x[0, :4] = torch.tensor([float("inf"), float("-inf"), 0.0, -0.0])
     big = torch.full((90, 70), float("nan"))
     small = torch.full((90, 70), float("nan"))
-    ops.split_transpose_into(x, big, small)
+    ops.transpose_into(x, big, small)
     big, small = big.t(), small.t()
     assert ((big.view(torch.int32) & 0x1FFF) == 0).all()
     fin = torch.isfinite(x)

@@ -21,8 +21,8 @@ Two facts about Hopper decide how A and B should reach ``tl.dot``:
    80%); tiled.py uses it from N >= 2048 and split_k.py not at all.
 
 3. For 3xTF32, an operand can be split into its TF32 big and small parts by the same copy
-   (``split_transpose_into``): the GEMM then reads both parts instead of splitting the tile
-   again at every k-step. (Splitting once *and* accumulating the big products across all of K
+   (``transpose_into`` with a ``small`` buffer): the GEMM then reads both parts instead of
+   splitting the tile again at every k-step. (Splitting once *and* accumulating the big products across all of K
    inside the tensor core was faster still but biased: docs/design.md. The stream-K kernel
    keeps Triton's per-step structure, a zero-based three-product sum added to the fp32
    accumulator with a rounded add, and takes only the split out of the loop.)
@@ -33,6 +33,7 @@ stream and is part of every timed launch, since the user handed us plain row-maj
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 import triton
@@ -42,26 +43,6 @@ import triton.language as tl
 DIRECT = "direct"       # A and B as given (any strides)
 K_MAJOR = "k_major"     # A as given, B through a K-major copy (tf32, tf32x3)
 M_MAJOR_A = "m_major_a"  # A through an M-major copy (A^T contiguous), B as given (fp32 FFMA)
-
-
-@triton.jit
-def _transpose_kernel(src_ptr, dst_ptr, R, S, stride_sr, stride_ss, ld_dst,
-                      BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
-    # dst (S x R, contiguous along R, leading dimension ld_dst) = src^T (src: R x S, any strides).
-    # One grid axis, r-tiles fastest (grid axis 1 would cap at 65535 programs).
-    pid = tl.program_id(0)
-    num_r = tl.cdiv(R, BLOCK_R)
-    pid_r = pid % num_r
-    pid_s = pid // num_r
-    rr = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
-    ss = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
-    mask = (rr[:, None] < R) & (ss[None, :] < S)
-    x = tl.load(src_ptr + rr[:, None] * stride_sr + ss[None, :] * stride_ss, mask=mask, other=0.0)
-    # The tile is read with consecutive threads walking src's contiguous axis and written with
-    # consecutive threads walking dst's: both global accesses are coalesced, and tl.trans makes
-    # the compiler exchange the tile through shared memory in between.
-    offs = ss[:, None] * ld_dst + rr[None, :]
-    tl.store(dst_ptr + offs, tl.trans(x), mask=tl.trans(mask))
 
 
 @triton.jit
@@ -86,10 +67,11 @@ def tf32_split(x):
 
 
 @triton.jit
-def _split_transpose_kernel(src_ptr, big_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
-                            BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
-    # As _transpose_kernel, writing the TF32 big and small parts of src^T into two buffers of
-    # the same layout.
+def _transpose_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
+                      SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    # dst (S x R, contiguous along R, leading dimension ld_dst) = src^T (src: R x S, any strides);
+    # SPLIT: dst gets the TF32 big parts of src^T and small_ptr (same layout) the small parts.
+    # One grid axis, r-tiles fastest (grid axis 1 would cap at 65535 programs).
     pid = tl.program_id(0)
     num_r = tl.cdiv(R, BLOCK_R)
     pid_r = pid % num_r
@@ -98,10 +80,16 @@ def _split_transpose_kernel(src_ptr, big_ptr, small_ptr, R, S, stride_sr, stride
     ss = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
     mask = (rr[:, None] < R) & (ss[None, :] < S)
     x = tl.load(src_ptr + rr[:, None] * stride_sr + ss[None, :] * stride_ss, mask=mask, other=0.0)
-    big, small = tf32_split(x)
+    # The tile is read with consecutive threads walking src's contiguous axis and written with
+    # consecutive threads walking dst's: both global accesses are coalesced, and tl.trans makes
+    # the compiler exchange the tile through shared memory in between.
     offs = ss[:, None] * ld_dst + rr[None, :]
-    tl.store(big_ptr + offs, tl.trans(big), mask=tl.trans(mask))
-    tl.store(small_ptr + offs, tl.trans(small), mask=tl.trans(mask))
+    if SPLIT:
+        big, small = tf32_split(x)
+        tl.store(dst_ptr + offs, tl.trans(big), mask=tl.trans(mask))
+        tl.store(small_ptr + offs, tl.trans(small), mask=tl.trans(mask))
+    else:
+        tl.store(dst_ptr + offs, tl.trans(x), mask=tl.trans(mask))
 
 
 def _buffer(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
@@ -112,24 +100,17 @@ def _buffer(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     return torch.empty((rows, ld), device=like.device, dtype=torch.float32)[:, :cols]
 
 
-def transpose_into(src: torch.Tensor, dst: torch.Tensor) -> None:
-    """dst = src^T on the current stream (dst: S x R with unit stride along R)."""
+def transpose_into(src: torch.Tensor, dst: torch.Tensor, small: Optional[torch.Tensor] = None) -> None:
+    """dst = src^T on the current stream (dst: S x R with unit stride along R). With ``small``
+    (same shape and strides as dst): dst + small = src^T as TF32 big and small parts
+    (tf32_split)."""
     R, S = src.shape
+    if small is not None:
+        assert small.stride() == dst.stride() and small.shape == dst.shape
     BR, BS = 64, 64
     grid = (triton.cdiv(R, BR) * triton.cdiv(S, BS),)
-    _transpose_kernel[grid](src, dst, R, S, src.stride(0), src.stride(1), dst.stride(0),
-                            BLOCK_R=BR, BLOCK_S=BS, num_warps=4)
-
-
-def split_transpose_into(src: torch.Tensor, big: torch.Tensor, small: torch.Tensor) -> None:
-    """big + small = src^T (TF32 parts, see tf32_split) on the current stream; big and small
-    have the same shape and strides (S x R, unit stride along R)."""
-    R, S = src.shape
-    assert big.stride() == small.stride() and big.shape == small.shape
-    BR, BS = 64, 64
-    grid = (triton.cdiv(R, BR) * triton.cdiv(S, BS),)
-    _split_transpose_kernel[grid](src, big, small, R, S, src.stride(0), src.stride(1), big.stride(0),
-                                  BLOCK_R=BR, BLOCK_S=BS, num_warps=4)
+    _transpose_kernel[grid](src, dst, dst if small is None else small, R, S, src.stride(0), src.stride(1),
+                            dst.stride(0), SPLIT=small is not None, BLOCK_R=BR, BLOCK_S=BS, num_warps=4)
 
 
 @dataclass

@@ -694,17 +694,15 @@ class _Operand:
     k_contiguous: bool            # stride along K is 1 (else the M / N stride is 1)
     wrap: int
     layout: str                   # for the report: "direct" or "copy:<major>"
-    copy_src: Optional[torch.Tensor] = None   # fill(): transpose_into(copy_src, copy_dst)
+    copy_src: Optional[torch.Tensor] = None   # fill(): transpose_into(copy_src, copy_dst[, small_dst])
     copy_dst: Optional[torch.Tensor] = None
     hinted: bool = True           # its strides (and wrap extent) take the 16-byte hint
     small: Optional[torch.Tensor] = None      # split(): the TF32 small parts, laid out as view
     small_dst: Optional[torch.Tensor] = None  # (copy_dst then holds the big parts)
 
     def fill(self) -> None:
-        if self.small_dst is not None:
-            ops.split_transpose_into(self.copy_src, self.copy_dst, self.small_dst)
-        elif self.copy_dst is not None:
-            ops.transpose_into(self.copy_src, self.copy_dst)
+        if self.copy_dst is not None:
+            ops.transpose_into(self.copy_src, self.copy_dst, self.small_dst)
 
     def copy_bytes(self) -> int:
         # Read once, written once (twice when split into big and small parts).
@@ -1308,19 +1306,16 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
 
     g = globals()
     names = ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")
-    copy_names = ("_transpose_kernel", "_split_transpose_kernel")
-    saved, saved_ops = {n: g[n] for n in names}, {n: getattr(ops, n) for n in copy_names}
+    saved, saved_t = {n: g[n] for n in names}, ops._transpose_kernel
     try:
         for n in names:
             g[n] = _Recorder(saved[n])
-        for n in copy_names:
-            setattr(ops, n, _Recorder(saved_ops[n]))
+        ops._transpose_kernel = _Recorder(saved_t)
         A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
         _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
     finally:
         g.update(saved)
-        for n, fn in saved_ops.items():
-            setattr(ops, n, fn)
+        ops._transpose_kernel = saved_t
     return specs
 
 
