@@ -713,9 +713,7 @@ class _Operand:
         """This copy, writing the TF32 big parts into its buffer and the small parts into a
         second buffer of the same layout (3xTF32 with the split out of the K loop)."""
         assert self.copy_dst is not None, "only a copied operand can be split by its copy"
-        rows, cols = self.copy_dst.shape
-        small_dst = torch.zeros((rows, self.copy_dst.stride(0)), device=self.copy_dst.device,
-                                dtype=torch.float32)[:, :cols]
+        small_dst = _padded(*self.copy_dst.shape, self.copy_dst)   # copy_dst's own layout
         # view is the buffer itself or its transpose (_prepare_a / _prepare_b).
         small = small_dst if self.view.stride() == self.copy_dst.stride() else small_dst.t()
         assert small.stride() == self.view.stride() and small.shape == self.view.shape
