@@ -108,8 +108,8 @@ def test_operand_layouts_and_strided_inputs(operands, precision):
         ref = A.double() @ B.double()
         assert (C.double() - ref).abs().max().item() < 1e-4
     plan = sk._Plan(A_s, B_t.contiguous(), C, 1.0, 0.0, precision, True, {"operands": operands})
-    if operands == "as_given" or (operands == "auto" and not sk.worth_copying(precision, 96, 64, 40, "a")):
-        # never copied (as_given; auto where the copy would cost more than it saves): 4-byte loads
+    if operands in ("as_given", "copy_b") or (operands == "auto" and not sk.worth_copying(precision, 96, 64, 40, "a")):
+        # never copied (as_given, copy_b; auto where the copy would cost more than it saves): 4-byte loads
         assert plan.a.layout == "direct:4-byte" and not plan.a_hint and plan.b_hint
     else:
         assert plan.a.layout.startswith("copy")   # stride 41 can't be read with 16-byte loads
@@ -119,14 +119,20 @@ def test_operand_layouts_and_strided_inputs(operands, precision):
 def test_copies_only_where_they_pay():
     """operands=auto copies an operand only when the GEMM does enough flops per copied byte
     (N/4 for A, M/4 for B): a sliced A (row stride 41) is copied under a wide output and read as
-    given (4-byte loads, no hint) under a narrow one; tf32's K-major B copy needs M >= 512."""
+    given (4-byte loads, no hint) under a narrow one (fp32: from N = 1024, round 11; tf32 from
+    N = 512); tf32's K-major B copy needs M >= 512."""
     A_s = torch.randn(96, 41)[:, :40]
-    wide, narrow = torch.randn(40, 256), torch.randn(40, 32)
-    for B, copied in ((wide, True), (narrow, False)):
-        C = torch.empty(96, B.shape[1])
-        plan = sk._Plan(A_s, B, C, 1.0, 0.0, "fp32", True, {})
-        assert plan.a.layout.startswith("copy") is copied, plan.config
-        assert plan.a_hint is copied
+    for precision, wide_n, narrow_n in (("fp32", 1024, 1020), ("tf32", 512, 508)):
+        for n, copied in ((wide_n, True), (narrow_n, False)):
+            B, C = torch.randn(40, n), torch.empty(96, n)
+            plan = sk._Plan(A_s, B, C, 1.0, 0.0, precision, True, {})
+            assert plan.a.layout.startswith("copy") is copied, (precision, n, plan.config)
+            assert plan.a_hint is copied
+    # fp32's B: an unaligned B (N = 1021) is copied from M = 1024 rows on.
+    for m, copied in ((1024, True), (1021, False)):
+        B = torch.empty(64, 1021)
+        plan = sk._Plan(torch.empty(m, 64), B, torch.empty(m, 1021), 1.0, 0.0, "fp32", True, {})
+        assert plan.b.layout == ("copy:n_major" if copied else "direct:4-byte"), plan.config
     assert sk.worth_copying("tf32", 512, 4096, 4096, "b") and not sk.worth_copying("tf32", 256, 4096, 4096, "b")
     C = torch.empty(256, 512)
     plan = sk._Plan(torch.randn(256, 64), torch.randn(64, 512), C, 1.0, 0.0, "tf32", True, {})
@@ -159,9 +165,10 @@ def test_decomposition_covers_every_iteration_once():
 
 
 def test_heuristic_table():
-    # Below one wave: everything stream-K, one program per SM (1000^3: 64 tiles of 128x128).
-    t, d = sk.choose_plan(1000, 1000, 1000, "fp32", 132)
-    assert (t.bm, t.bn, d.mode, d.sk_tiles, d.sk_programs) == (128, 128, "sk", 64, 132)
+    # Below one wave: everything stream-K, one program per SM (128x4096x11008: 32 tiles of
+    # 128x128, whose 64-row halves would not fill a data-parallel wave either).
+    t, d = sk.choose_plan(128, 4096, 11008, "fp32", 132)
+    assert (t.bm, t.bn, d.mode, d.sk_tiles, d.sk_programs) == (128, 128, "sk", 32, 132)
     # Full waves: data-parallel only.
     t, d = sk.choose_plan(4096, 4096, 4096, "tf32", 132)
     assert (t.bm, t.bn, d.mode) == (128, 256, "dp")
@@ -329,7 +336,7 @@ def test_programs_per_sm_and_the_data_parallel_wave():
     assert tile.warps == 4 and sk.programs_per_sm(tile) == 2 and d.mode == "sk" and d.grid == 264
     tile, d = sk.choose_plan(32, 16384, 4096, "tf32", 132)
     assert tile.warps == 4 and d.mode == "dp" and d.grid == 128
-    tile, d = sk.choose_plan(1000, 1000, 1000, "fp32", 132)
+    tile, d = sk.choose_plan(128, 4096, 11008, "fp32", 132)
     assert tile.warps == 8 and sk.programs_per_sm(tile) == 1 and d.sk_programs <= 132
 
 
@@ -612,3 +619,122 @@ def test_gpu_tf32x3_split(kernel, shape, x3_split):
     r = _ok(kernel, Problem(*shape, precision="tf32x3", alpha=0.5, beta=-1.5), "cuda", tf32x3_split=x3_split)
     assert r.config["tf32x3_split"] == x3_split
     assert r.rel_err <= 1e-6, r.rel_err
+
+
+# --- unaligned operands: the row copy, which operand to copy, the lanes of 4-byte loads --------
+
+
+@interpreter
+def test_row_copy_aligns_rows_and_zeroes_the_padding():
+    """An operand copied only to align its rows (src and dst contiguous along the same axis)
+    goes through _copy_rows_kernel: dst holds src exactly, the padding columns up to the
+    leading dimension are 0 (NaN before), and the TF32 split gives the same parts as the
+    transposing copy."""
+    from triton_kernels import _operands as ops
+    torch.manual_seed(5)
+    Y = torch.randn(37, 31)[:, :29]                        # 37 rows of 29, row stride 31: unaligned
+    full = torch.full((37, 32), float("nan"))
+    ops.transpose_into(Y.t(), full[:, :29])
+    assert torch.equal(full[:, :29], Y) and (full[:, 29:] == 0).all()
+    big, small = torch.full((37, 32), float("nan")), torch.full((37, 32), float("nan"))
+    ops.transpose_into(Y.t(), big[:, :29], small[:, :29])
+    big_t, small_t = torch.full((37, 32), float("nan")), torch.full((37, 32), float("nan"))
+    ops.transpose_into(Y.t().contiguous(), big_t[:, :29], small_t[:, :29])     # the transposing path
+    assert torch.equal(big[:, :29], big_t[:, :29]) and torch.equal(small[:, :29], small_t[:, :29])
+    assert (big[:, 29:] == 0).all() and (small[:, 29:] == 0).all()
+
+
+def test_row_copy_for_same_orientation_copies_stores_16_bytes_for_sm90():
+    """257x255x65537 with both operands copied: A's K-major and B's N-major copies only re-align
+    rows, so both go through _copy_rows_kernel (no transpose), while the M-major copy of A at
+    127x8191x1021 is a real transpose. The row copy's loads are 4-byte (its source rows are
+    unaligned), its stores 16-byte (whole padded rows), with no exchange through shared memory;
+    compiled for sm_90 without a GPU (launch_specs records the launches; not under the
+    interpreter)."""
+    code = ("import json, re; from triton_kernels import stream_k as sk\n"
+            "specs = sk.launch_specs(257, 255, 65537, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})\n"
+            "names = [s[0].__name__ for s in specs]\n"
+            "names_m = [s[0].__name__ for s in sk.launch_specs(127, 8191, 1021, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})]\n"
+            "ptx = sk.compile_sm90(*specs[0]).asm['ptx']\n"
+            "print(json.dumps(dict(sk.ptx_counts(ptx), shared=len(re.findall(r'(?:ld|st)\\.shared', ptx)),"
+            " names=names, names_m=names_m)))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert counts["names"][:2] == ["_copy_rows_kernel", "_copy_rows_kernel"]
+    assert "_transpose_kernel" not in counts["names"]
+    assert counts["names_m"][:2] == ["_transpose_kernel", "_copy_rows_kernel"]
+    assert counts["st.global.v4"] > 0 and counts["st.global.b32"] == 0 and counts["shared"] == 0
+    assert counts["ld.global.b32"] > 0
+
+
+def test_unaligned_loads_walk_the_contiguous_axis():
+    """Fails without the lane-order fix in _tile_partial. An operand read as given with rows
+    that are not 16-byte aligned (N = 8191, 255) is loaded 4 bytes at a time; its offsets wrap
+    (% N), which hid that they run consecutively along N, and the compiler then ordered the
+    lanes of B's loads along K, one row per lane (127x8191x1021 fp32 ran 2.2x slower,
+    results/h100/explore/round10-11). Compiled for sm_90 without a GPU: every tile load's lanes
+    walk the operand's contiguous axis (A: K, B: N), for FFMA and for the tensor cores."""
+    cases = [[127, 8191, 1021, "fp32", {"operands": "as_given", "tile": "64x128x16/4/4"}],
+             [127, 8191, 1021, "fp32", {}],
+             [257, 255, 65537, "tf32", {"operands": "as_given", "b_transpose": "load"}]]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--load-lanes", json.dumps(cases)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lanes = json.loads(out.stdout.strip().splitlines()[-1])
+    assert lanes[0] == {"a": ["k"], "b": ["n"]}
+    assert lanes[1] == {"a": ["m"], "b": ["n"]}            # A through its M-major copy, B as given
+    assert lanes[2] == {"a": ["k"], "b": ["n"]}
+
+
+@pytest.mark.parametrize("shape,tile,mode", [
+    ((127, 8191, 1021), sk.FP32_FEW_ROWS_TILE, "dp"),      # 64 tiles of 128x128: 128 of 64x128, one wave
+    ((1000, 1000, 1000), sk.FP32_FEW_ROWS_TILE, "dp"),
+    ((128, 4096, 11008), sk.Tile(128, 128, 16, 8, 4), "sk"),  # 64-row tiles would not fill a wave
+    ((2048, 2048, 2048), sk.Tile(128, 128, 16, 8, 4), "dp"),  # a wave or more of 128x128 tiles
+    ((257, 255, 65537), sk.FP32_FEW_ROWS_TILE, "sk"),      # long K, 320 padded rows instead of 384
+    ((256, 256, 131072), sk.Tile(128, 128, 32, 8, 3), "sk"),  # long K, no padding either way
+    ((1000, 1000, 20000), sk.Tile(128, 128, 32, 8, 3), "sk"),
+])
+def test_fp32_few_rows_tile(shape, tile, mode):
+    t, d = sk.choose_plan(*shape, "fp32", 132)
+    assert (t, d.mode) == (tile, mode)
+
+
+def test_copy_a_and_copy_b():
+    """operands=copy_a / copy_b copy one operand (where it needs it) and never the other; the
+    combinations that need the other copy are refused before any GPU work."""
+    plan = _plan(257, 255, 65537, "fp32", operands="copy_a")
+    assert plan.config["operands"] == "A copy:k_major, B direct:4-byte"
+    plan = _plan(257, 255, 65537, "fp32", operands="copy_b")
+    assert plan.config["operands"] == "A direct:4-byte, B copy:n_major"
+    plan = _plan(2048, 2048, 2048, "fp32", operands="copy_b")       # aligned: nothing to copy
+    assert plan.config["operands"] == "A direct, B direct"
+    for options in ({"operands": "copy_a", "b_transpose": "copy"}, {"operands": "copy_a", "tf32x3_split": "b"},
+                    {"operands": "copy_b", "tf32x3_split": "ab"}, {"operands": "copy_b", "tf32x3_split": "a"}):
+        with pytest.raises(UsageError, match="contradict"):
+            _plan(1024, 1024, 1024, "tf32x3", **options)
+
+
+@interpreter
+@pytest.mark.parametrize("operands", ["copy_a", "copy_b"])
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_copy_a_copy_b_paths(operands, precision):
+    """Either operand copied, the other read with 4-byte loads, through stream-K ranges and the
+    K tail, against float64 (C NaN-poisoned)."""
+    _, options = CASES["odd_k_boundaries"]
+    r = _ok(sk.KERNEL, Problem(65, 33, 999, precision=precision, alpha=0.5, beta=-1.5), "cpu", operands=operands,
+            **options)
+    assert r.config["operands"].count("copy") == 1 and r.config["operands"].count("4-byte") == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("operands", ["auto", "copy_a", "copy_b", "as_given"])
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape", [(127, 8191, 1021), (257, 255, 65537), (1021, 1021, 1021), (33, 1001, 999)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gpu_unaligned_operands(shape, precision, operands):
+    """Unaligned rows read as given (4-byte loads, lanes along the contiguous axis) or copied."""
+    _ok(sk.KERNEL, Problem(*shape, precision=precision), "cuda", operands=operands)

@@ -92,6 +92,39 @@ def _transpose_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, l
         tl.store(dst_ptr + offs, tl.trans(x), mask=tl.trans(mask))
 
 
+@triton.jit
+def _copy_rows_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_src, ld_dst,
+                      SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    # dst (R x ld_dst, contiguous rows) = src (R x S, contiguous rows stride_src apart), with
+    # the padding columns S..ld_dst-1 written as zeros; SPLIT: dst gets the TF32 big parts and
+    # small_ptr (same layout) the small parts. The copy that only re-aligns rows (src and dst
+    # contiguous along the same axis) needs no exchange through shared memory, unlike
+    # _transpose_kernel. Loads are 4-byte where src's rows are unaligned (that is why it is
+    # copied) but coalesced; the stores cover whole padded rows, so their mask is constant over
+    # every 16-element group (ld_dst is a multiple of 16) and they can be 16-byte.
+    pid = tl.program_id(0)
+    num_s = tl.cdiv(ld_dst, BLOCK_S)
+    pid_s = pid % num_s
+    pid_r = pid // num_s
+    rr = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    ss = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
+    row = rr[:, None].to(tl.int64)
+    x = tl.load(src_ptr + row * stride_src + ss[None, :], mask=(rr[:, None] < R) & (ss[None, :] < S),
+                other=0.0)
+    offs = row * ld_dst + ss[None, :]
+    mask = (rr[:, None] < R) & (ss[None, :] < ld_dst)
+    if SPLIT:
+        big, small = tf32_split(x)
+        tl.store(dst_ptr + offs, big, mask=mask)
+        tl.store(small_ptr + offs, small, mask=mask)
+    else:
+        tl.store(dst_ptr + offs, x, mask=mask)
+
+
+# _copy_rows_kernel's tile: 4096 elements (16 KB) per 4-warp program, at most 1024 columns.
+COPY_ELEMS, COPY_MAX_COLS = 4096, 1024
+
+
 def _buffer(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     """rows x cols fp32 view whose leading dimension is rounded up to 16 elements: Triton then
     specialises the stride as divisible by 16 and every row starts 64-byte aligned, so 16-byte
@@ -103,10 +136,24 @@ def _buffer(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
 def transpose_into(src: torch.Tensor, dst: torch.Tensor, small: Optional[torch.Tensor] = None) -> None:
     """dst = src^T on the current stream (dst: S x R with unit stride along R). With ``small``
     (same shape and strides as dst): dst + small = src^T as TF32 big and small parts
-    (tf32_split)."""
+    (tf32_split). Where src is contiguous along R too (only dst's row alignment differs) and
+    dst is a padded buffer, the rows are copied without a transpose and dst's padding columns
+    are zeroed."""
     R, S = src.shape
     if small is not None:
         assert small.stride() == dst.stride() and small.shape == dst.shape
+    if src.stride(0) == 1 and R > 1 and dst.stride(0) % 16 == 0:
+        # src^T is S rows of R contiguous elements, like dst's: a row copy into a padded
+        # buffer (_buffer / stream_k._padded: ld a multiple of 16, whose padding it zeroes).
+        ld = dst.stride(0)
+        for t in (dst, small):
+            assert t is None or t.untyped_storage().nbytes() >= 4 * (t.storage_offset() + S * ld)
+        bs = min(COPY_MAX_COLS, triton.next_power_of_2(ld))
+        br = max(1, COPY_ELEMS // bs)
+        grid = (triton.cdiv(S, br) * triton.cdiv(ld, bs),)
+        _copy_rows_kernel[grid](src, dst, dst if small is None else small, S, R, src.stride(1), ld,
+                                SPLIT=small is not None, BLOCK_R=br, BLOCK_S=bs, num_warps=4)
+        return
     BR, BS = 64, 64
     grid = (triton.cdiv(R, BR) * triton.cdiv(S, BS),)
     _transpose_kernel[grid](src, dst, dst if small is None else small, R, S, src.stride(0), src.stride(1),

@@ -288,6 +288,17 @@ def _small_m_tile(M: int, precision: str) -> Tile:
     return Tile(_small(M), 128, 32, 4, STAGES[precision])
 
 
+# fp32 64-row tiles (4 warps, two programs per SM), round 12 (H100, results/h100/explore/round12,
+# % of cuBLAS, 128-row default -> this tile): where 128x128 tiles are less than a wave and these
+# fill one data-parallel, 1000^3 89.3 -> 93.7, 1021^3 83.6 -> 89.8, 127x8191x1021 82.1 -> 89.8
+# (128x4096x11008, whose 64 such tiles would run stream-K, lost: 93.2 -> 90.4); at long K where
+# they pad fewer rows, 257x255x65537 58.8 -> 82.9 (long K with M a multiple of 128 lost 5-9%:
+# 256x256x131072 86.5 -> 80.1, 1000x1000x20000 84.2 -> 71.2). The 512-row LLM shapes also won
+# (512x12288x4096 93.5 -> 96.1, 512x28672x8192 90.3 -> 93.3) but larger outputs were not measured:
+# they keep 128x128 tiles.
+FP32_FEW_ROWS_TILE = Tile(64, 128, 16, 4, 4)
+
+
 # tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with (and not long-K): 128x64
 # tiles, data-parallel. Round 7 (H100, results/h100/explore/round7): 1024^3 0.0340 -> 0.0240 ms,
 # 1000^3 0.0355 -> 0.0267, 1536^3 0.0598 -> 0.0524 against 128x128 stream-K (2048^3, where
@@ -308,9 +319,14 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
     long_k = K >= 4 * max(M, N)
     if precision == "fp32":
         if long_k:
-            return Tile(128, 128, 32, 8, 3), None
+            # 64-row tiles where they pad fewer rows (257 rows: 320 instead of 384).
+            pads_less = triton.cdiv(M, 64) < 2 * triton.cdiv(M, 128)
+            return (FP32_FEW_ROWS_TILE if pads_less else Tile(128, 128, 32, 8, 3)), None
         if t128 >= 900:
             return Tile(64, 128, 32, 4, 4), None
+        if t128 < sms and decompose(M, N, K, FP32_FEW_ROWS_TILE, sms).mode == "dp":
+            # Less than a wave of 128x128 tiles, which 64-row tiles fill data-parallel.
+            return FP32_FEW_ROWS_TILE, "dp"
         return Tile(128, 128, 16, 8, 4), None
     if precision == "tf32":
         if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
@@ -481,6 +497,16 @@ def _tile_partial(a_ptr, b_ptr, a_small_ptr, b_small_ptr, tile, it_lo, it_hi, M,
         N_wrap = _mult4(N_wrap, B_HINT)
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M_wrap
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N_wrap
+    # An unhinted operand contiguous along M (A) or N (B): "% extent" hides from the compiler
+    # that the offsets run consecutively (but for the one wrap), and with no contiguous axis
+    # the coalescing pass ordered the loads' lanes along K, one row per lane: 32 rows per warp
+    # load (B read this way made 127x8191x1021 fp32 2.2x slower, results/h100/explore/round10).
+    # max_contiguous restores the order; the loads stay 4-byte (the pointers' divisibility is
+    # one element), so every lane still computes its own, possibly wrapped, address.
+    if not A_K_CONTIG and not A_HINT:
+        offs_am = tl.max_contiguous(offs_am, BLOCK_M)
+    if not B_K_CONTIG and not B_HINT:
+        offs_bn = tl.max_contiguous(offs_bn, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     k0 = it_lo * BLOCK_K
     a_offs = offs_am[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak
@@ -793,7 +819,7 @@ def _k_major_b(precision: str, M: int, N: int) -> bool:
     return M > 32 and N > 64
 
 
-OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy")
+OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy", "copy_a", "copy_b")
 # How a B that is not K-major reaches wgmma at tf32/tf32x3 (_dot): a K-major copy before the
 # GEMM ("copy"), the compiler's 4-byte async copies ("load") or the swapped product ("swap",
 # SWAP_AB). A fourth way, B * 1.0 unswapped (16-byte copies, then a register pass writing the
@@ -840,10 +866,14 @@ def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> b
 # copied byte that is N/4 GEMM flops for A (2*M*N*K / (8*M*K)) and M/4 for B. An operand is
 # copied (to an aligned buffer, or to the layout the kernel prefers) only when the GEMM does at
 # least this many flops per copied byte; else it is read as given, with 4-byte loads where it
-# can't be hinted. (257x255x65537 fp32, 32 flops per byte: the two copies took 138 of 480 us,
-# and 256x512x131072 tf32 (64): the K-major copy of B took 181 us, more than cuBLAS's whole
-# 162 us; ncu, results/h100/explore.)
-COPY_MIN_FLOPS_PER_BYTE = {"fp32": 16, "tf32": 128, "tf32x3": 8}
+# can't be hinted (256x512x131072 tf32, 64 flops per byte: the K-major copy of B took 181 us,
+# more than cuBLAS's whole 162 us; ncu, results/h100/explore). fp32 (FFMA) reads an unaligned
+# operand almost as fast with coalesced 4-byte loads, so only reuse by many tiles repays a copy:
+# on the nine unaligned sweep shapes of round 11 (results/h100/explore/round11, every shape with
+# each operand copied or not) 256 picked the fastest of the four choices or one within 1%
+# (1021^3 nothing copied 85.1% of cuBLAS vs 78.3% both; 127x8191x1021 A's M-major copy only
+# 81.4% vs 60.8%; 2039^3 both 79.5% vs 78.2% neither; 5003x1021x2039 B only 85.2% vs 83.8%).
+COPY_MIN_FLOPS_PER_BYTE = {"fp32": 256, "tf32": 128, "tf32x3": 8}
 
 
 # tf32x3_split=auto (x3_split_plan), from round 8 (H100, results/h100/explore/round8, ms):
@@ -939,7 +969,8 @@ OPTIONS = (
            "direct (the layouts as given; a copy only where 16-byte loads are impossible), "
            "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
            "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
-           "into aligned buffers)", parse_choice(OPERAND_CHOICES)),
+           "into aligned buffers), copy_a / copy_b (A / B copied wherever it can't be read in the "
+           "layout auto prefers with 16-byte loads, the other never copied)", parse_choice(OPERAND_CHOICES)),
     Option("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
            "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
@@ -986,8 +1017,8 @@ class _Plan:
             raise UsageError("option b_transpose applies to tf32 and tf32x3 (tensor cores); fp32 uses FFMA")
         if b_transpose != "auto" and operands == "k_major_b" and b_transpose != "copy":
             raise UsageError(f"options operands=k_major_b and b_transpose={b_transpose} contradict each other")
-        if b_transpose == "copy" and operands == "as_given":
-            raise UsageError("options operands=as_given (never copy) and b_transpose=copy contradict each other")
+        if b_transpose == "copy" and operands in ("as_given", "copy_a"):
+            raise UsageError(f"options operands={operands} (B not copied) and b_transpose=copy contradict each other")
         x3_split = options.get("tf32x3_split", "auto")
         if x3_split != "auto" and precision != "tf32x3":
             raise UsageError(f"option tf32x3_split applies to precision tf32x3, not {precision}")
@@ -996,17 +1027,17 @@ class _Plan:
             if b_transpose in ("load", "swap"):
                 raise UsageError(f"options tf32x3_split={x3_split} (B split by a K-major copy) and "
                                  f"b_transpose={b_transpose} contradict each other")
-            if operands == "as_given":
-                raise UsageError(f"options tf32x3_split={x3_split} (copies) and operands=as_given (never copy) "
-                                 "contradict each other")
+            if operands in ("as_given", "copy_a") or (x3_split == "ab" and operands == "copy_b"):
+                raise UsageError(f"options tf32x3_split={x3_split} (copies) and operands={operands} (no copy of "
+                                 f"{'A' if operands == 'copy_b' else 'B'}) contradict each other")
             b_transpose = "copy"
         if x3_split == "a":
             # A^T, the swapped product's shared-memory operand, is split by a copy of A.
-            if b_transpose in ("load", "copy") or operands in ("as_given", "k_major_b"):
+            if b_transpose in ("load", "copy") or operands in ("as_given", "k_major_b", "copy_b"):
                 raise UsageError(f"option tf32x3_split=a (the swapped product, A split by a copy) contradicts "
                                  f"{'b_transpose=' + b_transpose if b_transpose != 'auto' else 'operands=' + operands}")
             b_transpose = "swap"
-        if b_transpose == "auto" and operands in ("auto", "as_given") and _swap_pays(precision, self.M, self.N, B, self.tile):
+        if b_transpose == "auto" and operands in ("auto", "as_given", "copy_a", "copy_b") and _swap_pays(precision, self.M, self.N, B, self.tile):
             b_transpose = "swap"
         a_major, b_major = _layouts(precision, self.M, self.N, self.tile,
                                     k_major_b=operands == "k_major_b" or b_transpose == "copy")
@@ -1017,11 +1048,12 @@ class _Plan:
             a_major = "m" if A.stride(0) == 1 and A.stride(1) != 1 else "k"
             b_major = "k" if B.stride(0) == 1 and B.stride(1) != 1 else "n"
         # A copy is taken only where it pays for itself (worth_copying), always with
-        # operands=copy/direct/k_major_b, never with as_given (4-byte loads where unaligned).
+        # operands=copy/direct/k_major_b (copy_a / copy_b: for that operand), never with
+        # as_given (4-byte loads where unaligned).
         M, N, K = self.M, self.N, self.K
-        copy_a = operands in ("copy", "direct", "k_major_b") or (
+        copy_a = operands in ("copy", "direct", "k_major_b", "copy_a") or (
             operands == "auto" and worth_copying(precision, M, N, K, "a"))
-        copy_b = operands in ("copy", "direct", "k_major_b") or b_transpose == "copy" or (
+        copy_b = operands in ("copy", "direct", "k_major_b", "copy_b") or b_transpose == "copy" or (
             operands == "auto" and worth_copying(precision, M, N, K, "b"))
         self.a = _prepare_a(A, a_major, allow_direct=operands != "copy", allow_copy=copy_a)
         self.b = _prepare_b(B, b_major, allow_direct=operands != "copy", allow_copy=copy_b)
@@ -1279,6 +1311,33 @@ def _ptx_check() -> dict:
     return out
 
 
+_BLOCKED_RE = re.compile(r"^#(blocked\d*) = #ttg\.blocked<\{sizePerThread = \[([\d, ]+)\], "
+                         r"threadsPerWarp = \[([\d, ]+)\], warpsPerCTA = \[[\d, ]+\], order = \[([\d, ]+)\]", re.M)
+_TILE_LOAD_RE = re.compile(r"(?:async_copy_global_to_local|tt\.load) .*?: tensor<(\d+)x(\d+)x!tt\.ptr<f32>, #(blocked\d*)>")
+
+
+def operand_load_lanes(M: int, N: int, K: int, precision: str, options: dict) -> dict:
+    """Which axis consecutive lanes of a warp walk in the GEMM kernel's global loads of the A
+    and B tiles, compiled for sm_90 (no GPU) for ``options`` ({name: text}): {"a": {"m"|"k"},
+    "b": {"k"|"n"}}. A coalesced load walks the operand's contiguous axis; a load whose lanes
+    walk the other axis touches one row (or column) per lane."""
+    (fn, args, ce, warps, stages), = [s for s in launch_specs(M, N, K, precision, 1.0, 0.0, True, options)
+                                      if s[0].__name__ == "_stream_k_kernel"]
+    ttgir = compile_sm90(fn, args, ce, warps, stages).asm["ttgir"]
+    layouts = {name: ([int(x) for x in tpw.split(",")], [int(x) for x in order.split(",")])
+               for name, _, tpw, order in _BLOCKED_RE.findall(ttgir)}
+    shapes = {(ce["BLOCK_M"], ce["BLOCK_K"]): ("a", "mk"), (ce["BLOCK_K"], ce["BLOCK_N"]): ("b", "kn")}
+    out = {"a": set(), "b": set()}
+    for rows, cols, name in _TILE_LOAD_RE.findall(ttgir):
+        if (int(rows), int(cols)) not in shapes:
+            continue
+        operand, axes = shapes[(int(rows), int(cols))]
+        tpw, order = layouts[name]
+        fastest = next((d for d in order if tpw[d] > 1), order[0])
+        out[operand].add(axes[fastest])
+    return out
+
+
 def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: float, deterministic: bool,
                  options: dict) -> list:
     """What ``prepare(...)()`` of triton.stream_k (``deterministic``) / triton.stream_k_atomic
@@ -1304,16 +1363,19 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
 
     g = globals()
     names = ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")
-    saved, saved_t = {n: g[n] for n in names}, ops._transpose_kernel
+    copies = ("_transpose_kernel", "_copy_rows_kernel")
+    saved, saved_ops = {n: g[n] for n in names}, {n: getattr(ops, n) for n in copies}
     try:
         for n in names:
             g[n] = _Recorder(saved[n])
-        ops._transpose_kernel = _Recorder(saved_t)
+        for n in copies:
+            setattr(ops, n, _Recorder(saved_ops[n]))
         A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
         _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
     finally:
         g.update(saved)
-        ops._transpose_kernel = saved_t
+        for n in copies:
+            setattr(ops, n, saved_ops[n])
     return specs
 
 
@@ -1343,7 +1405,12 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--compile-check"] and len(sys.argv) == 3:
         import json
         print(json.dumps(_compile_check(json.loads(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--load-lanes"] and len(sys.argv) == 3:
+        import json
+        print(json.dumps([{k: sorted(v) for k, v in operand_load_lanes(*case).items()}
+                          for case in json.loads(sys.argv[2])]))
     else:
-        print("usage: python -m triton_kernels.stream_k --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES",
+        print("usage: python -m triton_kernels.stream_k --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
+              " | --load-lanes JSON_CASES",
               file=sys.stderr)
         sys.exit(2)
