@@ -738,3 +738,31 @@ def test_copy_a_copy_b_paths(operands, precision):
 def test_gpu_unaligned_operands(shape, precision, operands):
     """Unaligned rows read as given (4-byte loads, lanes along the contiguous axis) or copied."""
     _ok(sk.KERNEL, Problem(*shape, precision=precision), "cuda", operands=operands)
+
+
+def test_stage_kernels_load_unaligned_b_along_n():
+    """Fails without _gemm.wrapped_range's max_contiguous: triton.tiled and triton.split_k at
+    1000^3 fp32 (N = 1000, not a multiple of 16) loaded B's rows with one row per lane, the
+    lanes walking K; at 1024^3 they walked N. Compiled for sm_90 without a GPU."""
+    code = '''if True:
+        import json, torch
+        from triton_kernels import _gemm, tiled, split_k, stream_k as sk
+        out = []
+        for n in (1024, 1000):
+            A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+            common = dict(a_ptr=A, b_ptr=B, c_ptr=C, M=n, N=n, K=n, stride_am=n, stride_ak=1, stride_bk=n,
+                          stride_bn=1, stride_cm=n, stride_cn=1, alpha=1.0, beta=0.0)
+            tiles = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0)
+            ks = [(_gemm.bare(tiled._tiled_kernel), common, dict(PRECISION="ieee", HAS_BETA=False, **tiles)),
+                  (_gemm.bare(split_k._split_k_kernel), dict(common, w_ptr=C, K_CHUNK=256),
+                   dict(PRECISION="ieee", MODE=1, HAS_BETA=False, **tiles))]
+            for fn, args, ce in ks:
+                ttgir = sk.compile_sm90(fn, args, ce, 8, 3).asm["ttgir"]
+                out.append({k: sorted(v) for k, v in sk.load_lanes(ttgir, 128, 128, 32).items()})
+        print(json.dumps(out))
+'''
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lanes = json.loads(out.stdout.strip().splitlines()[-1])
+    assert lanes == [{"a": ["k"], "b": ["n"]}] * 4

@@ -147,6 +147,24 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
 
 
 @triton.jit
+def wrapped_range(pid, BLOCK: tl.constexpr, extent):
+    """pid*BLOCK + [0, BLOCK) wrapped into [0, extent): rows/columns past the edge wrap around
+    instead of being masked, so the loads stay unpredicated along M and N and the wrapped
+    values only feed C elements that are never stored.
+
+    Declared contiguous (max_contiguous): "% extent" hides from the compiler that the offsets
+    run consecutively, and where extent is not a multiple of 16 and the operand is contiguous
+    along this axis (B row-major, or an M-major A) the compiler then ordered the load's lanes
+    along K, one row per lane, 32 rows per warp load (compiled for sm_90: triton.tiled at 1000^3
+    fp32 loaded B with threadsPerWarp [32, 1] along K; results/h100/explore/README.md, round
+    13). The claim cannot widen a load past what is true: the vector width also needs the
+    offsets' divisibility, which "% extent" leaves at 1 unless extent is a multiple of 16, and
+    then the wraps fall on 16-element boundaries that no 4-element vector crosses."""
+    offs = (pid * BLOCK + tl.arange(0, BLOCK)) % extent
+    return tl.max_contiguous(offs, BLOCK)
+
+
+@triton.jit
 def mac_loop(acc, a_ptr, b_ptr, offs_am, offs_bn, k_lo, k_hi,
              stride_am, stride_ak, stride_bk, stride_bn,
              DOT_PRECISION: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):

@@ -54,7 +54,7 @@ from compare.harness.registry import Kernel, Option, register
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count
 from ._gemm import (DOT_PRECISION, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs, candidates, cfg,
-                    default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options)
+                    default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options, wrapped_range)
 
 MIN_CHUNK = 512          # smallest K chunk the heuristic gives one program
 CHUNK_ALIGN = 64         # chunks are multiples of every BLOCK_K used
@@ -114,8 +114,8 @@ def _split_k_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, K_CHUNK,
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
 
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_am = wrapped_range(pid_m, BLOCK_M, M)
+    offs_bn = wrapped_range(pid_n, BLOCK_N, N)
     k_lo = pid_k * K_CHUNK
     k_hi = tl.minimum(K, k_lo + K_CHUNK)
 

@@ -1316,17 +1316,14 @@ _BLOCKED_RE = re.compile(r"^#(blocked\d*) = #ttg\.blocked<\{sizePerThread = \[([
 _TILE_LOAD_RE = re.compile(r"(?:async_copy_global_to_local|tt\.load) .*?: tensor<(\d+)x(\d+)x!tt\.ptr<f32>, #(blocked\d*)>")
 
 
-def operand_load_lanes(M: int, N: int, K: int, precision: str, options: dict) -> dict:
-    """Which axis consecutive lanes of a warp walk in the GEMM kernel's global loads of the A
-    and B tiles, compiled for sm_90 (no GPU) for ``options`` ({name: text}): {"a": {"m"|"k"},
+def load_lanes(ttgir: str, block_m: int, block_n: int, block_k: int) -> dict:
+    """Which axis consecutive lanes of a warp walk in a compiled kernel's global loads of
+    BLOCK_M x BLOCK_K A tiles and BLOCK_K x BLOCK_N B tiles (from its TTGIR): {"a": {"m"|"k"},
     "b": {"k"|"n"}}. A coalesced load walks the operand's contiguous axis; a load whose lanes
     walk the other axis touches one row (or column) per lane."""
-    (fn, args, ce, warps, stages), = [s for s in launch_specs(M, N, K, precision, 1.0, 0.0, True, options)
-                                      if s[0].__name__ == "_stream_k_kernel"]
-    ttgir = compile_sm90(fn, args, ce, warps, stages).asm["ttgir"]
     layouts = {name: ([int(x) for x in tpw.split(",")], [int(x) for x in order.split(",")])
                for name, _, tpw, order in _BLOCKED_RE.findall(ttgir)}
-    shapes = {(ce["BLOCK_M"], ce["BLOCK_K"]): ("a", "mk"), (ce["BLOCK_K"], ce["BLOCK_N"]): ("b", "kn")}
+    shapes = {(block_m, block_k): ("a", "mk"), (block_k, block_n): ("b", "kn")}
     out = {"a": set(), "b": set()}
     for rows, cols, name in _TILE_LOAD_RE.findall(ttgir):
         if (int(rows), int(cols)) not in shapes:
@@ -1336,6 +1333,15 @@ def operand_load_lanes(M: int, N: int, K: int, precision: str, options: dict) ->
         fastest = next((d for d in order if tpw[d] > 1), order[0])
         out[operand].add(axes[fastest])
     return out
+
+
+def operand_load_lanes(M: int, N: int, K: int, precision: str, options: dict) -> dict:
+    """load_lanes of triton.stream_k's GEMM kernel for this problem and ``options`` ({name:
+    text}), compiled for sm_90 without a GPU."""
+    (fn, args, ce, warps, stages), = [s for s in launch_specs(M, N, K, precision, 1.0, 0.0, True, options)
+                                      if s[0].__name__ == "_stream_k_kernel"]
+    ttgir = compile_sm90(fn, args, ce, warps, stages).asm["ttgir"]
+    return load_lanes(ttgir, ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"])
 
 
 def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: float, deterministic: bool,

@@ -72,7 +72,7 @@ from . import _operands as ops
 from ._common import check_gemm_args
 from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs,
                     candidates, cfg, default_config, even_k, grouped_tile, mac, operand_mode, read_options,
-                    store_c)
+                    store_c, wrapped_range)
 
 __all__ = ["CONFIGS", "KERNEL", "TUNE_KEY", "operand_mode", "tiled_matmul"]
 
@@ -133,11 +133,11 @@ def _tiled_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   GROUP_M: tl.constexpr, EVEN_K: tl.constexpr):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
-    # Rows/columns past the edge wrap around (% M, % N) instead of being masked: the loads stay
-    # unpredicated along M and N, and the wrapped values only feed C elements that are never
-    # stored. Only K needs a mask, and only when K is not a multiple of BLOCK_K.
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    # Rows/columns past the edge wrap around (wrapped_range: % M, % N) instead of being masked:
+    # the loads stay unpredicated along M and N, and the wrapped values only feed C elements
+    # that are never stored. Only K needs a mask, and only when K is not a multiple of BLOCK_K.
+    offs_am = wrapped_range(pid_m, BLOCK_M, M)
+    offs_bn = wrapped_range(pid_n, BLOCK_N, N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc = mac(acc, a_ptr, b_ptr, offs_am, offs_bn, 0, K, stride_am, stride_ak, stride_bk,
               stride_bn, PRECISION, BLOCK_K, EVEN_K)

@@ -19,6 +19,7 @@ done
 $py -m compare.outputs.variants --budget 0.1 --precision fp32 -o "$out/fp32-operands.json" \
     --shape 127x8191x1021 --shape 257x255x65537 "${v[@]}" 2>&1 | tail -n 40
 if command -v ncu >/dev/null; then
+    mkdir -p "$out/raw-default" "$out/raw-as_given"
     $py -m compare.outputs.profile --kernel cublas --kernel triton.stream_k --precision fp32 \
         --shape 257x255x65537 --shape 127x8191x1021 --no-time --format json -o "$out/profile-default.json" \
         --raw-dir "$out/raw-default" 2>&1 | tail -n 8
