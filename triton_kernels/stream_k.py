@@ -32,9 +32,12 @@ tile             (heuristic_plan; fitted on the tunable shape sets, H100, first.
                  in results/sweeps_triton_streamk/, never on compare.harness.shapes' heldout set)
                  M <= 64 or N <= 64: that side 16/32/64 (skinny outputs don't compute wasted
                  rows), the other 128, BLOCK_K 32, 4 warps.
-                 fp32: K >= 4*max(M, N) (long reductions) 128x128x32/8 warps/3 stages; at least
-                 900 tiles of 128x128 64x128x32/4/4 (91-100% at 4096..8192^3 vs 86-90% for
-                 128x128); otherwise 128x128x16/8/4 (1000^3: 87% vs 65% for 64x128 tiles).
+                 fp32: K >= 4*max(M, N) (long reductions) 128x128x32/8 warps/3 stages, or
+                 64x128x16/4/4 (FP32_FEW_ROWS_TILE) where 64-row tiles pad fewer rows
+                 (257x255x65537 58.8% -> 82.9%); at least 900 tiles of 128x128 64x128x32/4/4
+                 (91-100% at 4096..8192^3 vs 86-90% for 128x128); less than a wave of 128x128
+                 tiles that 64-row ones fill data-parallel: FP32_FEW_ROWS_TILE (1000^3 89.3% ->
+                 93.7%, 127x8191x1021 82.1% -> 89.8%); otherwise 128x128x16/8/4.
                  tf32: 128x256x32/8/3 once those tiles fill 90% of a wave (85-97% vs 79-88% for
                  128x128 at 2048..14336 wide), else for M > 512 and K < 4*max(M, N) 128x64x32/4/4
                  data-parallel (TF32_MID_TILE: 1024^3 0.034 -> 0.024 ms), else 128x128x32/8/4.
@@ -59,13 +62,14 @@ tf32x3_split     tf32x3, K not long: B split into TF32 big/small parts once by i
 ===============  ==========================================================================
 
 Measured (H100, % of cuBLAS measured in the same run, 58 shapes, results/h100/sweep/): fp32
-geomean 95.1% (worst 257x255x65537 51.5% and 127x8191x1021 55.4%: both operands' rows are not
-16-byte aligned, and copying them costs more than half of cuBLAS's time; results/h100/explore/);
-tf32 88.9% (long-K outputs of ~1000^2 51-54%, the 512-row LLM shapes 56-65%); tf32x3 143% of
-cuBLAS fp32 (worst 127x8191x1021 67%). The swapped product for M <= 512 (b_transpose) took tf32
+geomean 97.7% (worst 2039^3 79.4%; unaligned operands, results/h100/explore/ rounds 10-12);
+tf32 90.5% (long-K outputs of ~1000^2 52-55%, the 512-row LLM shapes 53-58%); tf32x3 143.5% of
+cuBLAS fp32 (worst 127x8191x1021 69%). The swapped product for M <= 512 (b_transpose) took tf32
 from 77.1% and tf32x3 from 125% (before: 64x8192x28672 55% / 57%, after 98% / 124%); aligned
 stream-K ranges (sk_align) and 128x64 tiles for mid-size outputs (TF32_MID_TILE) took tf32 from
-84.9% to 88.3%; the tf32x3 split out of the loop (tf32x3_split) took tf32x3 from 134% to 143%.
+84.9% to 88.3%; the tf32x3 split out of the loop (tf32x3_split) took tf32x3 from 134% to 143%;
+loading unaligned operands along their contiguous axis (below), copying them only where 256
+flops per copied byte repay it, and FP32_FEW_ROWS_TILE took fp32's worst case from 51.5% to 79.4%.
 Stream-K grid: ``programs_per_sm`` programs per SM (2 for 4-warp tiles); the fixup's step and
 piece follow the partial count (``fixup_shape``); operand copies only where the GEMM does
 ``COPY_MIN_FLOPS_PER_BYTE`` flops per copied byte (``worth_copying``).
@@ -87,7 +91,7 @@ counts of vector vs scalar global loads per kernel):
 
 (The exact counts are in results/sweeps_triton_streamk/ptx_alignment.txt.)
 
-The fix has three parts, each only where it is TRUE:
+The fix has four parts, each only where it is TRUE:
 
 1. ``_mult4(x)`` = ``(x // 4) * 4`` on a stride / wrap extent the host has checked is a
    multiple of 4 (constexpr flags): equal to x, and Triton's axis analysis now knows its
@@ -96,16 +100,24 @@ The fix has three parts, each only where it is TRUE:
 2. The K tail: only the last K-iteration of a tile is masked (a separate step after an
    unmasked main loop), so a K that is not a multiple of BLOCK_K doesn't predicate every step.
 3. An operand whose layout can't be hinted truthfully (its leading dimension is not a multiple
-   of 4, e.g. K = 1023 for A, or neither of its strides is 1) is copied, inside the timed
-   launch, into a buffer whose leading dimension is a multiple of 16 (``_operands._buffer``).
-   The copy moves 8 bytes per element of that operand; for the data this is about one extra
-   read of the operand, against M*N*K/tile-size reads the GEMM makes of it, so it is cheap
-   unless the GEMM itself is tiny, and it is only taken when the direct layout would fall back
-   to 4-byte loads. Rows/columns past the edge of a tile wrap around (``% extent``), and for a
+   of 4, e.g. K = 1023 for A, or neither of its strides is 1) is either read as given, 4 bytes
+   at a time, or copied, inside the timed launch, into a buffer whose leading dimension is a
+   multiple of 16 (``_operands._buffer``; a copy that only re-aligns rows is a row copy,
+   ``_copy_rows_kernel``, with no transpose). The copy moves 8 bytes per element of that
+   operand, so it is taken where the GEMM does COPY_MIN_FLOPS_PER_BYTE flops per copied byte
+   (fp32: 256, round 11). Rows/columns past the edge of a tile wrap around (``% extent``); for a
    copied operand the extent is the buffer's padded leading dimension (a multiple of 16), so
-   the padding (uninitialised) only ever feeds C rows/columns that are never stored; K is
-   masked, so no padding along K is read. The buffers are zeroed once when allocated (the
-   per-launch copy never writes the padding), so nothing depends on leftover bits.
+   the padding only ever feeds C rows/columns that are never stored; K is masked, so no padding
+   along K is read. The buffers are zeroed when allocated and the row copy writes zeros there,
+   so nothing depends on leftover bits.
+4. The lanes of a 4-byte load. For an operand read as given and contiguous along its wrapped
+   axis (B row-major, an M-major A), ``% extent`` hides that the offsets run consecutively, and
+   with no contiguous axis to follow the compiler ordered the load's lanes along K: one row per
+   lane, 32 rows per warp load (127x8191x1021 fp32 with B read that way: 0.197 ms vs 0.088 ms
+   through an aligned copy; H100, results/h100/explore/round10). ``tl.max_contiguous`` on those
+   offsets puts the lanes back along the contiguous axis (0.066 ms, round 11); the loads stay
+   4-byte because the offsets' divisibility is still one element. ``operand_load_lanes`` /
+   ``--load-lanes`` report the lanes from the compiled TTGIR (tests/test_triton_stream_k.py).
 
 fp32 additionally reads A through an M-major copy for wide outputs (N >= 2048, measured for
 triton.tiled: _operands.py fact 2), and tf32/tf32x3 read B through a K-major copy (wgmma takes
@@ -749,8 +761,9 @@ class _Operand:
 
 def _padded(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     """rows x cols view of a zero-filled buffer whose leading dimension is a multiple of 16
-    (as _operands._buffer, but zeroed once here: the copies never write the padding, so it
-    stays 0 and wrapped-in rows/columns read zeros, not leftover bits)."""
+    (as _operands._buffer, but zeroed once here: the transposing copy never writes the padding
+    and the row copy writes zeros there, so wrapped-in rows/columns read zeros, not leftover
+    bits)."""
     ld = triton.cdiv(cols, 16) * 16
     return torch.zeros((rows, ld), device=like.device, dtype=torch.float32)[:, :cols]
 

@@ -10,7 +10,10 @@ compiler does from this one loop, and the autotuner picks the tile sizes:
 * 04/05 1D/2D register blocking and 08 warptiling -> the layout the compiler gives ``acc``
   (each thread owns a sub-tile of C; warps own contiguous C regions)
 * 06 vectorized loads          -> 16-byte global loads where the strides allow (contiguity
-  and divisibility-by-16 of the strides are inferred / specialised by the JIT)
+  and divisibility-by-16 of the strides are inferred / specialised by the JIT); off multiples
+  of 16 (N = 1000) 4-byte ones, whose lanes ``_gemm.wrapped_range`` keeps along the contiguous
+  axis (they walked K, one row per lane: 1000^3 fp32 36.8% -> 51.8% of cuBLAS, H100,
+  results/h100/explore/round13)
 * 07 bank-conflict-free smem   -> swizzled shared layouts
 * 09 double buffering          -> ``num_stages``: software pipelining with async copies
 * launch order                 -> GROUP_M "grouped" program ordering, so programs running
