@@ -471,7 +471,8 @@ def test_aligned_decomposition_covers_every_iteration_once():
 
 def test_sk_align_option():
     cfg = _plan(1024, 1024, 16384, "tf32", sk_align="off").config
-    assert (cfg["sk_align"], cfg["sk_programs"], cfg["chosen_by"]) == ("off", 132, "user")
+    assert (cfg["sk_align"], cfg["sk_programs"]) == ("off", 132)
+    assert cfg["chosen_by"] == "user (sk_align, sms), heuristic (the rest)"
     cfg = _plan(1024, 1024, 16384, "fp32", sk_align="on").config
     assert (cfg["sk_align"], cfg["sk_programs"]) == ("on", 128)
     # Alignment asks for stream-K even where the heuristic would run data-parallel (1024^3 tf32).
@@ -712,6 +713,10 @@ def test_copy_a_and_copy_b():
     assert plan.config["operands"] == "A direct:4-byte, B copy:n_major"
     plan = _plan(2048, 2048, 2048, "fp32", operands="copy_b")       # aligned: nothing to copy
     assert plan.config["operands"] == "A direct, B direct"
+    # The row records who chose: any option the user set, operands included.
+    assert plan.config["chosen_by"] == "user (operands, sms), heuristic (the rest)"
+    A, B, C = torch.empty(64, 64), torch.empty(64, 64), torch.empty(64, 64)
+    assert sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {}).config["chosen_by"] == "heuristic"
     for options in ({"operands": "copy_a", "b_transpose": "copy"}, {"operands": "copy_a", "tf32x3_split": "b"},
                     {"operands": "copy_b", "tf32x3_split": "ab"}, {"operands": "copy_b", "tf32x3_split": "a"}):
         with pytest.raises(UsageError, match="contradict"):

@@ -1105,6 +1105,7 @@ class _Plan:
                 raise UsageError(f"stream-K workspace of {n} elements exceeds 32-bit indexing; use fewer programs")
             self.W = torch.empty(n, device=A.device, dtype=torch.float32)
         split_tiles = sum(1 for tt in range(d.sk_tiles) if self._split(tt))
+        given = sorted(k for k, v in options.items() if v is not None)
         self.config = {
             "tile": f"{t.bm}x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
@@ -1118,7 +1119,9 @@ class _Plan:
             "b_transpose": ("n/a" if precision == "fp32" else "k_major" if self.b.k_contiguous else
                             "swap" if self.swap_ab else "load"),
             "input_precision": DOT_PRECISION[precision], "tf32x3_split": self.x3_split,
-            "chosen_by": "user" if (tile is not None or options.get("sk") or grid or sk_align != "auto") else "heuristic",
+            # What the user set (any option: operands, b_transpose and tf32x3_split change the
+            # plan as much as tile does), as the CUDA family records it.
+            "chosen_by": (f"user ({', '.join(given)}), heuristic (the rest)" if given else "heuristic"),
         }
 
     def _split(self, tile: int) -> bool:
