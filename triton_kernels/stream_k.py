@@ -116,7 +116,9 @@ The fix has four parts, each only where it is TRUE:
    lane, 32 rows per warp load (127x8191x1021 fp32 with B read that way: 0.197 ms vs 0.088 ms
    through an aligned copy; H100, results/h100/explore/round10). ``tl.max_contiguous`` on those
    offsets puts the lanes back along the contiguous axis (0.066 ms, round 11); the loads stay
-   4-byte because the offsets' divisibility is still one element. ``operand_load_lanes`` /
+   4-byte because the offsets' divisibility is still one element. (This claim is the one that
+   is not true everywhere: it is false across the single wrap, and harmless there because it
+   widens no load and every lane computes its own address.) ``operand_load_lanes`` /
    ``--load-lanes`` report the lanes from the compiled TTGIR (tests/test_triton_stream_k.py).
 
 fp32 additionally reads A through an M-major copy for wide outputs (N >= 2048, measured for
@@ -1336,7 +1338,9 @@ def load_lanes(ttgir: str, block_m: int, block_n: int, block_k: int) -> dict:
     """Which axis consecutive lanes of a warp walk in a compiled kernel's global loads of
     BLOCK_M x BLOCK_K A tiles and BLOCK_K x BLOCK_N B tiles (from its TTGIR): {"a": {"m"|"k"},
     "b": {"k"|"n"}}. A coalesced load walks the operand's contiguous axis; a load whose lanes
-    walk the other axis touches one row (or column) per lane."""
+    walk the other axis touches one row (or column) per lane. The A and B tile shapes must
+    differ (BLOCK_M x BLOCK_K vs BLOCK_K x BLOCK_N) to be told apart."""
+    assert (block_m, block_k) != (block_k, block_n), "A and B tiles of one shape can't be told apart"
     layouts = {name: ([int(x) for x in tpw.split(",")], [int(x) for x in order.split(",")])
                for name, _, tpw, order in _BLOCKED_RE.findall(ttgir)}
     shapes = {(block_m, block_k): ("a", "mk"), (block_k, block_n): ("b", "kn")}
