@@ -137,17 +137,16 @@ def transpose_into(src: torch.Tensor, dst: torch.Tensor, small: Optional[torch.T
     """dst = src^T on the current stream (dst: S x R with unit stride along R). With ``small``
     (same shape and strides as dst): dst + small = src^T as TF32 big and small parts
     (tf32_split). Where src is contiguous along R too (only dst's row alignment differs) and
-    dst is a padded buffer, the rows are copied without a transpose and dst's padding columns
-    are zeroed."""
+    dst is laid out as ``_buffer`` makes it (leading dimension R rounded up to 16), the rows
+    are copied without a transpose and dst's padding columns are zeroed."""
     R, S = src.shape
     if small is not None:
         assert small.stride() == dst.stride() and small.shape == dst.shape
-    if src.stride(0) == 1 and R > 1 and dst.stride(0) % 16 == 0:
-        # src^T is S rows of R contiguous elements, like dst's: a row copy into a padded
-        # buffer (_buffer / stream_k._padded: ld a multiple of 16, whose padding it zeroes).
-        ld = dst.stride(0)
-        for t in (dst, small):
-            assert t is None or t.untyped_storage().nbytes() >= 4 * (t.storage_offset() + S * ld)
+    ld = dst.stride(0)
+    if src.stride(0) == 1 and R > 1 and ld == triton.cdiv(R, 16) * 16:
+        # src^T is S rows of R contiguous elements, like dst's, and dst has _buffer's (and
+        # stream_k._padded's) layout, whose padding columns are its own: a row copy, which
+        # zeroes them.
         bs = min(COPY_MAX_COLS, triton.next_power_of_2(ld))
         br = max(1, COPY_ELEMS // bs)
         grid = (triton.cdiv(S, br) * triton.cdiv(ld, bs),)
