@@ -226,3 +226,55 @@ def test_design_md_shows_the_example_file_literally():
     shown = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert shown == open(os.path.join(EXAMPLES, "my_kernel.py"), encoding="utf-8").read()
     assert "--plugin docs/examples/my_kernel.py" in section
+
+
+def test_triton_plugin_with_precision_gets_the_dot_precision_per_row(toy):
+    """A kernel that takes PRECISION gets the problem's tl.dot input precision (ieee for fp32);
+    the row's config says which."""
+    text = (toy / "my_kernel.py").read_text()
+    text = text.replace("BLOCK_K: tl.constexpr):", "BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):")
+    text = text.replace('input_precision="ieee")', "input_precision=PRECISION)")
+    text = text.replace('group="naive",', 'group="tiled", precisions=("fp32", "tf32"),')
+    (toy / "prec.py").write_text(text.replace('"my.blocked"', '"my.prec"'))
+    p = _compare(["--interpret", "--plugin", "prec.py", "--kernel", "my.prec", "--shape", "33x31x65",
+                  "--precision", "fp32", "--precision", "tf32", "--format", "json"], toy)
+    assert p.returncode == 0, p.stderr
+    got = {(r["kernel"], r["precision"]): r for r in json.loads(p.stdout)["results"]}
+    assert got[("my.prec", "fp32")]["config"]["input_precision"] == "ieee"
+    assert got[("my.prec", "tf32")]["config"]["input_precision"] == "tf32"
+    assert got[("my.prec", "fp32")]["status"] == got[("my.prec", "tf32")]["status"] == "ok"
+    assert got[("my.prec", "fp32")]["group"] == "tiled"
+
+
+# --- GPU: timed next to cuBLAS, and tracked by asv ---------------------------------------------
+
+@pytest.mark.gpu
+def test_gpu_plugins_are_timed_next_to_cublas(tmp_path):
+    for f in ("my_kernel.py", "my_cuda_kernel.py", "my_sgemm.cu"):
+        shutil.copy(os.path.join(EXAMPLES, f), tmp_path / f)
+    p = _compare(["--plugin", "my_kernel.py", "--plugin", "my_cuda_kernel.py", "--family", "plugin",
+                  "--shape", "1000", "--shape", "1024", "--budget", "0.3", "--format", "json"], tmp_path,
+                 _env(interpret=False))
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["results"]
+    mine = [r for r in rows if r["family"] == "plugin"]
+    assert {r["kernel"] for r in mine} == {"my.blocked", "my.cuda_sgemm"} and len(mine) == 4
+    assert all(r["status"] == "ok" and r["median_ms"] > 0 and r["pct_cublas"] > 0 for r in mine), mine
+    assert any(r["kernel"] == "cublas" and r["status"] == "ok" for r in rows)
+
+
+@pytest.mark.gpu
+def test_gpu_asv_tracks_an_installed_plugin(tmp_path):
+    site = tmp_path / "site"
+    _install_entry_point(site)
+    shutil.copy(os.path.join(EXAMPLES, "my_kernel.py"), site / "my_kernel.py")
+    code = ("import benchmarks.gemm as g\n"
+            "b = g.Naive(); b.setup('my.blocked', '512x512x512', 'fp32')\n"
+            "t = b.track_time('my.blocked', '512x512x512', 'fp32')\n"
+            "print(len(t['samples']) if isinstance(t, dict) else t)\n"
+            "pct = g.NaivePctCublas(); pct.setup('my.blocked', 'fp32')\n"
+            "print(pct.track_pct_cublas('my.blocked', 'fp32'))\n")
+    p = _run(["-c", code], tmp_path, _env(str(site), interpret=False))
+    assert p.returncode == 0, p.stderr
+    samples, pct = p.stdout.strip().splitlines()[-2:]
+    assert float(samples) > 0 and 0 < float(pct) < 1000

@@ -52,6 +52,7 @@ def gemm(name: str, matmul: Callable, *, group: Optional[str] = None, stage: Opt
 
 
 def _register(name, matmul, check, *, group, stage, precisions, idea, interpretable, config, where) -> Kernel:
+    """``config``: a dict, or a function of the problem's precision giving one (the row's config)."""
     def prepare(problem, inputs, options=None):
         A, B, C = inputs.A, inputs.B, inputs.C
         alpha, beta, precision = problem.alpha, problem.beta, problem.precision
@@ -60,7 +61,7 @@ def _register(name, matmul, check, *, group, stage, precisions, idea, interpreta
 
         def launch():
             matmul(A, B, C, alpha, beta, precision)
-        launch.config = dict(config or {})
+        launch.config = dict((config(precision) if callable(config) else config) or {})
         return launch
     return register(Kernel(name=name, family=FAMILY, stage=_stage(name, stage, group, idea),
                            precisions=tuple(precisions), prepare=prepare, idea=idea, interpretable=interpretable,
@@ -96,8 +97,12 @@ def triton_gemm(name: str, fn, *, constexprs: dict, num_warps: int = 4, group: O
             A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0), B.stride(1), C.stride(0), C.stride(1),
             float(alpha), float(beta), num_warps=num_warps, **extra)
 
+    def config(precision):
+        dot = {"input_precision": DOT_PRECISION[precision]} if "PRECISION" in takes else {}
+        return {**constexprs, "num_warps": num_warps, **dot}
+
     return _register(name, matmul, check, group=group, stage=stage, precisions=precisions, idea=idea,
-                     interpretable=True, config={**constexprs, "num_warps": num_warps},
+                     interpretable=True, config=config,
                      where=_where(getattr(fn, "fn", fn)))
 
 
