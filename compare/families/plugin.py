@@ -11,9 +11,9 @@ NaN-poisoned, timed by the one engine, next to cuBLAS, in asv's classes of its g
   place on torch's current stream.
 
 Stage: by default every plugin kernel gets a stage of its own, named after the kernel, in
-``group`` (naive, tiled or split_k; default tiled: the group decides which cuBLAS-headed comparison and which
-asv classes it joins). ``stage=`` names an existing stage instead (e.g. "tiled", to sit on that
-rung), or a new one shared by several kernels.
+``group`` (naive, tiled or split_k; default tiled): the group decides which cuBLAS-headed
+comparison and which asv classes it joins. ``stage=`` names an existing stage instead (e.g.
+"tiled", to sit on that rung), or a new one shared by several kernels.
 """
 from __future__ import annotations
 
@@ -115,7 +115,8 @@ class _Entry:
 
 
 def cuda_gemm(name: str, source: str, entry: str, *, tile: tuple = (32, 32), block: tuple = (32, 32, 1),
-              smem_dynamic: int = 0, group: Optional[str] = None, stage: Optional[str] = None, idea: str = "") -> Kernel:
+              smem_dynamic: int = 0, group: Optional[str] = None, stage: Optional[str] = None,
+              idea: str = "") -> Kernel:
     """Register ``entry``, a ``__global__`` function (or a template instance, e.g.
     ``"my_gemm<64>"``) in the .cu file ``source``, with the ladder's arguments
     ``(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C)``
