@@ -177,7 +177,7 @@ def _select(args) -> list:
         selected = registry.select(args.stage, families)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if args.interpret and families and "triton" not in families:
+    if args.interpret and families and not any(k.interpretable for k in selected):
         raise UsageError(f"--interpret runs the Triton kernels only (the Triton interpreter on CPU tensors); "
                          f"--family {','.join(families)} selects none of them, so nothing would be checked")
     if args.kernel:

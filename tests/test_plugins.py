@@ -278,3 +278,14 @@ def test_gpu_asv_tracks_an_installed_plugin(tmp_path):
     assert p.returncode == 0, p.stderr
     samples, pct = p.stdout.strip().splitlines()[-2:]
     assert float(samples) > 0 and 0 < float(pct) < 1000
+
+
+def test_interpret_with_family_plugin_runs_the_plugin(toy):
+    """--interpret refuses a --family that selects nothing interpretable (cuda); a plugin family
+    whose Triton kernel runs under the interpreter is not refused."""
+    p = _compare(["--interpret", "--plugin", "my_kernel.py", "--family", "plugin", "--shape", "8", "--format", "json"],
+                 toy)
+    assert p.returncode == 0, p.stderr
+    assert _rows(p.stdout)["my.blocked"]["status"] == "ok"
+    p = _compare(["--interpret", "--family", "cuda", "--shape", "8"], toy)
+    assert p.returncode == 2 and "--interpret runs the Triton kernels only" in p.stderr
