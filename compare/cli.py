@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-noise", type=float, default=0.005,
                    help="stop sampling when the median's relative standard error is below this (default 0.005)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    # a kernel of your own (compare/harness/plugins.py, docs/design.md "Your own kernel")
+    p.add_argument("--plugin", action="append", metavar="MODULE_OR_PATH",
+                   help="import a file that registers kernels of your own (a module name importable from the "
+                        "current directory, or a path to a .py file); repeatable. Installed plugins (entry point "
+                        "group gemm_ladder.kernels) load without it")
     return p
 
 
@@ -172,7 +177,7 @@ def _select(args) -> list:
         selected = registry.select(args.stage, families)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if args.interpret and families and "triton" not in families:
+    if args.interpret and families and not any(k.interpretable for k in selected):
         raise UsageError(f"--interpret runs the Triton kernels only (the Triton interpreter on CPU tensors); "
                          f"--family {','.join(families)} selects none of them, so nothing would be checked")
     if args.kernel:
@@ -389,6 +394,7 @@ def _main(args) -> int:
         os.environ["TRITON_INTERPRET"] = "1"
     from .harness import registry, runner
     from .harness.problem import ProblemError
+    registry.load_plugins(args.plugin)   # --plugin: after TRITON_INTERPRET is set, before --list and the selection
 
     if args.list:
         print_list()

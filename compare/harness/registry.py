@@ -16,7 +16,8 @@ from typing import Callable, Optional
 from .problem import PRECISIONS, Problem
 
 GROUPS = ("naive", "tiled", "split_k")
-FAMILIES = ("cublas", "cuda", "triton")
+# "plugin": a kernel of your own, declared in a file outside the suite (compare/harness/plugins.py).
+FAMILIES = ("cublas", "cuda", "triton", "plugin")
 
 
 @dataclass(frozen=True)
@@ -169,17 +170,62 @@ def register(kernel: Kernel) -> Kernel:
 
 
 def _load_families() -> None:
+    """The families, then the installed plugins (entry points of plugins.ENTRY_POINT_GROUP)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
+    import sys
     for mod in _FAMILY_MODULES:
         try:
             importlib.import_module(mod)
         except Exception as exc:  # one broken family must not hide the others' results
-            import sys
             LOAD_ERRORS[mod] = f"{type(exc).__name__}: {exc}"
             print(f"warning: could not load kernel family {mod}: {LOAD_ERRORS[mod]}", file=sys.stderr)
+    from . import plugins
+    for ep in plugins.entry_points():
+        where = f"plugin {ep.name} = {ep.value} (entry point of {plugins.ENTRY_POINT_GROUP})"
+        try:
+            ep.load()
+        except Exception as exc:  # a broken installed plugin must not hide the ladder either
+            LOAD_ERRORS[where] = f"{type(exc).__name__}: {exc}"
+            print(f"warning: could not load {where}: {LOAD_ERRORS[where]}", file=sys.stderr)
+
+
+_PLUGINS: dict[str, list[str]] = {}   # --plugin spec as given -> the kernels it registered
+_BY_MODULE: dict[str, list[str]] = {}  # module name -> the same (one file given two ways)
+
+
+def load_plugins(specs: Optional[list]) -> None:
+    """Import each plugin (``--plugin``: a module name or a path to a .py file) after the families.
+    A UsageError names a plugin that fails to import, that the registry refuses, or that
+    declares no kernel. Loading one spec twice is a no-op."""
+    import sys
+    from . import plugins
+    from .errors import UsageError
+    _load_families()
+    for spec in specs or []:
+        if spec in _PLUGINS:
+            continue
+        before = set(_REGISTRY)
+        imported_already = not plugins.is_path(spec) and spec in sys.modules   # e.g. as an entry point
+        module = plugins.import_plugin(spec)
+        new = _BY_MODULE.setdefault(module.__name__, sorted(set(_REGISTRY) - before))
+        if not new and not imported_already:
+            raise UsageError(f"--plugin {spec}: declares no kernel (a plugin calls "
+                             f"compare.harness.registry.register or a compare.families.plugin helper)")
+        _PLUGINS[spec] = new
+
+
+def loaded_plugins() -> list[str]:
+    """The ``--plugin`` specs loaded in this process, as given (a worker process re-loads these;
+    installed entry points load by themselves)."""
+    return list(_PLUGINS)
+
+
+def plugin_kernels() -> dict[str, list[str]]:
+    """{--plugin spec: the kernel names it registered}."""
+    return {k: list(v) for k, v in _PLUGINS.items()}
 
 
 def kernels() -> list[Kernel]:

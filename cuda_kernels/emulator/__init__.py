@@ -174,7 +174,7 @@ class EmuBackend:
             flags = ["-std=c++20", "-O2", "-fPIC", "-shared", "-w", "-fno-strict-aliasing"]
             key = hashlib.sha256("\0".join([shim, text, cxx, *flags]).encode()).hexdigest()[:20]
             os.makedirs(self._cache_dir, exist_ok=True)
-            so = os.path.join(self._cache_dir, f"{os.path.splitext(filename)[0]}_{key}.so")
+            so = os.path.join(self._cache_dir, f"{os.path.splitext(os.path.basename(filename))[0]}_{key}.so")
             if not os.path.exists(so):
                 cpp = so[:-3] + ".cpp"
                 with open(cpp, "w", encoding="utf-8") as fh:

@@ -1,0 +1,318 @@
+"""Tests that each catch one bug the rest of the CPU suite let through (issue 22, item 6).
+
+Each bug below was planted by hand in a clone and survived every other CPU test; each test
+here fails with its bug planted (the commit that added this file says how that was checked):
+
+a. the float64 reference built from the fp32 product (the check then reports error 0);
+b. no NaN poisoning of C before the checked launch (a kernel that reads C at beta = 0, or
+   leaves C unwritten, passes);
+c. the engine's median replaced by the mean, and its noise measure likewise (the fake GPU's
+   samples were all equal, so mean == median);
+d. the L2 flush turned off by default;
+e. the Triton fp32 path compiled with ``input_precision="tf32"`` (the interpreter ignores the
+   precision, so the compiled code for sm_90 is read, without a GPU).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from compare.harness import registry, timing
+from compare.harness.check import check
+from compare.harness.inputs import clear_cache, make_inputs
+from compare.harness.problem import Problem
+from compare.harness.registry import Kernel
+from compare.harness.runner import FAILED, OK, run_kernel
+from compare.harness.timing import measure, noise_of
+from test_timing_stats import FakeGPU, FakeLaunch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# --- a. the float64 reference ----------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (1.5, 0.5)])
+def test_reference_is_the_float64_product_of_the_fp32_inputs(alpha, beta):
+    """ref and bound equal NumPy's float64 arithmetic on the same fp32 values, and an honest fp32
+    result is measurably off ref (a reference made from the fp32 product would give it error 0)."""
+    p = Problem(48, 40, 2048, alpha=alpha, beta=beta, seed=5)
+    clear_cache()
+    inp = make_inputs(p, device="cpu")
+    A, B, C0 = (t.numpy().astype(np.float64) for t in (inp.A, inp.B, inp.C0))
+    want = alpha * (A @ B) + beta * C0
+    want_bound = abs(alpha) * (np.abs(A) @ np.abs(B)) + abs(beta) * np.abs(C0)
+    assert inp.ref.dtype == inp.bound.dtype == torch.float64
+    # float64 rounding of a 2048-term sum: ~1e-16 relative; fp32 products would be ~1e-7 off
+    assert np.linalg.norm(inp.ref.numpy() - want) / np.linalg.norm(want) < 1e-13
+    assert np.linalg.norm(inp.bound.numpy() - want_bound) / np.linalg.norm(want_bound) < 1e-13
+    fp32 = alpha * (inp.A @ inp.B) + beta * inp.C0
+    r = check(p, fp32, inp.ref, inp.bound)
+    assert r.ok and 1e-9 < r.rel_err < 1e-5 and r.worst_err > 0, r
+
+
+def test_a_torch_fp32_kernel_through_the_pipeline_reports_its_rounding_error():
+    """cuBLAS's CPU stand-in (torch addmm in fp32) through run_kernel: ok, with a nonzero error."""
+    r = run_kernel(registry.get("cublas"), Problem(64, 56, 1024, seed=3), timing=False, device="cpu")
+    assert r.status == OK and r.rel_err > 1e-9 and r.worst_err > 0, r
+
+
+# --- b. NaN poisoning of C before the checked launch ------------------------------------------
+
+def _toy(name: str, body) -> Kernel:
+    """A pure-torch kernel for the pipeline on CPU; ``body(call number, problem, inputs)`` is one launch."""
+    def prepare(problem, inputs, options):
+        calls = [0]
+
+        def launch():
+            calls[0] += 1
+            body(calls[0], problem, inputs)
+        launch.config = {"toy": name}
+        return launch
+    return Kernel(name=f"toy.{name}", family="triton", stage="naive_blocked", precisions=("fp32",), prepare=prepare)
+
+
+def _full(problem, inputs):
+    return problem.alpha * (inputs.A @ inputs.B)
+
+
+def _honest(n, problem, inputs):
+    inputs.C.copy_(_full(problem, inputs) + problem.beta * inputs.C if problem.beta else _full(problem, inputs))
+
+
+def _reads_c(n, problem, inputs):
+    # BLAS says C is not read when beta == 0; 0 * C0 is 0, but 0 * NaN is NaN
+    inputs.C.copy_(_full(problem, inputs) + problem.beta * inputs.C)
+
+
+def _first_launch_only(n, problem, inputs):
+    if n == 1:           # prepare's launch writes the right answer; the checked launch writes nothing
+        _honest(n, problem, inputs)
+
+
+def _top_half_after_first(n, problem, inputs):
+    rows = problem.M if n == 1 else problem.M // 2
+    inputs.C[:rows].copy_(_full(problem, inputs)[:rows])
+
+
+def test_honest_toy_kernel_passes_the_pipeline():
+    r = run_kernel(_toy("honest", _honest), Problem(40, 24, 64, seed=1), timing=False, device="cpu")
+    assert r.status == OK and r.config == {"toy": "honest"}, r
+
+
+@pytest.mark.parametrize("body", [_reads_c, _first_launch_only, _top_half_after_first], ids=lambda f: f.__name__)
+def test_kernel_that_reads_or_leaves_c_fails_at_beta_zero(body):
+    """The checked launch sees C all NaN at beta = 0: a kernel that reads C then, or leaves any
+    element unwritten, is FAILED for NaN. Without the poison, _reads_c passes (C holds C0 and
+    0 * C0 = 0); without any reset, the other two pass on prepare's correct first launch."""
+    r = run_kernel(_toy(body.__name__, body), Problem(40, 24, 64, seed=1), timing=False, device="cpu")
+    assert r.status == FAILED and "NaN" in r.reason, r
+    assert math.isinf(r.rel_err)
+
+
+# --- c. median and IQR, not mean and standard deviation ---------------------------------------
+
+# Sixteen skewed kernel times (us): the median 11.5 and IQR 2.5 (exclusive quartiles: 10.25 at
+# rank 4.25, 12.75 at rank 12.75) are far from the mean 47.375 and the standard deviation ~104.
+SKEWED_US = [10, 12, 400, 10, 11, 13, 10, 12, 11, 200, 10, 12, 11, 13, 11, 12]
+MEDIAN_US, IQR_US = 11.5, 2.5
+NOISE = 1.2533 * (IQR_US / 1.349) / math.sqrt(16) / MEDIAN_US
+
+
+class _SequenceLaunch(FakeLaunch):
+    """Two warm-up launches of 10 us, then the kernel times of ``SKEWED_US`` in order."""
+
+    def __call__(self):
+        k = self.calls - 2      # calls so far, before super() counts this one
+        self.kernel_s = 10e-6 if k < 0 else SKEWED_US[k % len(SKEWED_US)] * 1e-6
+        super().__call__()
+
+
+def test_noise_of_skewed_samples_by_hand():
+    med, noise = noise_of([t * 1e-6 for t in SKEWED_US])
+    assert med == pytest.approx(MEDIAN_US * 1e-6, rel=1e-12)
+    assert noise == pytest.approx(NOISE, rel=1e-9)
+
+
+def test_engine_reports_median_and_iqr_of_skewed_samples():
+    gpu = FakeGPU()
+    launch = _SequenceLaunch(gpu, 10e-6)
+    m = measure(launch, gpu=gpu, warmup_s=0.0, min_samples=16, max_samples=16, target_noise=0)
+    assert m.samples == 16 and m.hold_failures == 0
+    assert sorted(round(t * 1e6, 6) for t in m.times_s) == sorted(SKEWED_US)
+    assert m.median_s == pytest.approx(MEDIAN_US * 1e-6, rel=1e-9)
+    assert m.iqr_s == pytest.approx(IQR_US * 1e-6, rel=1e-9)
+    assert m.noise == pytest.approx(NOISE, rel=1e-9)
+    assert m.min_s == pytest.approx(10e-6) and m.max_s == pytest.approx(400e-6)
+
+
+def test_runner_row_carries_the_engines_median(monkeypatch):
+    """run_kernel's timed row: median_ms / iqr_ms / noise are the engine's, tflops from the median."""
+    def fake_measure(launch, *, before=None, **kw):
+        gpu = FakeGPU()
+        return measure(_SequenceLaunch(gpu, 10e-6), gpu=gpu, warmup_s=0.0, min_samples=16, max_samples=16,
+                       target_noise=0)
+    monkeypatch.setattr(timing, "measure", fake_measure)
+    p = Problem(40, 24, 64, seed=1)
+    r = run_kernel(_toy("honest", _honest), p, timing=True, device="cpu")
+    assert r.status == OK, r
+    assert r.median_ms == pytest.approx(MEDIAN_US * 1e-3, rel=1e-9)
+    assert r.iqr_ms == pytest.approx(IQR_US * 1e-3, rel=1e-9)
+    assert r.noise == pytest.approx(NOISE, rel=1e-9)
+    assert r.tflops == pytest.approx(p.flops / (MEDIAN_US * 1e-6) / 1e12, rel=1e-9)
+
+
+# --- d. the L2 flush is on by default ---------------------------------------------------------
+
+def test_measure_flushes_l2_before_every_sample_by_default(monkeypatch):
+    made = []
+
+    class RecordingGPU(FakeGPU):
+        def __init__(self, flush):          # no default: the engine must say whether it flushes
+            super().__init__()
+            self.flush_on = flush
+            made.append(self)
+
+        def flush_l2(self):
+            if self.flush_on:
+                super().flush_l2()
+
+    class Launch:
+        calls = 0
+
+        def __call__(self):
+            Launch.calls += 1
+            gpu = made[0]
+            gpu.host_work(50e-6)
+            gpu.enqueue(10e-6)
+
+    monkeypatch.setattr(timing, "TorchGPU", RecordingGPU)
+    m = measure(Launch(), warmup_s=0.0, min_samples=12, max_samples=12)
+    assert len(made) == 1 and made[0].flush_on is True
+    assert m.samples == 12 and made[0].flushes == 12
+
+
+def test_torch_gpu_flush_writes_its_buffer_by_default(monkeypatch):
+    """TorchGPU() (what measure builds) zeroes its L2-sized buffer on every flush_l2."""
+    buf = torch.ones(1024, dtype=torch.int32)
+    monkeypatch.setattr(timing, "_l2_flush_buffer", lambda: buf)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: object())
+    gpu = timing.TorchGPU()
+    gpu.flush_l2()
+    assert int(buf.abs().sum()) == 0
+    buf.fill_(1)
+    timing.TorchGPU(flush=False).flush_l2()
+    assert int(buf.sum()) == 1024
+
+
+# --- e. the Triton fp32 path compiles to IEEE fp32, not TF32 ----------------------------------
+
+# Runs without TRITON_INTERPRET (only real @triton.jit functions compile): every Triton kernel
+# the registry declares runs its own prepare() and launch() on CPU tensors with JITFunction.run
+# recording each launch instead of running it (interpret knob on, so the argument checks take
+# CPU tensors); each recorded launch is then compiled for sm_90 and its PTX searched for TF32
+# tensor-core instructions.
+_PROBE = r'''
+import json, re, sys
+import torch
+from triton import knobs
+from triton.runtime.jit import JITFunction
+from triton.runtime.autotuner import Autotuner
+from triton._C.libtriton import native_specialize_impl
+from triton.backends.compiler import BaseBackend, GPUTarget
+from triton.compiler import ASTSource, compile as triton_compile
+from compare.harness import registry
+from compare.harness.inputs import make_inputs
+from compare.harness.problem import Problem
+
+kernels = [k for k in registry.kernels() if k.family == "triton"]
+knobs.runtime.interpret = True           # after import: the kernels stay JITFunctions
+launched = []
+
+def record(self, *args, grid, warmup, **kwargs):
+    warps, stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+    named = dict(zip(self.arg_names, args), **kwargs)
+    ce = {p.name: named.pop(p.name) for p in self.params if p.is_constexpr and p.name in named}
+    launched.append((self, named, ce, warps, stages))
+
+def autotune_first(self, *args, grid=None, **kwargs):
+    self.best_config = self.configs[0]
+    return self.fn.run(*args, grid=grid, warmup=False, **kwargs, **self.configs[0].all_kwargs())
+
+JITFunction.run = record
+Autotuner.run = autotune_first
+
+def compile_sm90(fn, args, ce, warps, stages):
+    sig, attrs, consts = {}, {}, {}
+    for i, name in enumerate(fn.arg_names):
+        if name in ce:
+            sig[name], consts[name] = "constexpr", ce[name]
+            continue
+        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
+        sig[name] = ty
+        if ty == "constexpr":
+            consts[name] = args[name]
+        if isinstance(attr, str) and attr:
+            attrs[(i,)] = BaseBackend.parse_attr(attr)
+    return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+out = {}
+for k in kernels:
+    for prec in ("fp32", "tf32"):
+        if prec not in k.precisions:
+            continue
+        p = Problem(256, 256, 256, precision=prec)
+        launched.clear()
+        opts = k.parse_options({"sms": "132"} if any(o.name == "sms" for o in k.options) else {})
+        k.prepare(p, make_inputs(p, "cpu"), opts)()
+        rows = []
+        for fn, args, ce, warps, stages in launched:
+            c = compile_sm90(fn, args, ce, warps, stages)
+            ttgir, ptx = c.asm["ttgir"], c.asm["ptx"]
+            rows.append({"fn": fn.__name__, "dot": bool(re.search(r"tt\.dot|warp_group_dot", ttgir)),
+                         "tf32_mma": len(re.findall(r"\b(?:wgmma|mma)[\w.]*\.tf32", ptx)),
+                         "tf32_any": len(re.findall(r"tf32", ptx)), "fma": len(re.findall(r"\bfma\.rn\.f32", ptx))})
+        out[f"{k.name} {prec}"] = rows
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def compiled_dots():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")      # the JIT's default; silences the 3.9 warning
+    out = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _triton_kernels(precision):
+    return [k.name for k in registry.kernels() if k.family == "triton" and precision in k.precisions]
+
+
+def test_fp32_triton_kernels_compile_to_ffma_not_tf32(compiled_dots):
+    names = _triton_kernels("fp32")
+    assert {"triton.naive_blocked", "triton.tiled", "triton.split_k", "triton.stream_k"} <= set(names)
+    for name in names:
+        rows = compiled_dots[f"{name} fp32"]
+        dots = [r for r in rows if r["dot"]]
+        assert dots, f"{name} fp32 launched no kernel with a tl.dot: {rows}"
+        for r in rows:
+            assert r["tf32_any"] == 0, f"{name} fp32: {r['fn']} has TF32 in its sm_90 PTX: {r}"
+        assert all(r["fma"] > 0 for r in dots), f"{name} fp32: a dot kernel without FFMA: {dots}"
+
+
+def test_tf32_triton_kernels_do_use_tf32_tensor_cores(compiled_dots):
+    names = _triton_kernels("tf32")
+    assert names
+    for name in names:
+        dots = [r for r in compiled_dots[f"{name} tf32"] if r["dot"]]
+        assert dots and all(r["tf32_mma"] > 0 for r in dots), f"{name} tf32: {dots}"
