@@ -528,7 +528,9 @@ def _filter_loaded(results, args) -> list:
         raise UsageError(str(e)) from None
     kernels = None
     if args.kernel or args.family or args.stage != "all":
-        kernels = {k.name for k in _select(args)}   # the live registry's selection, as a run would make
+        # the live registry's selection, as a run would make it; cuBLAS only where asked for by
+        # name (else its rows stay as the baseline of the rows kept)
+        kernels = {k.name for k in _select(args) if k.family != "cublas" or "cublas" in _split(args.kernel)}
     from .outputs import report
     kept = report.filter_rows(results, shapes, precisions, kernels)
     if not any(r.family != "cublas" for r in kept) and any(r.family != "cublas" for r in results):
