@@ -273,3 +273,23 @@ def test_interpret_defaults_split_the_split_k_kernels(tmp_path):
 def parse_shape_text(text: str) -> str:
     M, N, K = parse_shape(text)
     return f"{M}x{N}x{K}"
+
+
+def test_the_widest_rows_stay_one_line_each(tmp_path):
+    """Three precisions (the prec column stays), the longest kernel name and shape, throttled
+    rows and reasons: every row is one line; what does not fit (% peak) leaves for the JSON."""
+    rows = []
+    for prec in ("fp32", "tf32", "tf32x3"):
+        rows += _rows([("cuda.07_bank_conflict_free", "cuda", 0.5), ("triton.stream_k_atomic", "triton", 0.9)],
+                      [(3001, 2999, 3003)], precision=prec)
+    for r in rows:
+        r.throttled, r.pct_peak, r.median_ms, r.iqr_ms = True, 123.0, 12.3456, 0.0123
+    rows[4].status, rows[4].reason, rows[4].median_ms = "unsupported", "needs N % 4 == 0 for float4 loads", None
+    path = tmp_path / "t.txt"
+    with open(path, "w") as f:
+        report.to_table(rows, ENV, f)
+    text = path.read_text()
+    assert _widest(text) <= WIDTH
+    body = [line for line in text.splitlines() if line.startswith(("cublas ", "cuda.", "triton."))]
+    assert len(body) == len(rows) and all(" T" in line for line in body)
+    assert "unsupported [1]" in text and "[1] needs N % 4 == 0" in text and "T: the GPU throttled" in text

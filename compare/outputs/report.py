@@ -77,8 +77,9 @@ def header_lines(env: dict) -> list[str]:
 # The table's width wherever it goes (terminal, pipe, file): one line per row. A terminal or
 # COLUMNS narrower than this narrows it further; nothing widens it.
 TABLE_WIDTH = 120
-# A status reason longer than this moves to a numbered note under the table.
-_REASON_INLINE = 24
+# A status longer than this ("unsupported: fp32 only") has its reason moved to a numbered note
+# under the table, so the status column stays narrow ("unsupported [2]").
+_REASON_INLINE = 12
 
 
 def table_width(file) -> int:
@@ -108,8 +109,11 @@ def _status_cells(results: list[Result]) -> tuple[list[str], list[str]]:
         if len(text) > _REASON_INLINE:
             n = notes.setdefault(r.reason, len(notes) + 1)
             text = f"{r.status} [{n}]"
-        cells.append(text + (" (throttled)" if r.throttled else ""))
-    return cells, [f"[{n}] {reason}" for reason, n in notes.items()]
+        cells.append(text + (" T" if r.throttled else ""))
+    lines = [f"[{n}] {reason}" for reason, n in notes.items()]
+    if any(r.throttled for r in results):
+        lines.append("T: the GPU throttled while this row was sampled (throttle_reasons in the JSON/CSV)")
+    return cells, lines
 
 
 def to_table(results: list[Result], env: dict, file) -> None:
@@ -145,6 +149,12 @@ def to_table(results: list[Result], env: dict, file) -> None:
             console.print(f"precision: {next(iter(precs))}", highlight=False)
         if all(row["% peak"] == "-" for row in rows):
             drop.add("% peak")
+        # the widest columns first out when the rest would not fit on one line (% peak is in the JSON)
+        for extra in ("% peak", "rel err"):
+            kept = [c for c in rows[0] if c not in drop]
+            need = sum(max(len(c), *(len(row[c]) for row in rows)) for c in kept) + 3 * (len(kept) - 1)
+            if need > width:
+                drop.add(extra)
         # files and pipes get an ASCII rule under the header: one byte per column, whatever reads it
         rule = box.SIMPLE_HEAD if tty else box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n")
         t = Table(show_lines=False, header_style="bold", pad_edge=False, box=rule, show_edge=False)
