@@ -251,38 +251,10 @@ def _check_something_runs(pairs, skip, selected) -> None:
                      f"({shown or 'no kernel selected'}{more})")
 
 
-LIST_WIDTH = 120
-
-
 def print_list(file=None) -> None:
-    """The stage ladder and the kernels, every line within LIST_WIDTH columns (ideas and option
-    help wrap under their own column)."""
-    import textwrap
-    file = file or sys.stdout
-    from .harness.registry import STAGES, kernels
-
-    def out(head: str, text: str, indent: Optional[int] = None) -> None:
-        indent = len(head) if indent is None else indent
-        lines = textwrap.wrap(text, LIST_WIDTH, initial_indent=head, subsequent_indent=" " * indent,
-                              break_on_hyphens=False) or [head]
-        for line in lines:
-            print(line.rstrip(), file=file)
-
-    ks = kernels()
-    out(f"{'#':>3}  {'stage':<19} {'group':<8} {'families':<12} {'precisions':<17} ", "idea")
-    out(f"{'':>3}  {'cublas':<19} {'(all)':<8} {'cublas':<12} {'fp32,tf32':<17} ", "the baseline of every group")
-    for s in STAGES:
-        mine = [k for k in ks if k.stage == s.name]
-        fams = sorted({k.family for k in mine})
-        precs = sorted({p for k in mine for p in k.precisions}, key=["fp32", "tf32", "tf32x3"].index)
-        out(f"{s.number:>3}  {s.name:<19} {s.group:<8} {','.join(fams) or '-':<12} {','.join(precs) or '-':<17} ", s.idea)
-    print("\nkernels (name, family, stage, precisions; then what it does and its --opt options):", file=file)
-    for k in ks:
-        extra = f" ({k.variant})" if k.variant else ""
-        print(f"  {k.name:<27} {k.family:<7} {k.stage:<19} {','.join(k.precisions)}", file=file)
-        out("      ", k.idea + extra)
-        for o in k.options:
-            out(f"      --opt {k.name}:{o.name}=...  ", o.help, indent=10)
+    """--list: the stage ladder and the kernels (compare.outputs.listing)."""
+    from .outputs.listing import print_list as show
+    show(file)
 
 
 def _progress(enabled: bool, total: int, pairs=()):
@@ -403,8 +375,10 @@ def draw(results, env, args) -> bool:
               f"(every kernel FAILED, errored or was not run)", file=sys.stderr)
         return False
     if _is_sweep(args):
+        from .outputs.plot import default_title
         from .outputs.sweep import plot_sweep
-        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
+        title = default_title([r for r in results if r.status == "ok" and r.tflops], env.get("gpu", ""))
+        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp, title=title))
     else:
         from .outputs.plot import plot
         write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))

@@ -436,7 +436,8 @@ def sweep_modules(monkeypatch):
     def render_summary(summary, fmt):
         return f"SUMMARY {fmt} n={summary[0]['n']}\n"
 
-    def plot_sweep(results, path):
+    def plot_sweep(results, path, title=""):
+        seen["title"] = title
         with open(path, "wb") as f:
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep
@@ -468,6 +469,7 @@ def test_sweep_plot_uses_plot_sweep(fake_gpu, sweep_modules, tmp_path):
     assert main(["--kernel", "triton.good", "--sweep", "tiny", "-q", "--plot", str(plot),
                  "-o", str(tmp_path / "r.md")]) == 0
     assert plot.read_bytes() == b"plot"
+    assert sweep_modules["title"].startswith("How close is each kernel to cuBLAS?")   # the question, no command line
     assert (tmp_path / "r.md").read_text().rstrip().endswith("SUMMARY markdown n=4")
 
 
