@@ -8,6 +8,7 @@ shape). Everything that makes a run exit 2 is found before any GPU work.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -15,7 +16,7 @@ import sys
 from typing import Optional
 
 from .harness.errors import UsageError
-from .harness.files import write_atomically
+from .harness.files import prove_writable, write_atomically
 
 # Default shapes per group (the square and split-K shapes of the public anchors): naive stages are slow, so small cubes; the tiled
 # ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
@@ -25,14 +26,18 @@ DEFAULT_SHAPES = {
     "tiled": ["1024", "2048", "4096", "8192", "3001x2999x3003"],
     "split_k": ["256x256x131072", "512x512x65536", "1024x1024x16384"],
 }
-INTERPRET_SHAPES = ["77x65x300"]
+# --interpret's default shapes, small enough for the interpreter (seconds) yet each exercising
+# what a kernel exists for: 77x65x300 has a tail on every edge (and runs split-K unsplit);
+# 40x36x2000 is one output tile with a long K, so split-K splits it (3 ways on 132 SMs) and
+# stream-K spreads its K iterations over several programs.
+INTERPRET_SHAPES = ["77x65x300", "40x36x2000"]
 # -o FILE without --format: the format its suffix names (anything else gets the table).
 SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 
 EPILOG = """\
 options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them);
   without KERNEL: it applies to every selected kernel that declares NAME. Every result row
-  records the configuration that ran (the config column / field).
+  records the configuration that ran (the config field of JSON/CSV; --show config prints it).
 sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes) run every
   selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /
   best % of cuBLAS); with --plot, the sweep plot.
@@ -85,8 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-json", metavar="FILE", action="append",
                    help="do not measure: load results written by --format json and render/plot them; "
                         "repeatable (e.g. one file per shape set of a sweep: the rows are concatenated)")
-    p.add_argument("--budget", type=float, default=1.0, help="seconds of sampling per kernel and shape at most (default 1.0)")
-    p.add_argument("--target-noise", type=float, default=0.005,
+    p.add_argument("--budget", type=_seconds, default=1.0, help="seconds of sampling per kernel and shape at most (default 1.0)")
+    p.add_argument("--target-noise", type=_fraction, default=0.005,
                    help="stop sampling when the median's relative standard error is below this (default 0.005)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     # a kernel of your own (compare/harness/plugins.py, docs/design.md "Your own kernel")
@@ -94,7 +99,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="import a file that registers kernels of your own (a module name importable from the "
                         "current directory, or a path to a .py file); repeatable. Installed plugins (entry point "
                         "group gemm_ladder.kernels) load without it")
+    # issue 23, a run that reads at a glance: what the default table leaves out, on request
+    p.add_argument("--show", action="append", choices=("config",), default=[],
+                   help="config: also print each row's resolved configuration (always in the JSON/CSV)")
     return p
+
+
+def _seconds(text: str) -> float:
+    """--budget: a finite number of seconds > 0 (a NaN budget used to reach int() in the engine)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0, e.g. 1.0")
+    return x
+
+
+def _fraction(text: str) -> float:
+    """--target-noise: a relative standard error strictly between 0 and 1."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (0 < x < 1):   # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{text} must be a fraction between 0 and 1, e.g. 0.005 (0.5%)")
+    return x
 
 
 def _shape_set_names() -> str:
@@ -227,36 +257,16 @@ def _check_something_runs(pairs, skip, selected) -> None:
 
 
 def print_list(file=None) -> None:
-    file = file or sys.stdout
-    from .harness.registry import STAGES, kernels
-    ks = kernels()
-    print(f"{'#':>3}  {'stage':<19} {'group':<8} {'families':<16} {'precisions':<20} idea", file=file)
-    print(f"{'':>3}  {'cublas':<19} {'(all)':<8} {'cublas':<16} {'fp32,tf32':<20} the baseline of every group", file=file)
-    for s in STAGES:
-        mine = [k for k in ks if k.stage == s.name]
-        fams = sorted({k.family for k in mine})
-        precs = sorted({p for k in mine for p in k.precisions}, key=["fp32", "tf32", "tf32x3"].index)
-        print(f"{s.number:>3}  {s.name:<19} {s.group:<8} {','.join(fams) or '-':<16} {','.join(precs) or '-':<20} {s.idea}",
-              file=file)
-    print("\nkernels:", file=file)
-    for k in ks:
-        extra = f" ({k.variant})" if k.variant else ""
-        print(f"  {k.name:<30} {k.family:<7} {k.stage:<19} {','.join(k.precisions):<18} {k.idea}{extra}", file=file)
-        for o in k.options:
-            print(f"  {'':<30}   --opt {k.name}:{o.name}=...  {o.help}", file=file)
+    """--list: the stage ladder and the kernels (compare.outputs.listing)."""
+    from .outputs.listing import print_list as show
+    show(file)
 
 
-def _progress(enabled: bool, total: int):
-    """A rich progress bar on stderr, only when stderr is a terminal."""
-    if not enabled or not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=Console(file=sys.stderr), transient=True)
-    prog.start()
-    prog.add_task("starting", total=total)
-    return prog
+def _progress(enabled: bool, total: int, pairs=()):
+    """What the run says on stderr while it runs (compare.outputs.progress): a bar on a terminal,
+    plain lines when piped, one line per shape under -q."""
+    from .outputs.progress import Progress, per_shape_counts
+    return Progress(total, quiet=not enabled, per_shape=per_shape_counts(pairs))
 
 
 def _writable_target(path: str, what: str) -> None:
@@ -268,6 +278,14 @@ def _writable_target(path: str, what: str) -> None:
         raise UsageError(f"{what} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: directory {parent} is not writable")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise UsageError(f"{what} {path} is not a regular file (a device, pipe or socket); it would be "
+                         f"replaced by one: redirect stdout instead")
+    try:   # the very temporary file the result will be written through, created and removed
+        prove_writable(path)
+    except OSError as exc:
+        raise UsageError(f"{what} {path} can't be written: creating a file in {parent} failed "
+                         f"({exc.strerror or exc})") from None
 
 
 def _validate_files(args) -> None:
@@ -319,31 +337,37 @@ def command_line(argv: list) -> str:
 
 
 def render(results, env, args, summary=None) -> None:
-    """Results in args.format to -o or stdout; a sweep's summary table ends the output (json: a
-    "summary" field; csv: on stderr, so the file stays one table)."""
+    """Results in args.format to -o or stdout, closed by a summary: a sweep's per-kernel summary,
+    else the kernel x shape matrix (compare.outputs.matrix). json: "summary"/"matrix" fields;
+    csv: the summary on stderr, so the file stays one table."""
     import io
-    from .outputs import report
-    text_summary = None
+    from .outputs import matrix, report
+    width = report.table_width(None if args.output else sys.stdout)
+    md = args.format == "markdown"
     if summary is not None:
         from .outputs import sweep
-        text_summary = sweep.render_summary(summary, "markdown" if args.format == "markdown" else "table")
+        text_summary = sweep.render_summary(summary, "markdown" if md else "table")
+    else:
+        text_summary = matrix.render(results, "markdown" if md else "table", width) or None
+    shown = report.config_view(results, width) if "config" in (args.show or []) else ""
     if args.format == "json":
-        text = report.to_json(results, env, command_line(args.argv), summary=summary)
+        text = report.to_json(results, env, command_line(args.argv), summary=summary,
+                              matrix=matrix.build(results))
     elif args.format == "csv":
         text = report.to_csv(results)
         if text_summary:
             sys.stderr.write(text_summary if text_summary.endswith("\n") else text_summary + "\n")
-    elif args.format == "markdown":
+    elif md:
         text = report.to_markdown(results, env)
         if text_summary:
             text += "\n" + text_summary
     elif args.output:
         buf = io.StringIO()
         report.to_table(results, env, buf)
-        text = buf.getvalue() + (("\n" + text_summary) if text_summary else "")
+        text = buf.getvalue() + ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
     else:
         report.to_table(results, env, sys.stdout)
-        text = ("\n" + text_summary) if text_summary else ""
+        text = ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
     if text and text_summary and not text.endswith("\n"):
         text += "\n"
     _emit(text, args)
@@ -356,8 +380,10 @@ def draw(results, env, args) -> bool:
               f"(every kernel FAILED, errored or was not run)", file=sys.stderr)
         return False
     if _is_sweep(args):
+        from .outputs.plot import default_title
         from .outputs.sweep import plot_sweep
-        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp))
+        title = default_title([r for r in results if r.status == "ok" and r.tflops], env.get("gpu", ""))
+        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp, title=title))
     else:
         from .outputs.plot import plot
         write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))
@@ -410,6 +436,7 @@ def _main(args) -> int:
             rows, file_env = report.load(path)
             results.extend(rows)
             env = env if env is not None else file_env
+        results = _filter_loaded(results, args)
         if args.plot and not any(r.status == "ok" and r.tflops for r in results):
             raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
                              f"(a --check or --interpret run?)")
@@ -447,14 +474,11 @@ def _main(args) -> int:
             except ProblemError as e:
                 raise UsageError(str(e)) from None
 
-    prog = _progress(not args.quiet, len(pairs))
+    prog = _progress(not args.quiet, len(pairs), pairs)
 
     def progress(k, p):
         if prog:
-            task = prog.task_ids[0]
-            if prog.tasks[0].description != "starting":
-                prog.advance(task)
-            prog.update(task, description=f"{k.name} {p.shape} {p.precision}")
+            prog.update(k, p)
 
     try:
         results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
@@ -466,6 +490,34 @@ def _main(args) -> int:
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"
     return _report(results, env, args)
+
+
+def _filter_loaded(results, args) -> list:
+    """--from-json with --shape/--stage/--family/--kernel/--precision: the loaded rows they
+    select (cuBLAS rows kept as the baseline); exit 2 when they select none."""
+    from .harness import registry
+    from .harness.problem import ProblemError, parse_precisions, parse_shape
+    asked = [f for f, on in (("--shape", args.shape), ("--precision", args.precision), ("--kernel", args.kernel),
+                             ("--family", args.family), ("--stage", args.stage != "all")) if on]
+    if not asked:
+        return results
+    try:
+        shapes = {parse_shape(t) for t in args.shape} if args.shape else None
+        precisions = set(parse_precisions(args.precision)) if args.precision else None
+    except ProblemError as e:
+        raise UsageError(str(e)) from None
+    kernels = None
+    if args.kernel or args.family or args.stage != "all":
+        # the live registry's selection, as a run would make it; cuBLAS only where asked for by
+        # name (else its rows stay as the baseline of the rows kept)
+        kernels = {k.name for k in _select(args) if k.family != "cublas" or "cublas" in _split(args.kernel)}
+    from .outputs import report
+    kept = report.filter_rows(results, shapes, precisions, kernels)
+    if not any(r.family != "cublas" for r in kept) and any(r.family != "cublas" for r in results):
+        raise UsageError(f"--from-json {', '.join(args.from_json)}: no recorded row matches {' '.join(asked)} "
+                         f"(the files hold {', '.join(sorted({r.shape for r in results}))}; "
+                         f"kernels {', '.join(sorted({r.kernel for r in results}))})")
+    return kept
 
 
 def _report(results, env: dict, args) -> int:

@@ -348,10 +348,11 @@ def test_config_column_in_table_markdown_csv(fake_registry, tmp_path):
     rows = runner.run([(k, p) for k in FAKES[:2]], timing=False, device="cpu", options={"triton.good": {"split": 4}})
     md = report.to_markdown(rows, {})
     assert "| config |" in md and "split=4 chosen_by=user" in md
-    wide = tmp_path / "t.txt"
-    with open(wide, "w") as f:       # a file is 220 columns wide: the config column fits
+    table = tmp_path / "t.txt"
+    with open(table, "w") as f:       # the table leaves the config out (one line per row in 120 columns)
         report.to_table(rows, {}, f)
-    assert "split=4 chosen_by=user" in wide.read_text()
+    assert "split=4" not in table.read_text() and "triton.good" in table.read_text()
+    assert "triton.good 4x4x4 fp32: split=4 chosen_by=user" in report.config_view(rows)   # --show config
     cp = tmp_path / "r.csv"
     cp.write_text(report.to_csv(rows))
     back, _ = report.load(str(cp))
@@ -435,7 +436,8 @@ def sweep_modules(monkeypatch):
     def render_summary(summary, fmt):
         return f"SUMMARY {fmt} n={summary[0]['n']}\n"
 
-    def plot_sweep(results, path):
+    def plot_sweep(results, path, title=""):
+        seen["title"] = title
         with open(path, "wb") as f:
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep
@@ -467,6 +469,7 @@ def test_sweep_plot_uses_plot_sweep(fake_gpu, sweep_modules, tmp_path):
     assert main(["--kernel", "triton.good", "--sweep", "tiny", "-q", "--plot", str(plot),
                  "-o", str(tmp_path / "r.md")]) == 0
     assert plot.read_bytes() == b"plot"
+    assert sweep_modules["title"].startswith("How close is each kernel to cuBLAS?")   # the question, no command line
     assert (tmp_path / "r.md").read_text().rstrip().endswith("SUMMARY markdown n=4")
 
 

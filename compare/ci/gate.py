@@ -2,6 +2,7 @@
 
     python -m compare.ci.gate --base <sha> --head <sha> [--factor 1.10] [--results-dir .asv/results]
                            [--machine NAME] [--env NAME] [--failures-only] [--bench REGEX ...]
+                           [--summary FILE]
 
 Reads the result files of the two commits through compare.ci.asv_results (the one reader; it says
 what a stored value means: a number, null = failed, NaN = n/a, anything else invalid) and
@@ -46,6 +47,7 @@ from typing import Optional
 from . import asv_results
 from .asv_results import ResultFile, describe, higher_is_better, is_na, is_number
 from ..harness.errors import UsageError
+from ..harness.files import prove_writable, write_text_atomically
 
 OK_EXIT, FAIL_EXIT, USAGE_EXIT = 0, 1, 2
 SKIP_FILES = asv_results.SKIP_FILES
@@ -265,6 +267,62 @@ def table(rows: list[Row], base_points: dict, head_points: dict) -> str:
     return "\n".join(out)
 
 
+def _verdict_word(r: Row) -> str:
+    """The verdict's label: SLOW, FAST, SAME, AMBIGUOUS, FAILING, LOST, INVALID, MISSING, ALL, ..."""
+    return r.verdict.split(" ")[0].rstrip(":")
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_summary(rows: list[Row], base: ResultFile, head: ResultFile, machine: str, factor: float) -> str:
+    """The verdict as GitHub-flavoured markdown (for the job summary, $GITHUB_STEP_SUMMARY): the
+    outcome and verdict counts first, then the points that fail, then every point folded away.
+    Kernel and shape are the benchmark's first parameter and the rest of them."""
+    bp, hp = base.points(), head.points()
+    bad = [r for r in rows if r.failed]
+    n_compared = sum(r.compared for r in rows)
+    if bad:
+        outcome = f"FAILED: {len(bad)} of {len(rows)} points"
+    elif n_compared == 0:
+        outcome = f"FAILED: nothing was compared (none of {len(rows)} points has a number on both commits)"
+    else:
+        outcome = f"passed: {n_compared} of {len(rows)} points compared"
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[_verdict_word(r)] = counts.get(_verdict_word(r), 0) + 1
+    order = ["SLOW", "AMBIGUOUS", "FAILING", "ALL", "LOST", "INVALID", "MISSING", "FAST", "SAME"]
+    words = sorted(counts, key=lambda w: (order.index(w) if w in order else len(order), w))
+    out = [f"## GEMM regression gate {'❌' if bad or n_compared == 0 else '✅'} {outcome}", "",
+           f"machine `{_md(machine)}`, base `{base.commit[:12]}` → head `{head.commit[:12]}`; a point is SLOW "
+           f"when head is more than x{factor:g} slower than base (time: head/base; % of cuBLAS: base/head) "
+           f"and the 99% intervals, where recorded, do not overlap", "",
+           " · ".join(f"**{counts[w]} {w}**" if w in order[:7] else f"{counts[w]} {w}" for w in words), ""]
+
+    def table(some: list[Row]) -> list[str]:
+        lines = ["| benchmark | kernel | shape, precision | base | head | slowdown | verdict |",
+                 "|---|---|---|---:|---:|---:|---|"]
+        for r in some:
+            key = (r.benchmark, r.params)
+            kernel, rest = (r.params[0], " ".join(r.params[1:])) if r.params else ("-", "")
+            ratio = f"{r.ratio:.3f}" if r.ratio is not None and math.isfinite(r.ratio) else "-"
+            verdict = f"**{_md(r.verdict)}**" if r.failed else _md(r.verdict)
+            lines.append(f"| {_md(r.benchmark)} | {_md(kernel)} | {_md(rest) or '-'} "
+                         f"| {_md(fmt_value(r.base, r.benchmark, key not in bp))} "
+                         f"| {_md(fmt_value(r.head, r.benchmark, key not in hp))} | {ratio} | {verdict} |")
+        return lines
+
+    if bad:
+        out += [f"### Points that fail the gate ({len(bad)})", ""] + table(bad) + [""]
+    fast = [r for r in rows if _verdict_word(r) == "FAST"]
+    if fast:
+        out += [f"### Faster on head ({len(fast)})", ""] + table(fast) + [""]
+    if rows:
+        out += ["<details><summary>All " + str(len(rows)) + " points</summary>", ""] + table(rows) + ["", "</details>", ""]
+    return "\n".join(out)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.ci.gate",
                                  description="Fail (exit 1) when HEAD's asv results are slower than BASE's, "
@@ -280,6 +338,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--bench", action="append", default=[], metavar="REGEX",
                     help="compare only benchmarks whose name matches (re.search; repeatable), e.g. "
                          "'pct_cublas' to gate on %% of cuBLAS alone, which a slower machine or clock cancels out")
+    # issue 23, CI a team reads without digging: the verdict table as markdown for the job summary
+    ap.add_argument("--summary", metavar="FILE", default=None,
+                    help="also write the verdicts as GitHub-flavoured markdown to FILE (e.g. for $GITHUB_STEP_SUMMARY)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
@@ -292,6 +353,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not (args.factor > 1.0 and math.isfinite(args.factor)):
         print("error: --factor must be a number > 1 (e.g. 1.10)", file=sys.stderr)
         return USAGE_EXIT
+    if args.summary and os.path.isdir(args.summary):
+        print(f"error: --summary {args.summary} is a directory", file=sys.stderr)
+        return USAGE_EXIT
+    if args.summary:
+        try:   # before reading anything: a summary that can't be written is a usage error, not a late traceback
+            prove_writable(args.summary)
+        except OSError as exc:
+            print(f"error: --summary {args.summary} can't be written: {exc.strerror or exc}", file=sys.stderr)
+            return USAGE_EXIT
     try:
         machine, bf, hf = pick(args.results_dir, args.base, args.head, args.machine, args.env)
     except UsageError as exc:
@@ -300,6 +370,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows = compare(bf, hf, args.factor)
     if patterns:
         rows = [r for r in rows if any(p.search(r.benchmark) for p in patterns)]
+    if args.summary:
+        write_text_atomically(args.summary, markdown_summary(rows, bf, hf, machine, args.factor))
     shown = [r for r in rows if r.failed] if args.failures_only else rows
     print(f"machine {machine}, env {hf.env}\nbase {bf.commit[:12]}  head {hf.commit[:12]}  "
           f"fail if slowdown > {args.factor:g}\n")

@@ -74,38 +74,122 @@ def header_lines(env: dict) -> list[str]:
     return lines
 
 
+# The table's width wherever it goes (terminal, pipe, file): one line per row. A terminal or
+# COLUMNS narrower than this narrows it further; nothing widens it.
+TABLE_WIDTH = 120
+# A status longer than this ("unsupported: fp32 only") has its reason moved to a numbered note
+# under the table, so the status column stays narrow ("unsupported [2]").
+_REASON_INLINE = 12
+
+
+def table_width(file) -> int:
+    """TABLE_WIDTH, or less for a narrower terminal (or COLUMNS, when not writing to a terminal)."""
+    import os
+    import shutil
+    width = TABLE_WIDTH
+    if hasattr(file, "isatty") and file.isatty():
+        width = min(width, shutil.get_terminal_size((TABLE_WIDTH, 24)).columns)
+    else:
+        try:
+            columns = int(os.environ.get("COLUMNS", ""))
+        except ValueError:
+            columns = 0
+        if columns > 0:
+            width = min(width, columns)
+    return max(width, 40)
+
+
+def _status_cells(results: list[Result]) -> tuple[list[str], list[str]]:
+    """Status per row, short enough for one line; long reasons become notes ([1] reason), one
+    note per distinct reason (every CUDA row under --interpret shares one)."""
+    notes: dict[str, int] = {}
+    cells = []
+    for r in results:
+        text = r.status_text
+        if len(text) > _REASON_INLINE:
+            n = notes.setdefault(r.reason, len(notes) + 1)
+            text = f"{r.status} [{n}]"
+        cells.append(text + (" T" if r.throttled else ""))
+    lines = [f"[{n}] {reason}" for reason, n in notes.items()]
+    if any(r.throttled for r in results):
+        lines.append("T: the GPU throttled while this row was sampled (throttle_reasons in the JSON/CSV)")
+    return cells, lines
+
+
 def to_table(results: list[Result], env: dict, file) -> None:
+    """The human table, one line per row within :func:`table_width` columns. Family and stage
+    are in the kernel's name; the config is in the JSON/CSV and in :func:`config_view`."""
+    import textwrap
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     tty = hasattr(file, "isatty") and file.isatty()
-    console = Console(file=file, width=None if tty else 220, soft_wrap=False)
+    width = table_width(file)
+    buf = None if tty else io.StringIO()
+    console = Console(file=file if tty else buf, width=width, soft_wrap=False,
+                      force_terminal=tty, color_system="auto" if tty else None, highlight=False)
     for line in header_lines(env):
-        console.print(line, highlight=False)
+        for part in textwrap.wrap(line, width, subsequent_indent="  "):
+            console.print(part, highlight=False, markup=False)
+    # Rows skipped by the run's own choice (a CUDA kernel under --interpret) are counted, not
+    # listed: the summary names those kernels once, the JSON/CSV keep every row.
+    skipped = [r for r in results if r.status == "skipped"]
+    results = [r for r in results if r.status != "skipped"]
     rows = display_rows(results)
     if not rows:
         console.print("(no results)")
-        return
-    # A narrow terminal keeps the columns that carry the comparison; family and stage are in
-    # the kernel's name, % of peak is in the json/csv.
-    drop = {"family", "stage", "% peak", "config"} if console.width < 150 else set()
-    if not any(row["config"] for row in rows):
-        drop.add("config")
-    precs = {r.precision for r in results}
-    if drop and len(precs) == 1:
-        drop.add("prec")
-        console.print(f"precision: {precs.pop()}", highlight=False)
-    from rich import box
-    t = Table(show_lines=False, header_style="bold", pad_edge=False, box=box.SIMPLE_HEAD)
-    cols = [c for c in rows[0] if c not in drop]
-    for col in cols:
-        # status and config wrap (a long config folds onto more lines); the numbers never do
-        t.add_column(col, justify="left" if col in ("kernel", "family", "stage", "status", "prec", "config") else "right",
-                     no_wrap=col not in ("status", "config"), overflow="fold",
-                     ratio=1 if col == "config" else None, min_width=20 if col == "config" else None)
-    for row, r in zip(rows, results):
-        style = {"FAILED": "bold red", "error": "red", "unsupported": "dim", "skipped": "dim"}.get(r.status)
-        t.add_row(*(row[c] for c in cols), style=style)
-    console.print(t)
+    else:
+        statuses, notes = _status_cells(results)
+        for row, status in zip(rows, statuses):
+            row["status"] = status
+        drop = {"family", "stage", "config"}
+        precs = {r.precision for r in results}
+        if len(precs) == 1:
+            drop.add("prec")
+            console.print(f"precision: {next(iter(precs))}", highlight=False)
+        if all(row["% peak"] == "-" for row in rows):
+            drop.add("% peak")
+        # the widest columns first out when the rest would not fit on one line (% peak is in the JSON)
+        for extra in ("% peak", "rel err"):
+            kept = [c for c in rows[0] if c not in drop]
+            need = sum(max(len(c), *(len(row[c]) for row in rows)) for c in kept) + 3 * (len(kept) - 1)
+            if need > width:
+                drop.add(extra)
+        # files and pipes get an ASCII rule under the header: one byte per column, whatever reads it
+        rule = box.SIMPLE_HEAD if tty else box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n")
+        t = Table(show_lines=False, header_style="bold", pad_edge=False, box=rule, show_edge=False)
+        cols = [c for c in rows[0] if c not in drop]
+        for col in cols:
+            t.add_column(col, justify="left" if col in ("kernel", "status", "prec", "shape") else "right",
+                         no_wrap=col != "status", overflow="fold")
+        for row, r in zip(rows, results):
+            style = {"FAILED": "bold red", "error": "red", "unsupported": "dim", "skipped": "dim"}.get(r.status)
+            t.add_row(*(row[c] for c in cols), style=style)
+        console.print(t)
+        for note in notes:
+            for part in textwrap.wrap(note, width, subsequent_indent="    ", break_on_hyphens=False):
+                console.print(part, highlight=False, markup=False)
+    if skipped:
+        why = "; ".join(dict.fromkeys(r.reason for r in skipped))
+        for part in textwrap.wrap(f"{len(skipped)} skipped rows not shown ({why})", width, subsequent_indent="  "):
+            console.print(part, highlight=False, markup=False)
+    if buf is not None:
+        file.write("".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines()))
+
+
+def config_view(results: list[Result], width: int = TABLE_WIDTH) -> str:
+    """--show config: each row's resolved configuration, wrapped under its kernel and shape."""
+    import textwrap
+    out = ["configurations (the config field of the JSON/CSV):"]
+    for r in results:
+        if not r.config:
+            continue
+        head = f"{r.kernel} {r.shape} {r.precision}:"
+        out += textwrap.wrap(f"{head} {config_text(r.config)}", width, subsequent_indent="    ",
+                             break_on_hyphens=False)
+    if len(out) == 1:
+        out.append("(no row recorded a configuration)")
+    return "\n".join(out) + "\n"
 
 
 def to_markdown(results: list[Result], env: dict) -> str:
@@ -122,13 +206,16 @@ def to_markdown(results: list[Result], env: dict) -> str:
 
 
 def to_json(results: list[Result], env: dict, command: Optional[str] = None,
-            summary: Optional[list] = None) -> str:
+            summary: Optional[list] = None, matrix: Optional[dict] = None) -> str:
     """``command`` is the command line that reproduces the run (``python -m compare ...``);
-    ``summary`` the per-kernel sweep summary, when the run was a sweep."""
+    ``summary`` the per-kernel sweep summary, when the run was a sweep; ``matrix`` the closing
+    kernel x shape summary (compare.outputs.matrix.build)."""
     doc = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command or "",
            "environment": env, "results": [r.as_dict() for r in results]}
     if summary is not None:
         doc["summary"] = summary
+    if matrix is not None:
+        doc["matrix"] = matrix
     return json.dumps(doc, indent=1, default=str)
 
 
@@ -216,3 +303,21 @@ def load(path: str) -> tuple[list[Result], dict]:
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{path}: result {i} has a bad value: {exc}") from None
     return results, env
+
+
+def filter_rows(results: list[Result], shapes=None, precisions=None, kernels=None) -> list[Result]:
+    """The rows a --from-json run asked for: ``shapes`` a set of (M, N, K), ``precisions`` and
+    ``kernels`` sets of names; None keeps everything. cuBLAS rows stay wherever a kept row is
+    compared with them (same shape, alpha, beta; tf32x3's baseline is fp32), so the table keeps
+    its baseline."""
+    from ..harness.runner import baseline_key
+
+    def wanted(r: Result) -> bool:
+        return ((shapes is None or (r.M, r.N, r.K) in shapes)
+                and (precisions is None or r.precision in precisions)
+                and (kernels is None or r.kernel in kernels))
+    kept = [r for r in results if r.family != "cublas" and wanted(r)]
+    bases = {baseline_key(r) for r in kept}
+    return [r for r in results if (r.family != "cublas" and wanted(r))
+            or (r.family == "cublas" and (baseline_key(r) in bases
+                                          or (kernels is None or "cublas" in kernels) and wanted(r)))]
