@@ -290,6 +290,8 @@ class Worker:
             self.start()
             return runner.blank_row(kernel, problem, runner.FAULT,
                                     f"worker process died ({_exit_text(rest[0])}); replaced; reproduce: {repro}")
+        if rest[0][0] == "unknown":
+            return runner.blank_row(kernel, problem, runner.ERROR, rest[0][1])
         row = runner.Result(**rest[0][1])
         sticky = sticky_cuda_error(row.reason) if row.status == runner.ERROR else None
         if sticky:
@@ -425,8 +427,13 @@ def serve(argv: Optional[list] = None) -> int:
             conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
             continue
         _, name, problem, options, timing, device, measure_kw = msg
-        r = runner.run_kernel(registry.get(name), problem, timing=timing, device=device,
-                              measure_kw=measure_kw, options=options)
+        try:
+            kernel = registry.get(name)
+        except KeyError:
+            conn.send(("unknown", f"the worker process has no kernel {name!r} (registered by a module it did not "
+                                  f"import? pass that module with --plugin)"))
+            continue
+        r = runner.run_kernel(kernel, problem, timing=timing, device=device, measure_kw=measure_kw, options=options)
         conn.send(("row", asdict(r)))
 
 
