@@ -23,6 +23,7 @@ from compare.harness.registry import Kernel
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAULTY = os.path.join(REPO, "tests", "fixtures", "faulty_kernels.py")
+PLUGIN_CLI = os.path.join(REPO, "tests", "fixtures", "plugin_cli.py")
 P = Problem(16, 8, 24)
 
 
@@ -170,27 +171,9 @@ def test_checkpoint_streams_rows_and_drops_a_cut_off_last_line(tmp_path):
 
 
 # ------------------------------------------------------------------ the command line
-_WRAPPER = """
-import sys
-sys.path.insert(0, {repo!r})
-from compare import cli
-if '--plugin' not in cli.build_parser().format_help():   # until the --plugin flag exists
-    _build = cli.build_parser
-    def build_parser():
-        p = _build()
-        p.add_argument('--plugin', action='append')
-        return p
-    cli.build_parser = build_parser
-import importlib.util
-spec = importlib.util.spec_from_file_location('faulty_kernels_parent', {faulty!r})
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
-sys.exit(cli.main(sys.argv[1:]))
-"""
-
-
 def _cli(args, **kw):
-    code = _WRAPPER.format(repo=REPO, faulty=FAULTY)
-    return subprocess.Popen([sys.executable, "-c", code, "--interpret", "--plugin", FAULTY, *args], cwd=REPO,
+    """python -m compare --interpret --plugin tests/fixtures/faulty_kernels.py ARGS, in a subprocess."""
+    return subprocess.Popen([sys.executable, PLUGIN_CLI, "--interpret", "--plugin", FAULTY, *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
