@@ -487,10 +487,12 @@ def _main(args) -> int:
                              measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
                              execute=pool.run_kernel if pool else None, on_row=ckpt.add if ckpt else None)
     except runner.Interrupted as stop:
-        results, interrupted = stop.results, _worker.interrupted(pool, ckpt, len(stop.results), len(pairs))
+        results, interrupted = stop.results, stop
     finally:
         if prog:
             prog.stop()
+    if interrupted:   # said after the progress bar is gone
+        interrupted = _worker.interrupted(pool, ckpt, len(results), len(pairs))
     env = gpuinfo.environment().as_dict()
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"

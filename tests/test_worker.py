@@ -213,3 +213,31 @@ def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
     assert len(kept) >= 2 and [r["kernel"] for r in written] == [r["kernel"] for r in kept]
     assert len(written) < 12 and all(r["status"] in ("ok", "skipped") for r in written)
     assert any(r["status"] == "ok" for r in written)
+
+
+def test_ctrl_c_in_process_keeps_the_rows_finished_before_it():
+    calls = []
+
+    def execute(k, p, **kw):
+        calls.append(k.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return runner.blank_row(k, p, runner.OK)
+    with pytest.raises(runner.Interrupted) as e:
+        runner.run([(_k("a"), P), (_k("b"), P), (_k("c"), P)], execute=execute)
+    assert [r.kernel for r in e.value.results] == ["a"] and calls == ["a", "b"]
+    assert isinstance(e.value, KeyboardInterrupt)
+
+
+def test_in_process_flag_runs_without_a_worker(monkeypatch, tmp_path, capsys):
+    from compare.cli import main
+
+    def no_worker(args):
+        raise AssertionError("--in-process started a worker")
+    monkeypatch.setattr(worker, "start_for_run", no_worker)
+    out = tmp_path / "r.json"
+    assert main(["--interpret", "--in-process", "--stage", "naive_blocked", "--shape", "8x8x8", "-q",
+                 "-o", str(out)]) == 0
+    rows = json.load(open(out))["results"]
+    assert [r["status"] for r in rows if r["kernel"] == "triton.naive_blocked"] == ["ok"]
+    assert not os.path.exists(str(out) + ".partial.jsonl")
