@@ -241,3 +241,11 @@ def test_in_process_flag_runs_without_a_worker(monkeypatch, tmp_path, capsys):
     rows = json.load(open(out))["results"]
     assert [r["status"] for r in rows if r["kernel"] == "triton.naive_blocked"] == ["ok"]
     assert not os.path.exists(str(out) + ".partial.jsonl")
+
+
+def test_a_kernel_the_worker_does_not_know_is_an_error_row_not_a_crash():
+    with worker.Worker() as w:      # no plugin: the test kernels do not exist in the worker
+        rows = runner.run([(_k("test.healthy"), P)], timing=False, device="cpu", execute=w.run_kernel)
+        assert w.restarts == 0
+    assert rows[0].status == "error" and "has no kernel 'test.healthy'" in rows[0].reason
+    assert "--plugin" in rows[0].reason

@@ -19,7 +19,8 @@ keeps the rows finished so far and kills the worker. A worker whose parent is go
 
 Protocol (pickled tuples over a socket pair): parent -> worker ``("run", kernel name, problem,
 options, timing, device, measure_kw)``, ``("fits", problems)``; worker -> parent ``("ready",)``
-or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits", messages)`` per request.
+or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits", messages)`` per request,
+or ``("error", text)`` when the request itself failed (an unknown kernel, a row that can't be sent).
 """
 from __future__ import annotations
 
@@ -251,6 +252,8 @@ class Worker:
         kind, *rest = self._request(("fits", list(problems)), self.startup_timeout)
         if kind != "answer":
             raise UsageError("the worker process died while checking GPU memory")
+        if rest[0][0] == "error":
+            raise UsageError(f"checking GPU memory in the worker process failed: {rest[0][1]}")
         for text in rest[0][1]:
             if text:
                 raise UsageError(text)
@@ -281,7 +284,7 @@ class Worker:
             self.start()
             return runner.blank_row(kernel, problem, runner.FAULT,
                                     f"worker process died ({_exit_text(rest[0])}); replaced; reproduce: {repro}")
-        if rest[0][0] == "unknown":
+        if rest[0][0] == "error":
             return runner.blank_row(kernel, problem, runner.ERROR, rest[0][1])
         row = runner.Result(**rest[0][1])
         sticky = sticky_cuda_error(row.reason) if row.status == runner.ERROR else None
@@ -414,18 +417,22 @@ def serve(argv: Optional[list] = None) -> int:
             return 0
         if msg[0] == "exit":
             return 0
-        if msg[0] == "fits":
-            conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
-            continue
-        _, name, problem, options, timing, device, measure_kw = msg
         try:
-            kernel = registry.get(name)
-        except KeyError:
-            conn.send(("unknown", f"the worker process has no kernel {name!r} (registered by a module it did not "
-                                  f"import? pass that module with --plugin)"))
-            continue
-        r = runner.run_kernel(kernel, problem, timing=timing, device=device, measure_kw=measure_kw, options=options)
-        conn.send(("row", asdict(r)))
+            if msg[0] == "fits":
+                conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
+                continue
+            _, name, problem, options, timing, device, measure_kw = msg
+            try:
+                kernel = registry.get(name)
+            except KeyError:
+                conn.send(("error", f"the worker process has no kernel {name!r} (registered by a module it did "
+                                    f"not import? pass that module with --plugin)"))
+                continue
+            r = runner.run_kernel(kernel, problem, timing=timing, device=device, measure_kw=measure_kw,
+                                  options=options)
+            conn.send(("row", asdict(r)))
+        except Exception as exc:   # a row that can't be sent, say: the parent makes it an error row
+            conn.send(("error", f"{type(exc).__name__}: {exc}"[:300]))
 
 
 def _fits_message(check_fits, problem) -> Optional[str]:
