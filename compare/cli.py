@@ -397,7 +397,7 @@ def main(argv: Optional[list] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted before any kernel finished", file=sys.stderr)
+        print("interrupted before the results were written", file=sys.stderr)
         return 130
     finally:
         from .harness.worker import close_for_run
