@@ -27,7 +27,11 @@ processes, each one a torch import for nothing.
 
 Outcomes: a wrong result or an error raises (asv records the point as failed, no number); a point
 the kernel can't run, a shape that doesn't fit the GPU, or no GPU raises NotImplementedError in
-setup (asv shows n/a).
+setup (asv shows n/a). A kernel that faults (a sticky CUDA error: FAULT) fails its point like an
+error; one that gives no result within ``KERNEL_TIMEOUT_S`` (HUNG) ends the benchmark process at
+once (asv records a failure) instead of at asv's timeout. Every failed point leaves a note (kernel,
+FAULT / HUNG / FAILED / error, reason: compare/ci/failure_notes.py) that compare.ci.gate prints on
+the point's FAILING row.
 
 When a runner result carries the per-sample times (``Result.times_ms``), ``track_time`` hands
 them to asv as ``{"samples": [...], "number": 1}``; asv then records the median as the value and
@@ -52,10 +56,12 @@ if not _os.environ.get("ASV_ENV_TYPE"):
 
 import hashlib as _hashlib
 import math as _math
+import threading as _threading
 
 from compare.harness import registry as _registry
 from compare.harness.problem import PRECISIONS as _PRECISIONS
 from compare.harness.problem import parse_shape as _parse_shape
+from compare.harness.worker import DEFAULT_KERNEL_TIMEOUT_S as KERNEL_TIMEOUT_S
 
 # Bump a class's version only when what it measures changes (engine, problem definition):
 # asv keeps history across commits of one benchmark version only.
@@ -182,16 +188,65 @@ def _fits_or_na(problem) -> None:
         raise NotImplementedError(str(exc)) from None
 
 
-def _ok_or_raise(r) -> None:
-    """A row that is not a measurement fails the benchmark (asv: failed, no number)."""
+def _note_failure(point, kernel: str, status: str, reason: str) -> None:
+    """Leave the failure's reason where compare.ci.gate finds it (inside an asv run only)."""
+    from compare.ci import failure_notes
+    results_dir = failure_notes.results_dir_of_asv_run()
+    if point is None or results_dir is None:
+        return
+    try:
+        failure_notes.add(results_dir, _os.environ["ASV_COMMIT"], point[0], point[1], kernel, status, reason)
+    except OSError as exc:
+        print(f"warning: could not write the failure note: {exc}", file=_sys.stderr)
+
+
+def _ok_or_raise(r, point=None) -> None:
+    """A row that is not a measurement fails the benchmark (asv: failed, no number). ``point``
+    (benchmark name, params) is where the failure's note goes. An error that poisoned the CUDA
+    context is called FAULT, as python -m compare calls it."""
     if r.status != "ok" or not r.median_ms:
-        raise AssertionError(f"{r.kernel} {r.shape} {r.precision}: {r.status_text or r.status}, not timed")
+        from compare.harness.worker import sticky_cuda_error
+        status = "FAULT" if r.status == "error" and sticky_cuda_error(r.reason) else r.status
+        reason = r.reason or ("no time" if r.status == "ok" else "")
+        _note_failure(point, r.kernel, status, reason)
+        raise AssertionError(f"{r.kernel} {r.shape} {r.precision}: {status}: {reason}, not timed")
     if r.throttled:
         print(f"warning: {r.kernel} {r.shape} {r.precision}: GPU throttled while measuring "
               f"({', '.join(r.throttle_reasons) or 'SM clock below 95% of max'})", file=_sys.stderr)
 
 
-def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> float:
+class _Watchdog:
+    """One pair with no result within ``KERNEL_TIMEOUT_S``: note HUNG and end this process now
+    (asv records the point as failed) instead of holding the GPU until asv's timeout."""
+
+    def __init__(self, point=None, timeout_s: float = None):
+        self.point, self.timeout_s = point, timeout_s or KERNEL_TIMEOUT_S
+        self._timer = None
+
+    def arm(self, kernel, problem) -> None:
+        self.cancel()
+        self._timer = _threading.Timer(self.timeout_s, self._fire, (kernel.name, problem.shape, problem.precision))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self, kernel: str, shape: str, precision: str) -> None:
+        reason = f"no result within {self.timeout_s:g} s (compile + check + timing) at {shape} {precision}"
+        _note_failure(self.point, kernel, "HUNG", reason)
+        print(f"{kernel}: HUNG: {reason}; ending the benchmark process", file=_sys.stderr, flush=True)
+        _os._exit(1)
+
+
+def _point(bench, method: str, params) -> tuple[str, list]:
+    """(asv's benchmark name, parameter values as text) of a point, as asv's result files name it."""
+    return f"{__name__.rsplit('.', 1)[-1]}.{type(bench).__name__}.{method}", [str(p) for p in params]
+
+
+def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str], point=None) -> float:
     """Geometric mean over ``shapes`` of the kernel's % of cuBLAS, both measured in this process
     through the one runner. Every shape must run: a geomean over a different set of shapes would
     not be comparable between commits."""
@@ -205,10 +260,14 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
         raise AssertionError(f"{kernel_name} can't run every shape of the set: {'; '.join(refused)}")
     cublas = _registry.get("cublas")
     pairs = runner.baseline_pairs([pair for p in problems for pair in ((cublas, p), (k, p))])
-    results = runner.run(pairs)
+    watchdog = _Watchdog(point)
+    try:
+        results = runner.run(pairs, progress=watchdog.arm)
+    finally:
+        watchdog.cancel()
     pcts = []
     for r in results:
-        _ok_or_raise(r)
+        _ok_or_raise(r, point)
         if r.kernel == kernel_name:
             if not r.pct_cublas or not _math.isfinite(r.pct_cublas):
                 raise AssertionError(f"{kernel_name} {r.shape} {precision}: no cuBLAS baseline")
@@ -244,8 +303,14 @@ class _GemmTrack(_Common):
     def track_time(self, kernel, shape, precision):
         from compare.harness.runner import run_kernel
 
-        r = run_kernel(self._kernel, self._problem)
-        _ok_or_raise(r)
+        point = _point(self, "track_time", (kernel, shape, precision))
+        watchdog = _Watchdog(point)
+        watchdog.arm(self._kernel, self._problem)
+        try:
+            r = run_kernel(self._kernel, self._problem)
+        finally:
+            watchdog.cancel()
+        _ok_or_raise(r, point)
         times_ms = getattr(r, "times_ms", None)
         if times_ms:
             return {"samples": [t / 1e3 for t in times_ms], "number": 1}
@@ -263,7 +328,7 @@ class _PctTrack(_Common):
         _precision_or_na(kernel, precision)
 
     def track_pct_cublas(self, kernel, precision):
-        return geomean_pct_cublas(kernel, precision, self.shapes)
+        return geomean_pct_cublas(kernel, precision, self.shapes, _point(self, "track_pct_cublas", (kernel, precision)))
 
 
 class _SweepTrack(_Common):
@@ -277,7 +342,8 @@ class _SweepTrack(_Common):
         _precision_or_na(kernel, precision)
 
     def track_geomean_pct_cublas(self, kernel, precision):
-        return geomean_pct_cublas(kernel, precision, self.shapes)
+        return geomean_pct_cublas(kernel, precision, self.shapes,
+                                  _point(self, "track_geomean_pct_cublas", (kernel, precision)))
 
 
 def _digest(shapes) -> str:

@@ -1,9 +1,11 @@
 """python -m compare: every family's kernels for a stage, on identical inputs, next to cuBLAS.
 
-Exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check or errored
-(raised, ran out of memory); 2 the run could not start (bad arguments or files, no GPU, a shape
-that does not fit) or would check nothing (every selected kernel unsupported or skipped on every
-shape). Everything that makes a run exit 2 is found before any GPU work.
+Exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check, errored
+(raised, ran out of memory), faulted (FAULT: a sticky CUDA error or a crashed worker) or hung
+(HUNG: no result within --kernel-timeout); 2 the run could not start (bad arguments or files, no
+GPU, a shape that does not fit) or would check nothing (every selected kernel unsupported or
+skipped on every shape); 130 interrupted (Ctrl-C): the rows finished so far are rendered and
+kept. Everything that makes a run exit 2 is found before any GPU work.
 """
 from __future__ import annotations
 
@@ -42,10 +44,16 @@ sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes)
   selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /
   best % of cuBLAS); with --plot, the sweep plot.
 -o FILE without --format writes the format its suffix names (.json, .csv, .md; else the table).
-exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check or errored
-  (raised, ran out of memory); 2 the run could not start (bad arguments or files, no GPU, a shape
-  that does not fit) or would check nothing (every selected kernel unsupported or skipped on every
-  shape). Exit 2 is decided before any GPU work."""
+isolation: kernels run in a worker process; a kernel that poisons the CUDA context (illegal
+  address, trap, ...) or kills the worker is a FAULT row with a compute-sanitizer command that
+  reproduces it, one that gives no row within --kernel-timeout a HUNG row; either way a fresh
+  worker runs the next kernel. With -o FILE, rows stream to FILE.partial.jsonl as they finish
+  (deleted once FILE is written; kept when the run is interrupted or dies).
+exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check, errored
+  (raised, ran out of memory), faulted (FAULT) or hung (HUNG); 2 the run could not start (bad
+  arguments or files, no GPU, a shape that does not fit) or would check nothing (every selected
+  kernel unsupported or skipped on every shape); 130 interrupted by Ctrl-C (the finished rows
+  are rendered and kept). Exit 2 is decided before any GPU work."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     # issue 23, a run that reads at a glance: what the default table leaves out, on request
     p.add_argument("--show", action="append", choices=("config",), default=[],
                    help="config: also print each row's resolved configuration (always in the JSON/CSV)")
+    # Isolation and watchdog (issue 24): compare/harness/worker.py.
+    from .harness.worker import DEFAULT_KERNEL_TIMEOUT_S, parse_timeout
+    p.add_argument("--in-process", action="store_true",
+                   help="run the kernels in this process, not in a worker process (for a debugger or profiler; "
+                        "a sticky CUDA error then fails every later kernel, and there is no --kernel-timeout)")
+    p.add_argument("--kernel-timeout", type=parse_timeout, default=DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
+                   help=f"a kernel x shape with no result after this long (compile + check + timing) is HUNG, "
+                        f"its worker killed and replaced (default {DEFAULT_KERNEL_TIMEOUT_S:g})")
     return p
 
 
@@ -411,6 +427,12 @@ def main(argv: Optional[list] = None) -> int:
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted before the results were written", file=sys.stderr)
+        return 130
+    finally:
+        from .harness.worker import close_for_run
+        close_for_run(args)
 
 
 def _main(args) -> int:
@@ -442,6 +464,9 @@ def _main(args) -> int:
                              f"(a --check or --interpret run?)")
         return _report(results, env, args)
 
+    from .harness import worker as _worker
+    pool = None if args.in_process else _worker.start_for_run(args)   # imports overlap the checks below
+
     if args.shape and _is_sweep(args):
         raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
     selected = _select(args)
@@ -467,12 +492,18 @@ def _main(args) -> int:
         device, timing = None, not args.check
         # Fail early, with the limit named, for a shape that can't fit.
         from .harness.inputs import check_fits
-        import torch
-        for p in problems:
-            try:
-                check_fits(p, torch.device("cuda"))
-            except ProblemError as e:
-                raise UsageError(str(e)) from None
+        if pool:
+            _worker.ready_for_run(pool, args, selected, problems)
+        else:
+            import torch
+            for p in problems:
+                try:
+                    check_fits(p, torch.device("cuda"))
+                except ProblemError as e:
+                    raise UsageError(str(e)) from None
+    if pool and args.interpret:
+        _worker.ready_for_run(pool, args, selected, [])
+    ckpt = _worker.checkpoint_for_run(args)
 
     prog = _progress(not args.quiet, len(pairs), pairs)
 
@@ -480,16 +511,25 @@ def _main(args) -> int:
         if prog:
             prog.update(k, p)
 
+    interrupted = None
     try:
         results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
-                             measure_kw={"budget_s": args.budget, "target_noise": args.target_noise})
+                             measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
+                             execute=pool.run_kernel if pool else None, on_row=ckpt.add if ckpt else None)
+    except runner.Interrupted as stop:
+        results, interrupted = stop.results, stop
     finally:
         if prog:
             prog.stop()
+    if interrupted:   # said after the progress bar is gone
+        interrupted = _worker.interrupted(pool, ckpt, len(results), len(pairs))
     env = gpuinfo.environment().as_dict()
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"
-    return _report(results, env, args)
+    code = _report(results, env, args, judge=not interrupted)
+    if ckpt and not interrupted:
+        ckpt.finish()
+    return interrupted or code
 
 
 def _filter_loaded(results, args) -> list:
@@ -520,9 +560,10 @@ def _filter_loaded(results, args) -> list:
     return kept
 
 
-def _report(results, env: dict, args) -> int:
+def _report(results, env: dict, args, judge: bool = True) -> int:
     """Render (with the sweep summary when shapes came from a set or file), plot, exit code:
-    the same for a measured run and a recorded one."""
+    the same for a measured run and a recorded one (an interrupted one: no exit code, ``judge``
+    False)."""
     summary = None
     if _is_sweep(args):
         from .outputs import sweep
@@ -530,4 +571,4 @@ def _report(results, env: dict, args) -> int:
     render(results, env, args, summary)
     if args.plot:
         draw(results, env, args)
-    return verdict(results)
+    return verdict(results) if judge else 0

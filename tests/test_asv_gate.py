@@ -438,3 +438,42 @@ def test_bench_filter_gates_on_pct_alone(tmp_path, capsys):
     assert _gate(rd, "--bench", "pct_cublas") == 0
     assert "track_time" not in capsys.readouterr().out.split("GATE FAILED")[-1]
     assert _gate(rd, "--bench", "(") == 2
+
+
+def _point_params(point):
+    """The parameter texts of a (benchmark, index) point, as the gate's rows carry them."""
+    from compare.ci.asv_results import points_of
+    keys = [k for k in points_of(BASE) if k[0] == point[0]]
+    return keys[point[1]][1]
+
+
+def test_a_faulted_or_hung_point_is_failing_and_names_the_kernel_and_why(tmp_path, capsys):
+    """benchmarks/gemm.py leaves a note for a point whose kernel faulted or hung; the gate's
+    FAILING row (not LOST, not MISSING) names the kernel and the reason. Numbers stay numbers."""
+    from compare.ci import failure_notes
+    h = _head_copy()
+    _set(h, POINTS[0], None)
+    rd = _write_results(tmp_path, h)
+    name, params = POINTS[0][0], _point_params(POINTS[0])
+    failure_notes.add(rd, HEAD_SHA, name, params, params[0], "FAULT",
+                      "illegal memory access (RuntimeError: CUDA error: an illegal memory access was encountered)")
+    # a note of another commit or another point explains nothing here
+    failure_notes.add(rd, "0123456789" * 4, name, params, params[0], "HUNG", "elsewhere")
+    failure_notes.add(rd, HEAD_SHA, name, ["nope"], "x", "HUNG", "not this point")
+    assert _gate(rd) == 1
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "FAILING on head" in line)
+    assert f"FAILING on head: {params[0]} FAULT: illegal memory access" in row
+    assert "LOST" not in out and "MISSING" not in out and "elsewhere" not in out and "not this point" not in out
+    assert "1 failing" in out
+    # the other points still compare as numbers
+    assert out.count("SAME") == len(POINTS) - 1
+
+
+def test_a_point_failing_without_a_note_is_still_failing(tmp_path, capsys):
+    h = _head_copy()
+    _set(h, POINTS[0], None)
+    rd = _write_results(tmp_path, h)
+    os.makedirs(os.path.join(rd, "failures"))          # the notes folder is not a machine
+    assert _gate(rd) == 1
+    assert "FAILING on head" in capsys.readouterr().out

@@ -327,3 +327,70 @@ def test_docs_name_only_generated_classes(monkeypatch):
     named = set(re.findall(r"`gemm\.([A-Z]\w*)", text))
     assert named and not named - set(gemm._CLASSES), named - set(gemm._CLASSES)
     assert all(n in named or n.endswith(gemm.PCT_SUFFIX) for n in gemm._CLASSES), set(gemm._CLASSES) - named
+
+
+def _sticky_kernel():
+    from compare.harness.registry import Kernel
+
+    def prepare(problem, inputs, options=None):
+        def launch():
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return launch
+    return Kernel(name="faulty", family="cuda", stage="naive", precisions=("fp32",), prepare=prepare)
+
+
+def _asv_env(monkeypatch, tmp_path, commit="abcdef0123" * 4):
+    (tmp_path / "asv.conf.json").write_text('{\n  // a comment, as asv allows\n  "results_dir": "res"\n}\n')
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
+    monkeypatch.setenv("ASV_COMMIT", commit)
+    return str(tmp_path / "res"), commit
+
+
+def test_a_faulting_point_fails_and_leaves_a_note_for_the_gate(monkeypatch, cpu_gpu, tmp_path):
+    from compare.ci import failure_notes
+    results_dir, commit = _asv_env(monkeypatch, tmp_path)
+    gemm = _suite(monkeypatch)
+    monkeypatch.setattr(gemm._registry, "get", lambda name: _sticky_kernel())
+    cls = next(iter(_group_classes(gemm, "naive")))
+    b = cls()
+    b.setup("faulty", "64x48x32", "fp32")
+    with pytest.raises(AssertionError, match="FAULT: RuntimeError: CUDA error: an illegal memory access"):
+        b.track_time("faulty", "64x48x32", "fp32")
+    notes = failure_notes.read(results_dir, commit)
+    note = notes[(f"gemm.{cls.__name__}.track_time", ("faulty", "64x48x32", "fp32"))]
+    assert note["kernel"] == "faulty" and note["status"] == "FAULT" and "illegal memory access" in note["reason"]
+    assert cpu_gpu == []      # never timed
+
+
+def test_no_note_outside_asv(monkeypatch, cpu_gpu, tmp_path):
+    monkeypatch.delenv("ASV_COMMIT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    gemm = _suite(monkeypatch)
+    monkeypatch.setattr(gemm._registry, "get", lambda name: _sticky_kernel())
+    b = next(iter(_group_classes(gemm, "naive")))()
+    b.setup("faulty", "64x48x32", "fp32")
+    with pytest.raises(AssertionError, match="FAULT"):
+        b.track_time("faulty", "64x48x32", "fp32")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_hanging_point_ends_its_process_with_a_hung_note(tmp_path):
+    """The watchdog: past the kernel timeout the benchmark process exits (asv: failed) at once,
+    leaving a HUNG note, instead of holding the GPU until asv's own timeout."""
+    from compare.ci import failure_notes
+    commit = "abcdef0123" * 4
+    (tmp_path / "asv.conf.json").write_text('{"results_dir": "res"}')
+    code = (
+        "import time, benchmarks.gemm as g\n"
+        "from compare.harness.problem import Problem\n"
+        "from compare.harness.registry import Kernel\n"
+        "k = Kernel(name='spins', family='cuda', stage='naive', precisions=('fp32',), prepare=None)\n"
+        "w = g._Watchdog(('gemm.Naive.track_time', ['spins', '64', 'fp32']), timeout_s=0.5)\n"
+        "w.arm(k, Problem(64, 64, 64))\n"
+        "time.sleep(60)\n"
+    )
+    env = dict(os.environ, ASV_CONF_DIR=str(tmp_path), ASV_COMMIT=commit, PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "spins: HUNG: no result within 0.5 s" in p.stderr
+    note = failure_notes.read(str(tmp_path / "res"), commit)[("gemm.Naive.track_time", ("spins", "64", "fp32"))]
+    assert note["status"] == "HUNG" and "64x64x64 fp32" in note["reason"]

@@ -73,6 +73,10 @@ FAKES = [
 def fake_registry(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", {k.name: k for k in FAKES})
     monkeypatch.setattr(registry, "_loaded", True)
+    # The fake registry lives in this process only; a worker process (compare/harness/worker.py)
+    # would not see it, so these runs are in-process (--in-process; tests/test_worker.py covers the worker).
+    from compare.harness import worker
+    monkeypatch.setattr(worker, "start_for_run", lambda args: None)
     # --interpret sets TRITON_INTERPRET in this process; put it back afterwards
     monkeypatch.setenv("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "1"))
     from compare.harness import inputs
@@ -249,7 +253,9 @@ def test_output_is_replaced_atomically(fake_registry, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         _interpret(["--kernel", "triton.good", "-o", str(out)])
     assert out.read_text() == "the previous run's results\n"
-    assert os.listdir(tmp_path) == ["r.txt"]               # no temp file left behind
+    # no temp file left behind; the rows measured before the write broke stay in the checkpoint
+    assert sorted(os.listdir(tmp_path)) == ["r.txt", "r.txt.partial.jsonl"]
+    assert [r.kernel for r in report.load(str(out) + ".partial.jsonl")[0]] == ["cublas", "triton.good"]
     monkeypatch.undo()
 
 

@@ -18,7 +18,10 @@ Verdicts (nvbench's compare labels, plus the ways a head can lose a number):
                than the factor allows (half-width / value > factor - 1): noise too large to tell;
   * FAST:      slowdown < 1/factor (and the intervals do not overlap, where recorded);
   * SAME:      everything else with a number on both sides;
-  * FAILING:   null on head while base had a number (the benchmark raised: e.g. a wrong result);
+  * FAILING:   null on head while base had a number (the benchmark raised: a wrong result, an
+               error, a kernel that faulted or hung); where benchmarks/gemm.py left a note
+               (compare/ci/failure_notes.py) the row names the kernel, FAULT / HUNG / FAILED /
+               error, and the reason;
   * LOST:      NaN (n/a) on head while base had a number;
   * INVALID:   +-inf, 0 or a negative value on head while base had a number;
   * MISSING:   absent on head while base had a number (benchmark or point deleted).
@@ -44,7 +47,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from . import asv_results
+from . import asv_results, failure_notes
 from .asv_results import ResultFile, describe, higher_is_better, is_na, is_number
 from ..harness.errors import UsageError
 from ..harness.files import prove_writable, write_text_atomically
@@ -227,6 +230,15 @@ def compare(base: ResultFile, head: ResultFile, factor: float) -> list[Row]:
     return rows
 
 
+def explain(rows: list[Row], notes: dict) -> None:
+    """Append the kernel and the reason to each FAILING row that has a failure note (in place)."""
+    for r in rows:
+        if r.failed and "FAILING" in r.verdict:
+            note = notes.get((r.benchmark, tuple(r.params)))
+            if note is not None:
+                r.verdict += f": {failure_notes.describe(note)}"
+
+
 def fmt_value(v, benchmark: str = "", missing: bool = False) -> str:
     if missing:
         return "-"
@@ -368,6 +380,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_EXIT
     rows = compare(bf, hf, args.factor)
+    explain(rows, failure_notes.read(args.results_dir, hf.commit))
     if patterns:
         rows = [r for r in rows if any(p.search(r.benchmark) for p in patterns)]
     if args.summary:

@@ -3,7 +3,8 @@
 The CLI, the asv suite and the tests call ``run_kernel`` / ``check_kernel``; nothing else
 launches a kernel for a number. A kernel whose output is wrong is reported FAILED and never
 timed; one that can't take a problem says why (status "unsupported"); one that raises says
-what it raised (status "error").
+what it raised (status "error"). Run through a worker process (compare.harness.worker), a kernel
+that poisons the CUDA context is "FAULT" and one that never returns is "HUNG".
 """
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ from .problem import Problem
 from .registry import Kernel
 
 OK, FAILED, UNSUPPORTED, ERROR, SKIPPED = "ok", "FAILED", "unsupported", "error", "skipped"
+# Set by compare.harness.worker: a sticky CUDA error or a dead worker (FAULT), no row within
+# --kernel-timeout (HUNG). Either way the worker was replaced and the run went on.
+FAULT, HUNG = "FAULT", "HUNG"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run`: ``results`` are the rows finished before it (a caller that does
+    not catch it sees the KeyboardInterrupt it is)."""
+
+    def __init__(self, results: list):
+        super().__init__(f"interrupted after {len(results)} rows")
+        self.results = results
 
 
 @dataclass
@@ -70,6 +83,11 @@ class Result:
     @property
     def status_text(self) -> str:
         return self.status if not self.reason else f"{self.status}: {self.reason}"
+
+
+def blank_row(kernel: Kernel, problem: Problem, status: str, reason: str = "") -> "Result":
+    """A row with no measurement: the kernel's and problem's columns, a status and its reason."""
+    return _base(kernel, problem, status, reason)
 
 
 def _base(kernel: Kernel, problem: Problem, status: str, reason: str = "") -> Result:
@@ -242,27 +260,40 @@ def baseline_pairs(pairs: Iterable[tuple[Kernel, Problem]]) -> list[tuple[Kernel
 def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device: Optional[str] = None,
         measure_kw: Optional[dict] = None, skip: Optional[Callable[[Kernel], Optional[str]]] = None,
         progress: Optional[Callable[[Kernel, Problem], None]] = None,
-        options: Optional[dict] = None) -> list[Result]:
+        options: Optional[dict] = None, execute: Optional[Callable[..., Result]] = None,
+        on_row: Optional[Callable[[Result], None]] = None) -> list[Result]:
     """Every (kernel, problem) pair, in order (pass them through ``baseline_pairs`` first). Keep
     pairs of one problem together: inputs and the float64 reference are made once per problem
-    and shared by every kernel. ``options`` maps a kernel name to its parsed options."""
+    and shared by every kernel. ``options`` maps a kernel name to its parsed options.
+
+    ``execute`` runs one pair in place of :func:`run_kernel`, with its signature (a worker
+    process: compare.harness.worker.Worker.run_kernel). ``on_row`` gets each row as it is finished
+    (the JSONL checkpoint). Ctrl-C raises :class:`Interrupted` carrying the rows finished so far."""
     options = options or {}
+    execute = execute or run_kernel
     results = []
-    for k, p in pairs:
-        if progress:
-            progress(k, p)
-        why = skip(k) if skip else None
-        if why:
-            results.append(_base(k, p, SKIPPED, why))
-        else:
-            results.append(run_kernel(k, p, timing=timing, device=device, measure_kw=measure_kw,
-                                      options=options.get(k.name)))
+    try:
+        for k, p in pairs:
+            if progress:
+                progress(k, p)
+            why = skip(k) if skip else None
+            if why:
+                row = _base(k, p, SKIPPED, why)
+            else:
+                row = execute(k, p, timing=timing, device=device, measure_kw=measure_kw,
+                              options=options.get(k.name))
+            results.append(row)
+            if on_row:
+                on_row(row)
+    except KeyboardInterrupt:
+        fill_pct_cublas(results)
+        raise Interrupted(results) from None
     fill_pct_cublas(results)
     return results
 
 
-BAD = (FAILED, ERROR)
-CHECKED = (OK, FAILED, ERROR)
+BAD = (FAILED, ERROR, FAULT, HUNG)
+CHECKED = (OK, FAILED, ERROR, FAULT, HUNG)
 
 
 def any_failed(results: Iterable[Result]) -> bool:
@@ -271,7 +302,8 @@ def any_failed(results: Iterable[Result]) -> bool:
 
 
 def any_bad(results: Iterable[Result]) -> bool:
-    """Some kernel FAILED its check or errored (raised, ran out of memory): the run's exit status 1."""
+    """Some kernel FAILED its check, errored (raised, ran out of memory), faulted (FAULT) or hung
+    (HUNG): the run's exit status 1."""
     return any(r.status in BAD for r in results)
 
 
@@ -282,7 +314,7 @@ def nothing_checked(results: Iterable[Result]) -> bool:
 
 def exit_status(results: Iterable[Result]) -> int:
     """The README's exit codes for a finished run: 2 nothing was checked (every row unsupported or
-    skipped; said on stderr), 1 a row FAILED or errored, else 0."""
+    skipped; said on stderr), 1 a row FAILED, errored, faulted or hung, else 0."""
     import sys
     results = list(results)
     if nothing_checked(results):

@@ -163,7 +163,7 @@ def to_table(results: list[Result], env: dict, file) -> None:
             t.add_column(col, justify="left" if col in ("kernel", "status", "prec", "shape") else "right",
                          no_wrap=col != "status", overflow="fold")
         for row, r in zip(rows, results):
-            style = {"FAILED": "bold red", "error": "red", "unsupported": "dim", "skipped": "dim"}.get(r.status)
+            style = {"FAILED": "bold red", "FAULT": "bold red", "HUNG": "bold red", "error": "red", "unsupported": "dim", "skipped": "dim"}.get(r.status)
             t.add_row(*(row[c] for c in cols), style=style)
         console.print(t)
         for note in notes:
@@ -262,7 +262,8 @@ def _from_dict(d: dict) -> Result:
 
 
 def load(path: str) -> tuple[list[Result], dict]:
-    """Read results written with --format json or csv. Returns (results, environment).
+    """Read results written with --format json or csv, or a run's .partial.jsonl checkpoint.
+    Returns (results, environment).
 
     Raises UsageError, naming the file and what is wrong with it, for a file that is missing,
     empty, not JSON/CSV, or not a results file."""
@@ -280,6 +281,12 @@ def load(path: str) -> tuple[list[Result], dict]:
         raise UsageError(f"{path} is empty (an interrupted run?); expected results written by --format json")
     if path.endswith(".csv"):
         rows, env = list(csv.DictReader(io.StringIO(text))), {}
+    elif path.endswith(".jsonl"):   # a run's checkpoint (compare/harness/checkpoint.py)
+        from ..harness.checkpoint import read_rows
+        try:
+            rows, env = read_rows(text), {}
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}: a line is not JSON ({exc}); expected a checkpoint of python -m compare -o") from None
     else:
         try:
             doc = json.loads(text)

@@ -28,7 +28,7 @@ FIELDS = ("kernel", "family", "precision", "n_shapes", "n_ok", "n_failed", "n_no
           "flagged", "failed_shapes", "geomean_pct", "worst_pct", "worst_shape", "best_pct",
           "best_shape")
 
-_BAD = ("FAILED", "error")            # compare.harness.runner.BAD
+_BAD = ("FAILED", "error", "FAULT", "HUNG")   # compare.harness.runner.BAD
 _NOT_RUN = ("unsupported", "skipped")
 
 

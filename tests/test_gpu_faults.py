@@ -1,0 +1,108 @@
+"""On a GPU: a kernel that faults or hangs costs its own row, not the run (issue 24).
+
+The faulty kernels are test-only (tests/fixtures/faulty_cuda_kernels.py: an out-of-bounds store,
+``asm("trap;")``, a spin), plugged in from outside the package; the suite's own kernels are not
+edited. Each case runs the real command line in a subprocess next to a clean run of the same
+selection and asserts: the run finishes, every other kernel's row has the clean run's status,
+the faulty row is FAULT or HUNG with its reason, exit code 1, no traceback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLUGIN = os.path.join(REPO, "tests", "fixtures", "faulty_cuda_kernels.py")
+PLUGIN_CLI = os.path.join(REPO, "tests", "fixtures", "plugin_cli.py")
+# Long enough for a cold Triton autotune of a 1024^3 tile (the timeout covers compile + check).
+TIMEOUT_S = "60"
+
+
+def _compare(args, out, plugin: bool = True, timeout: float = 1200):
+    cmd = [sys.executable, PLUGIN_CLI, *(["--plugin", PLUGIN] if plugin else []), *args, "-q", "-o", str(out)]
+    p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    rows = json.load(open(out))["results"] if os.path.exists(out) else []
+    return p, rows
+
+
+def _statuses(rows):
+    return {(r["kernel"], r["shape"], r["precision"]): r["status"] for r in rows}
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """The healthy tiled selection at 1024^3 and at a sweep of three shapes, no plugin."""
+    d = tmp_path_factory.mktemp("clean")
+    runs = {}
+    for name, shapes in (("one", ["1024"]), ("sweep", ["512", "1024", "777x513x259"])):
+        args = ["--stage", "tiled", "--check", *[a for s in shapes for a in ("--shape", s)]]
+        p, rows = _compare(args, d / f"{name}.json", plugin=False)
+        assert p.returncode == 0, p.stderr
+        runs[name] = (args, rows)
+    return runs
+
+
+@pytest.mark.parametrize("kernel, status, why", [
+    ("test.cuda_oob", "FAULT", "illegal memory access"),
+    ("test.cuda_trap", "FAULT", "unspecified launch failure"),
+    ("test.cuda_spin", "HUNG", f"no result within --kernel-timeout {TIMEOUT_S} s"),
+])
+def test_a_faulty_kernel_costs_only_its_row(clean, tmp_path, kernel, status, why):
+    args, clean_rows = clean["one"]
+    names = sorted({r["kernel"] for r in clean_rows})
+    p, rows = _compare([*args, "--kernel-timeout", TIMEOUT_S, "--kernel", ",".join([*names, kernel])],
+                       tmp_path / "r.json")
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    got = _statuses(rows)
+    faulty = [r for r in rows if r["kernel"] == kernel]
+    assert len(faulty) == 1 and faulty[0]["status"] == status and why in faulty[0]["reason"], faulty
+    if status == "FAULT":
+        assert f"compute-sanitizer --tool memcheck python -m compare --plugin {PLUGIN} --kernel {kernel}" \
+               in faulty[0]["reason"]
+    del got[(kernel, faulty[0]["shape"], faulty[0]["precision"])]
+    assert got == _statuses(clean_rows)
+    # the kernels after the fault in ladder order (stages 06-09) ran in a fresh context
+    assert all(got[(n, "1024x1024x1024", "fp32")] == "ok" for n in names if n.startswith("cuda.0") and n > "cuda.05")
+
+
+def test_a_sweep_goes_on_past_the_fault(clean, tmp_path):
+    args, clean_rows = clean["sweep"]
+    names = sorted({r["kernel"] for r in clean_rows})
+    p, rows = _compare([*args, "--kernel", ",".join([*names, "test.cuda_trap"])], tmp_path / "r.json")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    faulty = [r for r in rows if r["kernel"] == "test.cuda_trap"]
+    assert [r["status"] for r in faulty] == ["FAULT"] * 3, faulty
+    assert {k: v for k, v in _statuses(rows).items() if k[0] != "test.cuda_trap"} == _statuses(clean_rows)
+
+
+def test_sigint_keeps_finished_rows_on_the_gpu(tmp_path):
+    from compare.harness.checkpoint import read_rows
+    out = tmp_path / "r.json"
+    ck = str(out) + ".partial.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "compare", "--stage", "tiled", "--shape", "2048", "--shape", "4096",
+                          "-q", "-o", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and p.poll() is None:
+        if os.path.exists(ck) and len(read_rows(open(ck).read())) >= 3:
+            break
+        time.sleep(0.1)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGINT)
+    _, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr
+    # one line (a library's own "warning:" lines, e.g. a throttled GPU, are not the CLI's)
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    assert len(lines) == 1 and lines[0].startswith("interrupted: ") and "Traceback" not in stderr, stderr
+    kept = read_rows(open(ck).read())
+    written = json.load(open(out))["results"]
+    assert len(kept) >= 3 and [r["kernel"] for r in written] == [r["kernel"] for r in kept]
+    assert any(r["status"] == "ok" and r["median_ms"] for r in written)
