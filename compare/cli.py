@@ -535,7 +535,6 @@ def _main(args) -> int:
 def _filter_loaded(results, args) -> list:
     """--from-json with --shape/--stage/--family/--kernel/--precision: the loaded rows they
     select (cuBLAS rows kept as the baseline); exit 2 when they select none."""
-    from .harness import registry
     from .harness.problem import ProblemError, parse_precisions, parse_shape
     asked = [f for f, on in (("--shape", args.shape), ("--precision", args.precision), ("--kernel", args.kernel),
                              ("--family", args.family), ("--stage", args.stage != "all")) if on]
