@@ -52,6 +52,7 @@ if not _os.environ.get("ASV_ENV_TYPE"):
 
 import hashlib as _hashlib
 import math as _math
+import time as _time
 
 from compare.harness import registry as _registry
 from compare.harness.problem import PRECISIONS as _PRECISIONS
@@ -159,12 +160,12 @@ def _problem_or_na(kernel_name: str, shape: str, precision: str):
     return k, problem
 
 
-def _precision_or_na(kernel_name: str, precision: str) -> None:
+def _precision_or_na(kernel_name: str, precision: str, check_gpu: bool = True) -> None:
     """n/a only without a GPU or without the precision: a kernel that refuses some shapes of a
     geometric mean's set fails (geomean_pct_cublas says which), it is not n/a."""
     from compare.harness.inputs import gpu_available
 
-    if not gpu_available():
+    if check_gpu and not gpu_available():
         raise NotImplementedError("no CUDA GPU")
     k = _registry.get(kernel_name)
     if precision not in k.precisions:
@@ -191,6 +192,23 @@ def _ok_or_raise(r) -> None:
               f"({', '.join(r.throttle_reasons) or 'SM clock below 95% of max'})", file=_sys.stderr)
 
 
+def _pct_of(kernel_name: str, precision: str, shapes: list[str], results) -> float:
+    """Geometric mean over ``shapes`` of ``kernel_name``'s % of cuBLAS in ``results`` (rows of one
+    process: runner.run filled pct_cublas). Raises AssertionError when a shape has no number."""
+    pcts = []
+    for r in results:
+        if r.kernel != kernel_name or r.precision != precision or r.shape not in shapes:
+            continue
+        _ok_or_raise(r)
+        if not r.pct_cublas or not _math.isfinite(r.pct_cublas):
+            raise AssertionError(f"{kernel_name} {r.shape} {precision}: no cuBLAS baseline")
+        pcts.append(r.pct_cublas)
+        print(f"{kernel_name} {r.shape} {precision}: {r.pct_cublas:.1f}% of cuBLAS", file=_sys.stderr)
+    if len(pcts) != len(shapes):
+        raise AssertionError(f"{kernel_name} {precision}: {len(pcts)} of {len(shapes)} shapes measured")
+    return _math.exp(sum(_math.log(x) for x in pcts) / len(pcts))
+
+
 def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> float:
     """Geometric mean over ``shapes`` of the kernel's % of cuBLAS, both measured in this process
     through the one runner. Every shape must run: a geomean over a different set of shapes would
@@ -205,51 +223,206 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
         raise AssertionError(f"{kernel_name} can't run every shape of the set: {'; '.join(refused)}")
     cublas = _registry.get("cublas")
     pairs = runner.baseline_pairs([pair for p in problems for pair in ((cublas, p), (k, p))])
-    results = runner.run(pairs)
-    pcts = []
-    for r in results:
-        _ok_or_raise(r)
-        if r.kernel == kernel_name:
-            if not r.pct_cublas or not _math.isfinite(r.pct_cublas):
-                raise AssertionError(f"{kernel_name} {r.shape} {precision}: no cuBLAS baseline")
-            pcts.append(r.pct_cublas)
-            print(f"{kernel_name} {r.shape} {precision}: {r.pct_cublas:.1f}% of cuBLAS", file=_sys.stderr)
-    return _math.exp(sum(_math.log(x) for x in pcts) / len(pcts))
+    return _pct_of(kernel_name, precision, [p.shape for p in problems], runner.run(pairs, batch=False))
+
+
+# ---------------------------------------------------------------------------- one process per group
+# asv's setup_cache runs once per key (the defining file and LINE of the function) and hands its
+# return value to every benchmark that shares the key. One function per group (and one for the
+# sweep), each on its own line: the group's time points, their % of cuBLAS twins and the cuBLAS
+# baselines are all measured in ONE process, each (kernel, problem) once; the per-point asv
+# processes only read the result (no CUDA, no compile). With launch_method forkserver (asv.conf.json)
+# those processes are forks of one that has imported the suite (torch, triton) already.
+
+_T_MODULE = _time.perf_counter()
+
+
+def _phase_log(record: dict) -> None:
+    """GEMM_BENCH_PHASES=FILE: append one JSON line of phase times per process (a timing log of
+    the harness only; it changes nothing that is measured). compare.ci.profile_gate reads it."""
+    path = _os.environ.get("GEMM_BENCH_PHASES", "").strip()
+    if not path:
+        return
+    import json
+    line = json.dumps(record, sort_keys=True) + "\n"
+    fd = _os.open(path, _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT, 0o644)
+    try:
+        _os.write(fd, line.encode())       # one write of one line: lines of processes don't mix
+    finally:
+        _os.close(fd)
+
+
+def _process_age_s():
+    """Seconds since this process started (Linux), else None: the interpreter + import share."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        return up - start_ticks / _os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _row_summary(r) -> dict:
+    if r.status == "unsupported":
+        return {"status": "na", "why": f"{r.kernel} can't run {r.shape} {r.precision}: {r.reason}"}
+    if r.status != "ok" or not r.median_ms:
+        return {"status": "failed", "why": f"{r.kernel} {r.shape} {r.precision}: {r.status_text or r.status}, not timed"}
+    return {"status": "ok", "median_s": r.median_ms / 1e3, "times_s": [t / 1e3 for t in (r.times_ms or [])],
+            "throttled": bool(r.throttled), "throttle_reasons": list(r.throttle_reasons or [])}
+
+
+def measure_points(points, pct_sets) -> dict:
+    """Measure every (kernel, shape, precision) of ``points`` in this process (cuBLAS baselines
+    added), and the % of cuBLAS geometric mean of every (kernel, precision, shapes) of
+    ``pct_sets``. Returns the picklable cache the benchmarks read:
+    {"na": reason or None, "rows": {(kernel, shape, precision): summary}, "pct": {(kernel,
+    precision): float or error text}}."""
+    from compare.harness import runner
+    from compare.harness.inputs import gpu_available
+    from compare.harness.problem import Problem
+
+    t0 = _time.perf_counter()
+    age = _process_age_s()
+    if not gpu_available():
+        return {"na": "no CUDA GPU", "rows": {}, "pct": {}}
+    import torch
+    t_ctx = _time.perf_counter()
+    if torch.cuda.is_available():      # (the CPU tests fake a GPU without one)
+        torch.cuda.init()
+        torch.empty(1, device="cuda")
+        torch.cuda.synchronize()
+    ctx_s = _time.perf_counter() - t_ctx
+    rows, pairs = {}, []
+    wanted = list(dict.fromkeys(list(points) + [(k, s, p) for k, p, shapes in pct_sets for s in shapes]))
+    for kname, shape, prec in wanted:
+        k = _registry.get(kname)
+        if prec not in k.precisions:
+            rows[(kname, shape, prec)] = {"status": "na", "why": f"{kname} has no {prec} path (has {', '.join(k.precisions)})"}
+            continue
+        problem = Problem(*_parse_shape(shape), precision=prec)
+        try:
+            _fits_or_na(problem)
+        except NotImplementedError as exc:
+            rows[(kname, shape, prec)] = {"status": "na", "why": str(exc)}
+            continue
+        pairs.append((k, problem))
+    cublas = _registry.get("cublas")
+    pairs = pairs + [(cublas, p) for _, p in pairs]
+    pairs.sort(key=lambda kp: (kp[1].shape, kp[1].precision, kp[0].family != "cublas"))   # inputs shared per problem
+    pairs = runner.baseline_pairs(pairs)
+    phases = []
+
+    def progress(k, p):
+        phases.append({"kernel": k.name, "shape": p.shape, "precision": p.precision, "t": _time.perf_counter()})
+    results = runner.run(pairs, batch=False, progress=progress)
+    t_end = _time.perf_counter()
+    for i, r in enumerate(results):
+        phases[i].update(status=r.status, prepare_s=r.prepare_s,
+                         wall_s=(phases[i + 1]["t"] if i + 1 < len(phases) else t_end) - phases[i]["t"])
+        rows.setdefault((r.kernel, r.shape, r.precision), _row_summary(r))
+    pct = {}
+    for kname, prec, shapes in pct_sets:
+        try:
+            pct[(kname, prec)] = _pct_of(kname, prec, list(shapes), results)
+        except AssertionError as exc:
+            pct[(kname, prec)] = str(exc)
+    _phase_log({"kind": "setup_cache", "pid": _os.getpid(), "process_age_at_start_s": age,
+                "module_import_to_start_s": t0 - _T_MODULE, "cuda_context_s": ctx_s,
+                "rows": [{k: v for k, v in ph.items() if k != "t"} for ph in phases],
+                "measure_s": t_end - t_ctx - ctx_s, "total_s": t_end - t0})
+    return {"na": None, "rows": rows, "pct": pct}
+
+
+def _group_cache(group: str) -> dict:
+    points, pct_sets = [], []
+    for _name, kernel_names, precs in suites(group):
+        points += [(k, s, p) for k in kernel_names for s in shapes(group) for p in precs]
+        pct_sets += [(k, p, tuple(shapes(group))) for k in kernel_names
+                     if _registry.get(k).family != "cublas" for p in precs]
+    return measure_points(points, pct_sets)
+
+
+def _sweep_cache() -> dict:
+    sweep = [_shape_text(s) for s in sweep_shapes()]
+    allowed = precisions()
+    pct_sets = [(k, p, tuple(sweep)) for family in SWEEP_CLASS_NAMES for k in sweep_kernels(family)
+                for p in allowed if p in _registry.get(k).precisions]
+    return measure_points([], pct_sets)
+
+
+# One function per key (asv keys a setup_cache by its line): keep each on a line of its own.
+def _cache_naive(self):
+    return _group_cache("naive")
+
+
+def _cache_tiled(self):
+    return _group_cache("tiled")
+
+
+def _cache_split_k(self):
+    return _group_cache("split_k")
+
+
+def _cache_sweep(self):
+    return _sweep_cache()
+
+
+SETUP_CACHES = {"naive": _cache_naive, "tiled": _cache_tiled, "split_k": _cache_split_k, "sweep": _cache_sweep}
+for _f in SETUP_CACHES.values():
+    _f.timeout = 1800       # a whole group: every kernel x shape x precision, compiles included
+
+
+def _cache_na(cache) -> None:
+    if cache.get("na"):
+        raise NotImplementedError(cache["na"])
+
+
+def _point_log(what: str) -> None:
+    if _os.environ.get("GEMM_BENCH_PHASES"):
+        _phase_log({"kind": "point", "what": what, "pid": _os.getpid(), "process_age_s": _process_age_s(),
+                    "since_module_import_s": _time.perf_counter() - _T_MODULE})
 
 
 class _Common:
     """asv settings shared by the generated classes (leading underscore: asv does not collect it)."""
 
-    # One call per process: the engine samples adaptively by itself.
+    # One call per process: the engine samples adaptively by itself (in setup_cache).
     repeat = 1
     number = 1
     rounds = 1
     min_run_count = 1
     warmup_time = 0
-    # Whole process: imports, CUDA context, compile + autotune, check, up to ~2 s of samples per
-    # measurement.
-    timeout = 300
+    # A point only reads its group's setup_cache result.
+    timeout = 120
 
 
 class _GemmTrack(_Common):
-    """Time of one kernel x shape x precision point."""
+    """Time of one kernel x shape x precision point (measured in the group's setup_cache)."""
 
     unit = "seconds"
     param_names = ["kernel", "shape", "precision"]
 
-    def setup(self, kernel, shape, precision):
-        self._kernel, self._problem = _problem_or_na(kernel, shape, precision)
-        _fits_or_na(self._problem)
+    def setup(self, cache, kernel, shape, precision):
+        _cache_na(cache)
+        row = cache["rows"].get((kernel, shape, precision))
+        if row is None:
+            raise NotImplementedError(f"{kernel} {shape} {precision}: not measured")
+        if row["status"] == "na":
+            raise NotImplementedError(row["why"])
 
-    def track_time(self, kernel, shape, precision):
-        from compare.harness.runner import run_kernel
-
-        r = run_kernel(self._kernel, self._problem)
-        _ok_or_raise(r)
-        times_ms = getattr(r, "times_ms", None)
-        if times_ms:
-            return {"samples": [t / 1e3 for t in times_ms], "number": 1}
-        return r.median_ms / 1e3
+    def track_time(self, cache, kernel, shape, precision):
+        row = cache["rows"][(kernel, shape, precision)]
+        _point_log(f"{kernel} {shape} {precision}")
+        if row["status"] != "ok":
+            raise AssertionError(row["why"])
+        if row["throttled"]:
+            print(f"warning: {kernel} {shape} {precision}: GPU throttled while measuring "
+                  f"({', '.join(row['throttle_reasons']) or 'SM clock below 95% of max'})", file=_sys.stderr)
+        if row["times_s"]:
+            return {"samples": row["times_s"], "number": 1}
+        return row["median_s"]
 
 
 class _PctTrack(_Common):
@@ -257,13 +430,17 @@ class _PctTrack(_Common):
 
     unit = "% of cuBLAS"
     param_names = ["kernel", "precision"]
-    timeout = 600
 
-    def setup(self, kernel, precision):
-        _precision_or_na(kernel, precision)
+    def setup(self, cache, kernel, precision):
+        _cache_na(cache)                               # (no GPU: said by the cache)
+        _precision_or_na(kernel, precision, check_gpu=False)
 
-    def track_pct_cublas(self, kernel, precision):
-        return geomean_pct_cublas(kernel, precision, self.shapes)
+    def track_pct_cublas(self, cache, kernel, precision):
+        _point_log(f"{kernel} {precision} pct")
+        v = cache["pct"][(kernel, precision)]
+        if isinstance(v, str):
+            raise AssertionError(v)
+        return v
 
 
 class _SweepTrack(_Common):
@@ -271,13 +448,17 @@ class _SweepTrack(_Common):
 
     unit = "% of cuBLAS"
     param_names = ["kernel", "precision"]
-    timeout = 900
 
-    def setup(self, kernel, precision):
-        _precision_or_na(kernel, precision)
+    def setup(self, cache, kernel, precision):
+        _cache_na(cache)                               # (no GPU: said by the cache)
+        _precision_or_na(kernel, precision, check_gpu=False)
 
-    def track_geomean_pct_cublas(self, kernel, precision):
-        return geomean_pct_cublas(kernel, precision, self.shapes)
+    def track_geomean_pct_cublas(self, cache, kernel, precision):
+        _point_log(f"{kernel} {precision} sweep")
+        v = cache["pct"][(kernel, precision)]
+        if isinstance(v, str):
+            raise AssertionError(v)
+        return v
 
 
 def _digest(shapes) -> str:
@@ -294,6 +475,7 @@ def _make_classes() -> dict:
                 "group": group,
                 "params": [kernel_names, shapes(group), precs],
                 "version": VERSION,
+                "setup_cache": SETUP_CACHES[group],
             })
             pct_kernels = [k for k in kernel_names if _registry.get(k).family != "cublas"]
             if pct_kernels:
@@ -305,6 +487,7 @@ def _make_classes() -> dict:
                     "shapes": shapes(group),
                     "params": [pct_kernels, precs],
                     "version": VERSION,
+                    "setup_cache": SETUP_CACHES[group],
                 })
     sweep = [_shape_text(s) for s in sweep_shapes()]
     allowed = precisions()
@@ -319,6 +502,7 @@ def _make_classes() -> dict:
                 "group": "sweep",
                 "shapes": sweep,
                 "params": [ks, precs],
+                "setup_cache": SETUP_CACHES["sweep"],
                 # A different shape set is a different measurement: asv keeps history per version.
                 "version": f"{VERSION}-{_digest(sweep)}",
             })
@@ -350,7 +534,9 @@ def _main() -> None:
         grid = " ".join(f"{pn}s={','.join(map(str, pv))}" for pn, pv in zip(cls.param_names, cls.params))
         extra = f" shapes={','.join(cls.shapes)}" if "shape" not in cls.param_names else ""
         print(f"{name:26s} {n:3d} processes: {grid}{extra}")
-    print(f"total {total} processes (one per point; each imports torch and makes a CUDA context)")
+    caches = {getattr(c.setup_cache, "__name__", "") for c in _CLASSES.values()}
+    print(f"total {total} points: each a light asv process reading its group's setup_cache; "
+          f"{len(caches)} setup_cache processes do the GPU work (imports, CUDA context, compile, check, sampling)")
 
 
 if __name__ == "__main__":

@@ -147,8 +147,9 @@ def test_shape_sets(monkeypatch):
 def test_setup_without_gpu_is_not_implemented(monkeypatch):
     gemm = _suite(monkeypatch)
     for c in _classes(gemm).values():
+        cache = c().setup_cache()           # on a box without a GPU: returns at once
         with pytest.raises(NotImplementedError, match="no CUDA GPU"):
-            c().setup(*[p[0] for p in c.params])
+            c().setup(cache, *[p[0] for p in c.params])
 
 
 def test_plan_counts_processes(monkeypatch, capsys):
@@ -176,7 +177,9 @@ def test_asv_conf():
     with open(os.path.join(ROOT, "asv.conf.json"), encoding="utf-8") as f:
         conf = json.load(f)
     assert conf["repo"] == "." and conf["branches"] == ["main"]
-    assert conf["environment_type"] == "virtualenv" and conf["launch_method"] == "spawn"
+    # forkserver: every benchmark process is a fork of one that imported the suite (torch, triton)
+    # once; CUDA is first touched after the fork (tests: no module-level CUDA call)
+    assert conf["environment_type"] == "virtualenv" and conf["launch_method"] == "forkserver"
     assert (conf["results_dir"], conf["html_dir"], conf["env_dir"], conf["benchmark_dir"]) == \
         (".asv/results", ".asv/html", ".asv/env", "benchmarks")
     assert any("[cuda12]" in c for c in conf["install_command"])
@@ -235,18 +238,23 @@ def test_setup_and_track_glue_on_cpu(monkeypatch, cpu_gpu):
     a wrong one fails before any timing, an unsupported point is n/a."""
     gemm = _suite(monkeypatch)
     cls = next(iter(_group_classes(gemm, "naive")))
+    point = [("fake", "64x48x32", "fp32"), ("fake", "64x48x32", "tf32")]
     for wrong in (False, True):
-        monkeypatch.setattr(gemm._registry, "get", lambda name, w=wrong: _fake_kernel(w))
+        kernels = {"fake": _fake_kernel(wrong), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+        monkeypatch.setattr(gemm._registry, "get", lambda name, k=kernels: k[name])
+        cpu_gpu.clear()
+        cache = gemm.measure_points(point, [])
         b = cls()
-        b.setup("fake", "64x48x32", "fp32")
+        b.setup(cache, "fake", "64x48x32", "fp32")
         if wrong:
             with pytest.raises(AssertionError, match="FAILED"):
-                b.track_time("fake", "64x48x32", "fp32")
+                b.track_time(cache, "fake", "64x48x32", "fp32")
+            assert cpu_gpu == [1e-3]             # the wrong kernel was never timed (cuBLAS was)
             continue
-        assert b.track_time("fake", "64x48x32", "fp32") == pytest.approx(1.25e-3)
-    assert cpu_gpu == [1.25e-3]                  # the wrong kernel was never timed
-    with pytest.raises(NotImplementedError, match="tf32"):
-        cls().setup("fake", "64x48x32", "tf32")
+        assert b.track_time(cache, "fake", "64x48x32", "fp32") == pytest.approx(1.25e-3)
+        assert sorted(cpu_gpu) == [1e-3, 1.25e-3]   # each (kernel, problem) measured once
+        with pytest.raises(NotImplementedError, match="tf32"):
+            cls().setup(cache, "fake", "64x48x32", "tf32")
 
 
 def test_track_time_hands_samples_to_asv_when_the_runner_has_them(monkeypatch, cpu_gpu):
@@ -260,11 +268,12 @@ def test_track_time_hands_samples_to_asv_when_the_runner_has_them(monkeypatch, c
         r.times_ms = [1.0, 1.1, 1.2]
         return r
     monkeypatch.setattr(runner_mod, "run_kernel", with_times)
-    monkeypatch.setattr(gemm._registry, "get", lambda name: _fake_kernel())
+    monkeypatch.setattr(gemm._registry, "get", lambda name: _fake_kernel(name=name))
     cls = next(iter(_group_classes(gemm, "naive")))
+    cache = gemm.measure_points([("fake", "64x48x32", "fp32")], [])
     b = cls()
-    b.setup("fake", "64x48x32", "fp32")
-    assert b.track_time("fake", "64x48x32", "fp32") == {"samples": [1e-3, 1.1e-3, 1.2e-3], "number": 1}
+    b.setup(cache, "fake", "64x48x32", "fp32")
+    assert b.track_time(cache, "fake", "64x48x32", "fp32") == {"samples": [1e-3, 1.1e-3, 1.2e-3], "number": 1}
 
 
 def test_geomean_pct_cublas_through_the_runner(monkeypatch, cpu_gpu):
@@ -282,7 +291,7 @@ def test_geomean_pct_cublas_through_the_runner(monkeypatch, cpu_gpu):
         gemm.geomean_pct_cublas("wrong", "fp32", ["32x16x8"])
     pct = next(c for c in _pct_classes(gemm) if c.group == "naive")
     with pytest.raises(NotImplementedError, match="no tf32 path"):
-        pct().setup("fake", "tf32")
+        pct().setup({"na": None}, "fake", "tf32")
 
 
 def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
@@ -327,3 +336,30 @@ def test_docs_name_only_generated_classes(monkeypatch):
     named = set(re.findall(r"`gemm\.([A-Z]\w*)", text))
     assert named and not named - set(gemm._CLASSES), named - set(gemm._CLASSES)
     assert all(n in named or n.endswith(gemm.PCT_SUFFIX) for n in gemm._CLASSES), set(gemm._CLASSES) - named
+
+
+def test_time_and_pct_twins_share_one_measurement(monkeypatch, cpu_gpu):
+    """A group's setup_cache measures each (kernel, problem) once; the time point and its % of
+    cuBLAS twin both read that one measurement."""
+    gemm = _suite(monkeypatch)
+    kernels = {"fake": _fake_kernel(seconds=2e-3), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    shapes = ("32x16x8", "48x32x40")
+    cache = gemm.measure_points([("fake", s, "fp32") for s in shapes] + [("cublas", s, "fp32") for s in shapes],
+                                [("fake", "fp32", shapes)])
+    assert sorted(cpu_gpu) == [1e-3, 1e-3, 2e-3, 2e-3]
+    time_cls = next(iter(_group_classes(gemm, "naive")))
+    pct_cls = next(c for c in _pct_classes(gemm) if c.group == "naive")
+    assert time_cls().track_time(cache, "fake", shapes[0], "fp32") == pytest.approx(2e-3)
+    assert pct_cls().track_pct_cublas(cache, "fake", "fp32") == pytest.approx(50.0)
+
+
+def test_one_setup_cache_per_group_and_one_for_the_sweep(monkeypatch):
+    from asv_runner.benchmarks._base import get_setup_cache_key
+    gemm = _suite(monkeypatch)
+    keys = {}
+    for name, c in _classes(gemm).items():
+        keys.setdefault(c.group, set()).add(get_setup_cache_key(c.setup_cache))
+    assert all(len(k) == 1 for k in keys.values()), keys          # a group's classes share one
+    flat = [next(iter(k)) for k in keys.values()]
+    assert len(set(flat)) == len(flat)                             # groups don't
