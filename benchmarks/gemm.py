@@ -20,10 +20,19 @@ prepare, NaN-poisoned check against float64, then ``compare.harness.timing.measu
   Higher is better. Its ``version`` carries a digest of the shape set: a different set is a
   different measurement.
 
-asv runs every point in a process of its own (torch import, CUDA context, compile, autotune:
-several seconds each), also the points that turn out n/a. Splitting the precisions keeps the
-fp32-only CUDA kernels off the tf32 points, which would otherwise be about half of all
-processes, each one a torch import for nothing.
+Where the work happens: each group (naive, tiled, split_k) and the sweep has ONE ``setup_cache``
+(asv runs it once per run, in one process, and hands its result to every benchmark sharing it):
+it measures every kernel x shape x precision of the group's classes and the cuBLAS baselines,
+each once, and the %-of-cuBLAS twins from those same rows. The asv process of each point only
+reads that result (no CUDA, no compile), and with ``launch_method: forkserver`` it is a fork of
+a process that imported the suite (torch, triton) already. So a commit costs 4 processes with
+a CUDA context instead of one per point (69 in the quick set), and no (kernel, problem) is
+measured twice. Points of a group share a process: a kernel that faults (a sticky CUDA error)
+fails the group's later points too, each saying so.
+
+``GEMM_BENCH_PHASES=FILE``: each setup_cache appends one JSON line of its phase times (process
+age, CUDA context, per row: prepare = compile/autotune/first launch, wall), each point one line
+(a timing log of the harness only: nothing measured changes). docs/asv.md, "Where the time goes".
 
 Outcomes: a wrong result or an error raises (asv records the point as failed, no number); a point
 the kernel can't run, a shape that doesn't fit the GPU, or no GPU raises NotImplementedError in
@@ -51,7 +60,6 @@ if not _os.environ.get("ASV_ENV_TYPE"):
     _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
 
 import hashlib as _hashlib
-import math as _math
 import time as _time
 
 from compare.harness import registry as _registry
@@ -145,21 +153,6 @@ def _shape_text(shape) -> str:
     return "x".join(str(d) for d in shape)
 
 
-def _problem_or_na(kernel_name: str, shape: str, precision: str):
-    """(kernel, problem) for a point, or NotImplementedError saying why it is n/a. No GPU work."""
-    from compare.harness.inputs import gpu_available
-    from compare.harness.problem import Problem
-
-    if not gpu_available():
-        raise NotImplementedError("no CUDA GPU")
-    k = _registry.get(kernel_name)
-    problem = Problem(*_parse_shape(shape), precision=precision)
-    why = k.why_not(problem)
-    if why:
-        raise NotImplementedError(f"{kernel_name} can't run {shape} {precision}: {why}")
-    return k, problem
-
-
 def _precision_or_na(kernel_name: str, precision: str, check_gpu: bool = True) -> None:
     """n/a only without a GPU or without the precision: a kernel that refuses some shapes of a
     geometric mean's set fails (geomean_pct_cublas says which), it is not n/a."""
@@ -170,43 +163,6 @@ def _precision_or_na(kernel_name: str, precision: str, check_gpu: bool = True) -
     k = _registry.get(kernel_name)
     if precision not in k.precisions:
         raise NotImplementedError(f"{kernel_name} has no {precision} path (has {', '.join(k.precisions)})")
-
-
-def _fits_or_na(problem) -> None:
-    import torch
-
-    from compare.harness.inputs import check_fits
-    from compare.harness.problem import ProblemError
-    try:
-        check_fits(problem, torch.device("cuda"))
-    except ProblemError as exc:     # does not fit this GPU's memory
-        raise NotImplementedError(str(exc)) from None
-
-
-def _ok_or_raise(r) -> None:
-    """A row that is not a measurement fails the benchmark (asv: failed, no number)."""
-    if r.status != "ok" or not r.median_ms:
-        raise AssertionError(f"{r.kernel} {r.shape} {r.precision}: {r.status_text or r.status}, not timed")
-    if r.throttled:
-        print(f"warning: {r.kernel} {r.shape} {r.precision}: GPU throttled while measuring "
-              f"({', '.join(r.throttle_reasons) or 'SM clock below 95% of max'})", file=_sys.stderr)
-
-
-def _pct_of(kernel_name: str, precision: str, shapes: list[str], results) -> float:
-    """Geometric mean over ``shapes`` of ``kernel_name``'s % of cuBLAS in ``results`` (rows of one
-    process: runner.run filled pct_cublas). Raises AssertionError when a shape has no number."""
-    pcts = []
-    for r in results:
-        if r.kernel != kernel_name or r.precision != precision or r.shape not in shapes:
-            continue
-        _ok_or_raise(r)
-        if not r.pct_cublas or not _math.isfinite(r.pct_cublas):
-            raise AssertionError(f"{kernel_name} {r.shape} {precision}: no cuBLAS baseline")
-        pcts.append(r.pct_cublas)
-        print(f"{kernel_name} {r.shape} {precision}: {r.pct_cublas:.1f}% of cuBLAS", file=_sys.stderr)
-    if len(pcts) != len(shapes):
-        raise AssertionError(f"{kernel_name} {precision}: {len(pcts)} of {len(shapes)} shapes measured")
-    return _math.exp(sum(_math.log(x) for x in pcts) / len(pcts))
 
 
 def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> float:
@@ -234,105 +190,12 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
 # processes only read the result (no CUDA, no compile). With launch_method forkserver (asv.conf.json)
 # those processes are forks of one that has imported the suite (torch, triton) already.
 
+from compare.ci import suite_cache as _suite_cache  # noqa: E402  (the measuring half of the suite)
+
 _T_MODULE = _time.perf_counter()
-
-
-def _phase_log(record: dict) -> None:
-    """GEMM_BENCH_PHASES=FILE: append one JSON line of phase times per process (a timing log of
-    the harness only; it changes nothing that is measured). compare.ci.profile_gate reads it."""
-    path = _os.environ.get("GEMM_BENCH_PHASES", "").strip()
-    if not path:
-        return
-    import json
-    line = json.dumps(record, sort_keys=True) + "\n"
-    fd = _os.open(path, _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT, 0o644)
-    try:
-        _os.write(fd, line.encode())       # one write of one line: lines of processes don't mix
-    finally:
-        _os.close(fd)
-
-
-def _process_age_s():
-    """Seconds since this process started (Linux), else None: the interpreter + import share."""
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            up = float(f.read().split()[0])
-        return up - start_ticks / _os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _row_summary(r) -> dict:
-    if r.status == "unsupported":
-        return {"status": "na", "why": f"{r.kernel} can't run {r.shape} {r.precision}: {r.reason}"}
-    if r.status != "ok" or not r.median_ms:
-        return {"status": "failed", "why": f"{r.kernel} {r.shape} {r.precision}: {r.status_text or r.status}, not timed"}
-    return {"status": "ok", "median_s": r.median_ms / 1e3, "times_s": [t / 1e3 for t in (r.times_ms or [])],
-            "throttled": bool(r.throttled), "throttle_reasons": list(r.throttle_reasons or [])}
-
-
-def measure_points(points, pct_sets) -> dict:
-    """Measure every (kernel, shape, precision) of ``points`` in this process (cuBLAS baselines
-    added), and the % of cuBLAS geometric mean of every (kernel, precision, shapes) of
-    ``pct_sets``. Returns the picklable cache the benchmarks read:
-    {"na": reason or None, "rows": {(kernel, shape, precision): summary}, "pct": {(kernel,
-    precision): float or error text}}."""
-    from compare.harness import runner
-    from compare.harness.inputs import gpu_available
-    from compare.harness.problem import Problem
-
-    t0 = _time.perf_counter()
-    age = _process_age_s()
-    if not gpu_available():
-        return {"na": "no CUDA GPU", "rows": {}, "pct": {}}
-    import torch
-    t_ctx = _time.perf_counter()
-    if torch.cuda.is_available():      # (the CPU tests fake a GPU without one)
-        torch.cuda.init()
-        torch.empty(1, device="cuda")
-        torch.cuda.synchronize()
-    ctx_s = _time.perf_counter() - t_ctx
-    rows, pairs = {}, []
-    wanted = list(dict.fromkeys(list(points) + [(k, s, p) for k, p, shapes in pct_sets for s in shapes]))
-    for kname, shape, prec in wanted:
-        k = _registry.get(kname)
-        if prec not in k.precisions:
-            rows[(kname, shape, prec)] = {"status": "na", "why": f"{kname} has no {prec} path (has {', '.join(k.precisions)})"}
-            continue
-        problem = Problem(*_parse_shape(shape), precision=prec)
-        try:
-            _fits_or_na(problem)
-        except NotImplementedError as exc:
-            rows[(kname, shape, prec)] = {"status": "na", "why": str(exc)}
-            continue
-        pairs.append((k, problem))
-    cublas = _registry.get("cublas")
-    pairs = pairs + [(cublas, p) for _, p in pairs]
-    pairs.sort(key=lambda kp: (kp[1].shape, kp[1].precision, kp[0].family != "cublas"))   # inputs shared per problem
-    pairs = runner.baseline_pairs(pairs)
-    phases = []
-
-    def progress(k, p):
-        phases.append({"kernel": k.name, "shape": p.shape, "precision": p.precision, "t": _time.perf_counter()})
-    results = runner.run(pairs, batch=False, progress=progress)
-    t_end = _time.perf_counter()
-    for i, r in enumerate(results):
-        phases[i].update(status=r.status, prepare_s=r.prepare_s,
-                         wall_s=(phases[i + 1]["t"] if i + 1 < len(phases) else t_end) - phases[i]["t"])
-        rows.setdefault((r.kernel, r.shape, r.precision), _row_summary(r))
-    pct = {}
-    for kname, prec, shapes in pct_sets:
-        try:
-            pct[(kname, prec)] = _pct_of(kname, prec, list(shapes), results)
-        except AssertionError as exc:
-            pct[(kname, prec)] = str(exc)
-    _phase_log({"kind": "setup_cache", "pid": _os.getpid(), "process_age_at_start_s": age,
-                "module_import_to_start_s": t0 - _T_MODULE, "cuda_context_s": ctx_s,
-                "rows": [{k: v for k, v in ph.items() if k != "t"} for ph in phases],
-                "measure_s": t_end - t_ctx - ctx_s, "total_s": t_end - t0})
-    return {"na": None, "rows": rows, "pct": pct}
+_ok_or_raise, _fits_or_na, _pct_of = _suite_cache.ok_or_raise, _suite_cache.fits_or_na, _suite_cache.pct_of
+_phase_log, _process_age_s = _suite_cache.phase_log, _suite_cache.process_age_s
+measure_points = _suite_cache.measure_points
 
 
 def _group_cache(group: str) -> dict:

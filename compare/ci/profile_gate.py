@@ -41,18 +41,9 @@ PHASES = ("interpreter", "import_torch", "import_suite", "cuda_context", "inputs
           "sampling", "batch")
 
 
-def _age_s() -> Optional[float]:
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            return float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _child(point: str) -> int:
-    ph = {"interpreter": _age_s()}
+    from .suite_cache import process_age_s   # (imports no torch)
+    ph = {"interpreter": process_age_s()}
     t = time.perf_counter()
 
     def lap(name):
