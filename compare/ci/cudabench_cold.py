@@ -82,6 +82,7 @@ def main(argv: Optional[list] = None) -> int:
     os.close(fd)
     try:
         # cuda-bench prints its own table on stdout: keep stdout for our one JSON line
+        sys.stdout.flush()
         saved = os.dup(1)
         os.dup2(2, 1)
         try:
