@@ -314,8 +314,9 @@ def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "m"], cwd=repo, env=env,
                    check=True, capture_output=True)
-    p = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--set-commit-hash", sha,
-                        "--machine", "m"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--record-samples",
+                        "--set-commit-hash", sha, "--machine", "m"],
+                       cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     from compare.ci import asv_results
     files, warnings = asv_results.scan(str(repo / "results" / "m"))
@@ -324,6 +325,9 @@ def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     assert point.value == 5.0
     assert point.quartiles == (3.0, 7.0)
     assert point.ci is not None and point.ci[0] < 5.0 < point.ci[1]
+    # --record-samples (as compare.ci.history runs asv): the raw samples, for the gate's
+    # distribution comparison (compare.ci.robust)
+    assert point.samples == tuple(float(x) for x in range(1, 10))
 
 
 def test_docs_name_only_generated_classes(monkeypatch):

@@ -169,7 +169,7 @@ def _samples_match(p) -> bool:
     if not p.samples:
         return False
     s = robust.spread(p.samples)
-    return s is not None and abs(s.median / p.value - 1) <= 1e-3
+    return s is not None and abs(s.median / p.value - 1) <= 5e-3
 
 
 def _numbers_verdict(name: str, bp, hp, factor: float) -> tuple[float, str, bool, Optional[float]]:
