@@ -40,8 +40,11 @@ setup (asv shows n/a).
 
 When a runner result carries the per-sample times (``Result.times_ms``), ``track_time`` hands
 them to asv as ``{"samples": [...], "number": 1}``; asv then records the median as the value and
-the 99% interval of the median and the quartiles as stats_* columns, which compare.ci.gate uses to
-tell a regression from noise. Otherwise it returns the median alone.
+the 99% interval of the median and the quartiles as stats_* columns (and, with
+--record-samples, the samples), which compare.ci.gate uses to tell a regression from noise.
+Otherwise it returns the median alone. The % of cuBLAS tracks hand asv per-sample % of cuBLAS
+the same way (compare.ci.suite_cache.pct_samples_of: each kernel sample against the same
+process's cuBLAS median; their median is the geometric mean).
 
 Environment variables select WHICH benchmarks exist (never what a kernel does):
 ``GEMM_BENCH_SET`` = quick | default | full (shapes per group; ``GEMM_BENCH_QUICK=1`` = quick),
@@ -300,10 +303,7 @@ class _PctTrack(_Common):
 
     def track_pct_cublas(self, cache, kernel, precision):
         _point_log(f"{kernel} {precision} pct")
-        v = cache["pct"][(kernel, precision)]
-        if isinstance(v, str):
-            raise AssertionError(v)
-        return v
+        return _suite_cache.pct_track_value(cache["pct"][(kernel, precision)])
 
 
 class _SweepTrack(_Common):
@@ -318,10 +318,7 @@ class _SweepTrack(_Common):
 
     def track_geomean_pct_cublas(self, cache, kernel, precision):
         _point_log(f"{kernel} {precision} sweep")
-        v = cache["pct"][(kernel, precision)]
-        if isinstance(v, str):
-            raise AssertionError(v)
-        return v
+        return _suite_cache.pct_track_value(cache["pct"][(kernel, precision)])
 
 
 def _digest(shapes) -> str:

@@ -533,3 +533,26 @@ def test_gate_ignores_samples_that_are_not_the_values_own(tmp_path, capsys):
     rd = _write_results(tmp_path, head, base=base)
     assert _gate(rd) == 1
     assert "SLOW (> x1.02)" in capsys.readouterr().out
+
+
+def test_gate_compares_pct_of_cublas_samples_higher_is_better(tmp_path, capsys):
+    """% of cuBLAS points with samples: a 3% lower % (a 3% slower kernel against the same
+    process's cuBLAS) is SLOW, a 3% higher one FAST."""
+    pct_name = "gemm.SplitKPctCublas.track_pct_cublas"
+    base, head = copy.deepcopy(BASE), _head_copy()
+    for d, center, seed in ((base, 80.0, 1), (head, 80.0 / 1.03, 2)):
+        d["results"][pct_name] = [None] * len(COLS)
+        row = d["results"][pct_name]
+        row[I_PAR] = [["'triton.split_k'"], ["'fp32'"]]
+        row[I_VER] = "1"
+        # from time-like samples, as the suite makes them: pct_i = pct x median / t_i
+        row[COLS.index("samples")] = [[center / x for x in _dist(1.0, 0.003, seed=seed)]]
+        import statistics
+        row[I_RES] = [statistics.median(row[COLS.index("samples")][0])]
+    rd = _write_results(tmp_path, head, base=base)
+    assert _gate(rd, "--bench", "PctCublas") == 1
+    out = capsys.readouterr().out
+    assert "SLOW (> x1.02" in out and "1.030" in out
+    rd2 = _write_results(tmp_path / "fast", dict(base, commit_hash=HEAD_SHA), base=dict(head, commit_hash=BASE["commit_hash"]))
+    assert _gate(rd2, "--bench", "PctCublas") == 0
+    assert "FAST" in capsys.readouterr().out

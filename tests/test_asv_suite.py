@@ -367,3 +367,26 @@ def test_one_setup_cache_per_group_and_one_for_the_sweep(monkeypatch):
     assert all(len(k) == 1 for k in keys.values()), keys          # a group's classes share one
     flat = [next(iter(k)) for k in keys.values()]
     assert len(set(flat)) == len(flat)                             # groups don't
+
+
+def test_pct_track_hands_asv_per_sample_pcts_whose_median_is_the_value(monkeypatch, cpu_gpu):
+    import compare.harness.runner as runner_mod
+
+    gemm = _suite(monkeypatch)
+    real = runner_mod.run_kernel
+
+    def with_times(k, p, **kw):
+        r = real(k, p, **kw)
+        if k.family != "cublas":
+            r.times_ms = [r.median_ms * f for f in (0.99, 1.0, 1.01, 1.02, 0.98)]
+        return r
+    monkeypatch.setattr(runner_mod, "run_kernel", with_times)
+    kernels = {"fake": _fake_kernel(seconds=2e-3), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    cache = gemm.measure_points([], [("fake", "fp32", ("32x16x8",))])
+    pct_cls = next(c for c in _pct_classes(gemm) if c.group == "naive")
+    got = pct_cls().track_pct_cublas(cache, "fake", "fp32")
+    assert got["number"] == 1 and len(got["samples"]) == 5
+    assert sorted(got["samples"])[2] == pytest.approx(50.0)          # the median is the value
+    assert max(got["samples"]) == pytest.approx(50.0 / 0.98)        # a fast sample is a higher %
+    assert cache["pct"][("fake", "fp32")]["value"] == pytest.approx(50.0)

@@ -175,8 +175,10 @@ def _samples_match(p) -> bool:
 def _numbers_verdict(name: str, bp, hp, factor: float) -> tuple[float, str, bool, Optional[float]]:
     """(slowdown, verdict, failed, noise) for a point with a number on both sides."""
     b, h = bp.value, hp.value
-    if not higher_is_better(name) and _samples_match(bp) and _samples_match(hp):
-        v = robust.compare_samples(bp.samples, hp.samples, factor)
+    if _samples_match(bp) and _samples_match(hp):
+        # a % of cuBLAS is higher-is-better: its inverse is time-like (cuBLAS time / kernel time)
+        inv = (lambda xs: [1 / x for x in xs if x > 0]) if higher_is_better(name) else list
+        v = robust.compare_samples(inv(bp.samples), inv(hp.samples), factor)
         if v is not None:
             return v.slowdown, v.text, v.word in ("SLOW", "AMBIGUOUS"), v.noise
     slowdown = b / h if higher_is_better(name) else h / b

@@ -3,7 +3,8 @@
 ``measure_points`` runs a group's kernel x shape x precision points and their cuBLAS baselines in
 the calling process (asv's setup_cache: one process per group), each (kernel, problem) once, all
 through compare.harness.runner, and returns the picklable cache the benchmarks read: a row per
-point (ok with its samples, n/a with why, failed with why) and the % of cuBLAS geometric means.
+point (ok with its samples, n/a with why, failed with why) and the % of cuBLAS geometric means
+(with per-sample values, ``pct_samples_of``).
 
 ``GEMM_BENCH_PHASES=FILE`` appends one JSON line of phase times per measuring process (a timing
 log of the harness: nothing measured changes); compare.ci.profile_gate and docs/asv.md use it.
@@ -54,6 +55,33 @@ def pct_of(kernel_name: str, precision: str, shapes: list[str], results) -> floa
         raise AssertionError(f"{kernel_name} {precision}: {len(pcts)} of {len(shapes)} shapes measured")
     return math.exp(sum(math.log(x) for x in pcts) / len(pcts))
 
+
+def pct_samples_of(kernel_name: str, precision: str, shapes: list[str], results) -> list:
+    """Per-sample % of cuBLAS, for the gate's distribution comparison: sample i of a shape is
+    pct_cublas x median / t_i (the kernel's sample i against the same process's cuBLAS median,
+    so the machine's drift cancels as in the value); across shapes, the geometric mean of the
+    i-th samples. Its median is the value (exactly for one shape and an odd count). [] when a
+    row has no per-sample times."""
+    per_shape = []
+    for r in results:
+        if r.kernel == kernel_name and r.precision == precision and r.shape in shapes:
+            if not r.times_ms or not r.pct_cublas:
+                return []
+            per_shape.append([r.pct_cublas * r.median_ms / t for t in r.times_ms if t > 0])
+    if len(per_shape) != len(shapes):
+        return []
+    n = min(len(x) for x in per_shape)
+    return [math.exp(sum(math.log(x[i]) for x in per_shape) / len(per_shape)) for i in range(n)]
+
+
+def pct_track_value(entry):
+    """What a % of cuBLAS track hands asv from a cache entry: its samples (asv records their median
+    and, with --record-samples, the samples) or the geometric mean; raises for an error text."""
+    if isinstance(entry, str):
+        raise AssertionError(entry)
+    if entry["samples"]:
+        return {"samples": entry["samples"], "number": 1}
+    return entry["value"]
 
 
 
@@ -144,7 +172,8 @@ def measure_points(points, pct_sets) -> dict:
     pct = {}
     for kname, prec, shapes in pct_sets:
         try:
-            pct[(kname, prec)] = pct_of(kname, prec, list(shapes), results)
+            pct[(kname, prec)] = {"value": pct_of(kname, prec, list(shapes), results),
+                                  "samples": pct_samples_of(kname, prec, list(shapes), results)}
         except AssertionError as exc:
             pct[(kname, prec)] = str(exc)
     phase_log({"kind": "setup_cache", "pid": os.getpid(), "process_age_at_start_s": age,
