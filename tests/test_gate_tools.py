@@ -72,3 +72,20 @@ def test_phase_log_only_when_asked(tmp_path, monkeypatch):
     assert lines == [{"kind": "a", "t": 1.5}, {"kind": "b"}]
     age = suite_cache.process_age_s()
     assert age is None or age > 0
+
+
+def test_history_merge_takes_a_points_samples_with_its_value():
+    from compare.ci import asv_results
+    cols = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
+            "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+
+    def doc(values, samples):
+        row = [values, [["'a'", "'b'"]], "1", 0, 1.0, None, None, None, None, None, None, samples, None]
+        return {"commit_hash": "c" * 40, "result_columns": cols, "results": {"gemm.X.track_time": row}}
+    old = doc([1.0, None], [[0.9, 1.0, 1.1, 1.0], None])
+    new = doc([2.0, 3.0], [[1.9, 2.0, 2.1, 2.0], [2.9, 3.0, 3.1, 3.0]])
+    merged, notes, changed = asv_results.merge(old, new)
+    pts = asv_results.points_of(merged)
+    assert changed and pts[("gemm.X.track_time", ("b",))].value == 3.0
+    assert pts[("gemm.X.track_time", ("b",))].samples == (2.9, 3.0, 3.1, 3.0)     # taken with its value
+    assert pts[("gemm.X.track_time", ("a",))].samples == (0.9, 1.0, 1.1, 1.0)     # the recorded one stays

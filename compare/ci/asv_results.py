@@ -234,8 +234,9 @@ def _expand(value, n: int) -> list:
 
 
 def _take_point(dst_row: list, src_row: list, cols: list, j: int, n: int) -> None:
-    """Copy point ``j``'s value and statistics from ``src_row`` into ``dst_row`` (in place)."""
-    for col in ("result",) + STATS_COLUMNS:
+    """Copy point ``j``'s value, statistics and raw samples from ``src_row`` into ``dst_row`` (in
+    place): the gate compares samples only when they are the value's own."""
+    for col in ("result",) + STATS_COLUMNS + ("samples",):
         if col not in cols:
             continue
         i = cols.index(col)
