@@ -311,10 +311,25 @@ def test_plant_slows_the_timed_launch_by_the_asked_fraction(fraction):
 
 
 def test_plant_is_corrected_for_a_spin_that_runs_short():
-    # a spin that lasts half of what is asked: the one correction step doubles it
+    # a spin that lasts half of what is asked: the fitted length is twice the asked one
     gpu = FakeGPU(hold_scale=0.5)
     m = _run(gpu, FakeLaunch(gpu, 100e-6), max_samples=20, target_noise=0, plant=timing.Plant(0.03))
     assert m.planted["achieved"] == pytest.approx(0.03, rel=0.02)
+    assert m.planted["spin_us"] == pytest.approx(2 * 3.0, rel=0.02)
+
+
+def test_plant_is_corrected_for_the_spins_own_launch_cost():
+    # every spin costs 2 us more than its length (its launch): a 3% plant of a 100 us kernel is
+    # a 1 us spin, not 3 us
+    class SpinWithLaunchCost(FakeGPU):
+        def hold(self, seconds):
+            self.holds.append(seconds)
+            self.host_work(self.enqueue_s)
+            self.enqueue(seconds + (2e-6 if self.sampling_started is not None and seconds < 1e-5 else 0.0))
+    gpu = SpinWithLaunchCost()
+    m = _run(gpu, FakeLaunch(gpu, 100e-6), max_samples=20, target_noise=0, plant=timing.Plant(0.03))
+    assert m.planted["achieved"] == pytest.approx(0.03, rel=0.02)
+    assert m.planted["spin_us"] == pytest.approx(1.0, rel=0.05)
 
 
 @pytest.mark.parametrize("plant", [0.03, timing.Plant.__new__(timing.Plant)])

@@ -298,19 +298,22 @@ def _planted(gpu, timed, spin_s: float):
 
 
 def _calibrate_plant(gpu, timed, before, plant: Plant, hold_s: float):
-    """(planted launch, planted dict): the spin sized to ``plant.fraction`` of the unplanted
-    median, corrected once by what it measured (the spin's own launch adds a few us)."""
+    """(planted launch, planted dict): the spin sized so that the planted median is ``1 +
+    plant.fraction`` times the unplanted one. The added time is not the spin alone (its own
+    launch adds a few us at any length): two trial lengths fit added = a + b x spin, and the
+    length is solved from the fit; ``achieved`` is then measured, never assumed."""
     def median_of(fn):
         t = _sample(gpu, fn, before, min_n=10, max_samples=30, target_noise=0.002, budget_s=0.3,
                     hold_s=hold_s).times
         return statistics.median(t)
     base = median_of(timed)
     want = plant.fraction * base
-    spin_s = want
+    s1, s2 = want, 2 * want
+    g1 = median_of(_planted(gpu, timed, s1)) - base
+    g2 = median_of(_planted(gpu, timed, s2)) - base
+    spin_s = s1 + (want - g1) * (s2 - s1) / (g2 - g1) if g2 > g1 else s1
+    spin_s = max(1e-7, spin_s)        # the spin's launch alone may exceed a tiny plant
     got = median_of(_planted(gpu, timed, spin_s)) - base
-    if got > 0:
-        spin_s = max(1e-7, spin_s * want / got)
-        got = median_of(_planted(gpu, timed, spin_s)) - base
     return _planted(gpu, timed, spin_s), {"fraction": plant.fraction, "spin_us": spin_s * 1e6,
                                           "achieved": got / base}
 
