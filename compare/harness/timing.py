@@ -406,10 +406,11 @@ class Batch:
     times_s: list = field(default_factory=list, repr=False)
 
 
-# A graph of about BATCH_TARGET_S of work: its own start cost (~10 us) is then < 1% of it.
-BATCH_TARGET_S = 2e-3
+# A graph of about BATCH_TARGET_S of work: its own GPU-side start (a few us) is then <= 0.5% of
+# it, and a row pays ~10 ms for its batch time (capture + BATCH_REPS + 1 replays).
+BATCH_TARGET_S = 1e-3
 BATCH_MAX_N = 200
-BATCH_REPS = 7
+BATCH_REPS = 5
 
 
 def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
