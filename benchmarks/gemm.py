@@ -20,23 +20,36 @@ prepare, NaN-poisoned check against float64, then ``compare.harness.timing.measu
   Higher is better. Its ``version`` carries a digest of the shape set: a different set is a
   different measurement.
 
-asv runs every point in a process of its own (torch import, CUDA context, compile, autotune:
-several seconds each), also the points that turn out n/a. Splitting the precisions keeps the
-fp32-only CUDA kernels off the tf32 points, which would otherwise be about half of all
-processes, each one a torch import for nothing.
+Where the work happens: each group (naive, tiled, split_k) and the sweep has ONE ``setup_cache``
+(asv runs it once per run, in one process, and hands its result to every benchmark sharing it):
+it measures every kernel x shape x precision of the group's classes and the cuBLAS baselines,
+each once, and the %-of-cuBLAS twins from those same rows. The asv process of each point only
+reads that result (no CUDA, no compile), and with ``launch_method: forkserver`` it is a fork of
+a process that imported the suite (torch, triton) already. So a commit costs 4 processes with
+a CUDA context instead of one per point (69 in the quick set), and no (kernel, problem) is
+measured twice. Points of a group share a process: a kernel that faults (a sticky CUDA error)
+fails the group's later points too, each saying so.
+
+``GEMM_BENCH_PHASES=FILE``: each setup_cache appends one JSON line of its phase times (process
+age, CUDA context, per row: prepare = compile/autotune/first launch, wall), each point one line
+(a timing log of the harness only: nothing measured changes). docs/asv.md, "Where the time goes".
 
 Outcomes: a wrong result or an error raises (asv records the point as failed, no number); a point
 the kernel can't run, a shape that doesn't fit the GPU, or no GPU raises NotImplementedError in
 setup (asv shows n/a). A kernel that faults (a sticky CUDA error: FAULT) fails its point like an
-error; one that gives no result within ``KERNEL_TIMEOUT_S`` (HUNG) ends the benchmark process at
-once (asv records a failure) instead of at asv's timeout. Every failed point leaves a note (kernel,
+error; one that gives no result within the worker's kernel timeout (HUNG, 120 s) is killed with
+its worker process and its group goes on in a fresh one (compare/ci/suite_cache.py measures a
+group through compare.harness.worker on a GPU). Every failed point leaves a note (kernel,
 FAULT / HUNG / FAILED / error, reason: compare/ci/failure_notes.py) that compare.ci.gate prints on
 the point's FAILING row.
 
 When a runner result carries the per-sample times (``Result.times_ms``), ``track_time`` hands
 them to asv as ``{"samples": [...], "number": 1}``; asv then records the median as the value and
-the 99% interval of the median and the quartiles as stats_* columns, which compare.ci.gate uses to
-tell a regression from noise. Otherwise it returns the median alone.
+the 99% interval of the median and the quartiles as stats_* columns (and, with
+--record-samples, the samples), which compare.ci.gate uses to tell a regression from noise.
+Otherwise it returns the median alone. The % of cuBLAS tracks hand asv per-sample % of cuBLAS
+the same way (compare.ci.suite_cache.pct_samples_of: each kernel sample against the same
+process's cuBLAS median; their median is the geometric mean).
 
 Environment variables select WHICH benchmarks exist (never what a kernel does):
 ``GEMM_BENCH_SET`` = quick | default | full (shapes per group; ``GEMM_BENCH_QUICK=1`` = quick),
@@ -55,13 +68,11 @@ if not _os.environ.get("ASV_ENV_TYPE"):
     _sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
 
 import hashlib as _hashlib
-import math as _math
-import threading as _threading
+import time as _time
 
 from compare.harness import registry as _registry
 from compare.harness.problem import PRECISIONS as _PRECISIONS
 from compare.harness.problem import parse_shape as _parse_shape
-from compare.harness.worker import DEFAULT_KERNEL_TIMEOUT_S as KERNEL_TIMEOUT_S
 
 # Bump a class's version only when what it measures changes (engine, problem definition):
 # asv keeps history across commits of one benchmark version only.
@@ -150,42 +161,16 @@ def _shape_text(shape) -> str:
     return "x".join(str(d) for d in shape)
 
 
-def _problem_or_na(kernel_name: str, shape: str, precision: str):
-    """(kernel, problem) for a point, or NotImplementedError saying why it is n/a. No GPU work."""
-    from compare.harness.inputs import gpu_available
-    from compare.harness.problem import Problem
-
-    if not gpu_available():
-        raise NotImplementedError("no CUDA GPU")
-    k = _registry.get(kernel_name)
-    problem = Problem(*_parse_shape(shape), precision=precision)
-    why = k.why_not(problem)
-    if why:
-        raise NotImplementedError(f"{kernel_name} can't run {shape} {precision}: {why}")
-    return k, problem
-
-
-def _precision_or_na(kernel_name: str, precision: str) -> None:
+def _precision_or_na(kernel_name: str, precision: str, check_gpu: bool = True) -> None:
     """n/a only without a GPU or without the precision: a kernel that refuses some shapes of a
     geometric mean's set fails (geomean_pct_cublas says which), it is not n/a."""
     from compare.harness.inputs import gpu_available
 
-    if not gpu_available():
+    if check_gpu and not gpu_available():
         raise NotImplementedError("no CUDA GPU")
     k = _registry.get(kernel_name)
     if precision not in k.precisions:
         raise NotImplementedError(f"{kernel_name} has no {precision} path (has {', '.join(k.precisions)})")
-
-
-def _fits_or_na(problem) -> None:
-    import torch
-
-    from compare.harness.inputs import check_fits
-    from compare.harness.problem import ProblemError
-    try:
-        check_fits(problem, torch.device("cuda"))
-    except ProblemError as exc:     # does not fit this GPU's memory
-        raise NotImplementedError(str(exc)) from None
 
 
 def _note_failure(point, kernel: str, status: str, reason: str) -> None:
@@ -200,53 +185,12 @@ def _note_failure(point, kernel: str, status: str, reason: str) -> None:
         print(f"warning: could not write the failure note: {exc}", file=_sys.stderr)
 
 
-def _ok_or_raise(r, point=None) -> None:
-    """A row that is not a measurement fails the benchmark (asv: failed, no number). ``point``
-    (benchmark name, params) is where the failure's note goes. An error that poisoned the CUDA
-    context is called FAULT, as python -m compare calls it."""
-    if r.status != "ok" or not r.median_ms:
-        from compare.harness.worker import sticky_cuda_error
-        status = "FAULT" if r.status == "error" and sticky_cuda_error(r.reason) else r.status
-        reason = r.reason or ("no time" if r.status == "ok" else "")
-        _note_failure(point, r.kernel, status, reason)
-        raise AssertionError(f"{r.kernel} {r.shape} {r.precision}: {status}: {reason}, not timed")
-    if r.throttled:
-        print(f"warning: {r.kernel} {r.shape} {r.precision}: GPU throttled while measuring "
-              f"({', '.join(r.throttle_reasons) or 'SM clock below 95% of max'})", file=_sys.stderr)
-
-
-class _Watchdog:
-    """One pair with no result within ``KERNEL_TIMEOUT_S``: note HUNG and end this process now
-    (asv records the point as failed) instead of holding the GPU until asv's timeout."""
-
-    def __init__(self, point=None, timeout_s: float = None):
-        self.point, self.timeout_s = point, timeout_s or KERNEL_TIMEOUT_S
-        self._timer = None
-
-    def arm(self, kernel, problem) -> None:
-        self.cancel()
-        self._timer = _threading.Timer(self.timeout_s, self._fire, (kernel.name, problem.shape, problem.precision))
-        self._timer.daemon = True
-        self._timer.start()
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _fire(self, kernel: str, shape: str, precision: str) -> None:
-        reason = f"no result within {self.timeout_s:g} s (compile + check + timing) at {shape} {precision}"
-        _note_failure(self.point, kernel, "HUNG", reason)
-        print(f"{kernel}: HUNG: {reason}; ending the benchmark process", file=_sys.stderr, flush=True)
-        _os._exit(1)
-
-
 def _point(bench, method: str, params) -> tuple[str, list]:
     """(asv's benchmark name, parameter values as text) of a point, as asv's result files name it."""
     return f"{__name__.rsplit('.', 1)[-1]}.{type(bench).__name__}.{method}", [str(p) for p in params]
 
 
-def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str], point=None) -> float:
+def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> float:
     """Geometric mean over ``shapes`` of the kernel's % of cuBLAS, both measured in this process
     through the one runner. Every shape must run: a geomean over a different set of shapes would
     not be comparable between commits."""
@@ -260,61 +204,125 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str], poin
         raise AssertionError(f"{kernel_name} can't run every shape of the set: {'; '.join(refused)}")
     cublas = _registry.get("cublas")
     pairs = runner.baseline_pairs([pair for p in problems for pair in ((cublas, p), (k, p))])
-    watchdog = _Watchdog(point)
-    try:
-        results = runner.run(pairs, progress=watchdog.arm)
-    finally:
-        watchdog.cancel()
-    pcts = []
-    for r in results:
-        _ok_or_raise(r, point)
-        if r.kernel == kernel_name:
-            if not r.pct_cublas or not _math.isfinite(r.pct_cublas):
-                raise AssertionError(f"{kernel_name} {r.shape} {precision}: no cuBLAS baseline")
-            pcts.append(r.pct_cublas)
-            print(f"{kernel_name} {r.shape} {precision}: {r.pct_cublas:.1f}% of cuBLAS", file=_sys.stderr)
-    return _math.exp(sum(_math.log(x) for x in pcts) / len(pcts))
+    return _pct_of(kernel_name, precision, [p.shape for p in problems], runner.run(pairs, batch=False))
+
+
+# ---------------------------------------------------------------------------- one process per group
+# asv's setup_cache runs once per key (the defining file and LINE of the function) and hands its
+# return value to every benchmark that shares the key. One function per group (and one for the
+# sweep), each on its own line: the group's time points, their % of cuBLAS twins and the cuBLAS
+# baselines are all measured in ONE process, each (kernel, problem) once; the per-point asv
+# processes only read the result (no CUDA, no compile). With launch_method forkserver (asv.conf.json)
+# those processes are forks of one that has imported the suite (torch, triton) already.
+
+from compare.ci import suite_cache as _suite_cache  # noqa: E402  (the measuring half of the suite)
+
+_T_MODULE = _time.perf_counter()
+_ok_or_raise, _fits_or_na, _pct_of = _suite_cache.ok_or_raise, _suite_cache.fits_or_na, _suite_cache.pct_of
+_phase_log, _process_age_s = _suite_cache.phase_log, _suite_cache.process_age_s
+measure_points = _suite_cache.measure_points
+
+
+def _group_cache(group: str) -> dict:
+    points, pct_sets = [], []
+    for _name, kernel_names, precs in suites(group):
+        points += [(k, s, p) for k in kernel_names for s in shapes(group) for p in precs]
+        pct_sets += [(k, p, tuple(shapes(group))) for k in kernel_names
+                     if _registry.get(k).family != "cublas" for p in precs]
+    return measure_points(points, pct_sets)
+
+
+def _sweep_cache() -> dict:
+    sweep = [_shape_text(s) for s in sweep_shapes()]
+    allowed = precisions()
+    pct_sets = [(k, p, tuple(sweep)) for family in SWEEP_CLASS_NAMES for k in sweep_kernels(family)
+                for p in allowed if p in _registry.get(k).precisions]
+    return measure_points([], pct_sets)
+
+
+# One function per key (asv keys a setup_cache by its line): keep each on a line of its own.
+def _cache_naive(self):
+    return _group_cache("naive")
+
+
+def _cache_tiled(self):
+    return _group_cache("tiled")
+
+
+def _cache_split_k(self):
+    return _group_cache("split_k")
+
+
+def _cache_sweep(self):
+    return _sweep_cache()
+
+
+SETUP_CACHES = {"naive": _cache_naive, "tiled": _cache_tiled, "split_k": _cache_split_k, "sweep": _cache_sweep}
+for _f in SETUP_CACHES.values():
+    _f.timeout = 1800       # a whole group: every kernel x shape x precision, compiles included
+
+
+def _pct_value(bench, method: str, cache, kernel: str, precision: str):
+    """A % of cuBLAS point's value; a failed one leaves its note (the first bad row's status and
+    reason) for the gate before asv records the failure."""
+    entry = cache["pct"][(kernel, precision)]
+    if isinstance(entry, dict) and entry.get("error"):
+        _note_failure(_point(bench, method, (kernel, precision)), kernel, entry["label"], entry["reason"])
+        raise AssertionError(entry["error"])
+    return _suite_cache.pct_track_value(entry)
+
+
+def _cache_na(cache) -> None:
+    if cache.get("na"):
+        raise NotImplementedError(cache["na"])
+
+
+def _point_log(what: str) -> None:
+    if _os.environ.get("GEMM_BENCH_PHASES"):
+        _phase_log({"kind": "point", "what": what, "pid": _os.getpid(), "process_age_s": _process_age_s(),
+                    "since_module_import_s": _time.perf_counter() - _T_MODULE})
 
 
 class _Common:
     """asv settings shared by the generated classes (leading underscore: asv does not collect it)."""
 
-    # One call per process: the engine samples adaptively by itself.
+    # One call per process: the engine samples adaptively by itself (in setup_cache).
     repeat = 1
     number = 1
     rounds = 1
     min_run_count = 1
     warmup_time = 0
-    # Whole process: imports, CUDA context, compile + autotune, check, up to ~2 s of samples per
-    # measurement.
-    timeout = 300
+    # A point only reads its group's setup_cache result.
+    timeout = 120
 
 
 class _GemmTrack(_Common):
-    """Time of one kernel x shape x precision point."""
+    """Time of one kernel x shape x precision point (measured in the group's setup_cache)."""
 
     unit = "seconds"
     param_names = ["kernel", "shape", "precision"]
 
-    def setup(self, kernel, shape, precision):
-        self._kernel, self._problem = _problem_or_na(kernel, shape, precision)
-        _fits_or_na(self._problem)
+    def setup(self, cache, kernel, shape, precision):
+        _cache_na(cache)
+        row = cache["rows"].get((kernel, shape, precision))
+        if row is None:
+            raise NotImplementedError(f"{kernel} {shape} {precision}: not measured")
+        if row["status"] == "na":
+            raise NotImplementedError(row["why"])
 
-    def track_time(self, kernel, shape, precision):
-        from compare.harness.runner import run_kernel
-
-        point = _point(self, "track_time", (kernel, shape, precision))
-        watchdog = _Watchdog(point)
-        watchdog.arm(self._kernel, self._problem)
-        try:
-            r = run_kernel(self._kernel, self._problem)
-        finally:
-            watchdog.cancel()
-        _ok_or_raise(r, point)
-        times_ms = getattr(r, "times_ms", None)
-        if times_ms:
-            return {"samples": [t / 1e3 for t in times_ms], "number": 1}
-        return r.median_ms / 1e3
+    def track_time(self, cache, kernel, shape, precision):
+        row = cache["rows"][(kernel, shape, precision)]
+        _point_log(f"{kernel} {shape} {precision}")
+        if row["status"] != "ok":
+            _note_failure(_point(self, "track_time", (kernel, shape, precision)), kernel, row.get("label", ""),
+                          row.get("reason", ""))
+            raise AssertionError(row["why"])
+        if row["throttled"]:
+            print(f"warning: {kernel} {shape} {precision}: GPU throttled while measuring "
+                  f"({', '.join(row['throttle_reasons']) or 'SM clock below 95% of max'})", file=_sys.stderr)
+        if row["times_s"]:
+            return {"samples": row["times_s"], "number": 1}
+        return row["median_s"]
 
 
 class _PctTrack(_Common):
@@ -322,13 +330,14 @@ class _PctTrack(_Common):
 
     unit = "% of cuBLAS"
     param_names = ["kernel", "precision"]
-    timeout = 600
 
-    def setup(self, kernel, precision):
-        _precision_or_na(kernel, precision)
+    def setup(self, cache, kernel, precision):
+        _cache_na(cache)                               # (no GPU: said by the cache)
+        _precision_or_na(kernel, precision, check_gpu=False)
 
-    def track_pct_cublas(self, kernel, precision):
-        return geomean_pct_cublas(kernel, precision, self.shapes, _point(self, "track_pct_cublas", (kernel, precision)))
+    def track_pct_cublas(self, cache, kernel, precision):
+        _point_log(f"{kernel} {precision} pct")
+        return _pct_value(self, "track_pct_cublas", cache, kernel, precision)
 
 
 class _SweepTrack(_Common):
@@ -336,14 +345,14 @@ class _SweepTrack(_Common):
 
     unit = "% of cuBLAS"
     param_names = ["kernel", "precision"]
-    timeout = 900
 
-    def setup(self, kernel, precision):
-        _precision_or_na(kernel, precision)
+    def setup(self, cache, kernel, precision):
+        _cache_na(cache)                               # (no GPU: said by the cache)
+        _precision_or_na(kernel, precision, check_gpu=False)
 
-    def track_geomean_pct_cublas(self, kernel, precision):
-        return geomean_pct_cublas(kernel, precision, self.shapes,
-                                  _point(self, "track_geomean_pct_cublas", (kernel, precision)))
+    def track_geomean_pct_cublas(self, cache, kernel, precision):
+        _point_log(f"{kernel} {precision} sweep")
+        return _pct_value(self, "track_geomean_pct_cublas", cache, kernel, precision)
 
 
 def _digest(shapes) -> str:
@@ -360,6 +369,7 @@ def _make_classes() -> dict:
                 "group": group,
                 "params": [kernel_names, shapes(group), precs],
                 "version": VERSION,
+                "setup_cache": SETUP_CACHES[group],
             })
             pct_kernels = [k for k in kernel_names if _registry.get(k).family != "cublas"]
             if pct_kernels:
@@ -371,6 +381,7 @@ def _make_classes() -> dict:
                     "shapes": shapes(group),
                     "params": [pct_kernels, precs],
                     "version": VERSION,
+                    "setup_cache": SETUP_CACHES[group],
                 })
     sweep = [_shape_text(s) for s in sweep_shapes()]
     allowed = precisions()
@@ -385,6 +396,7 @@ def _make_classes() -> dict:
                 "group": "sweep",
                 "shapes": sweep,
                 "params": [ks, precs],
+                "setup_cache": SETUP_CACHES["sweep"],
                 # A different shape set is a different measurement: asv keeps history per version.
                 "version": f"{VERSION}-{_digest(sweep)}",
             })
@@ -416,7 +428,9 @@ def _main() -> None:
         grid = " ".join(f"{pn}s={','.join(map(str, pv))}" for pn, pv in zip(cls.param_names, cls.params))
         extra = f" shapes={','.join(cls.shapes)}" if "shape" not in cls.param_names else ""
         print(f"{name:26s} {n:3d} processes: {grid}{extra}")
-    print(f"total {total} processes (one per point; each imports torch and makes a CUDA context)")
+    caches = {getattr(c.setup_cache, "__name__", "") for c in _CLASSES.values()}
+    print(f"total {total} points: each a light asv process reading its group's setup_cache; "
+          f"{len(caches)} setup_cache processes do the GPU work (imports, CUDA context, compile, check, sampling)")
 
 
 if __name__ == "__main__":

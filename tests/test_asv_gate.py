@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from compare.ci import gate
+from compare.ci import gate, robust
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "asv")
@@ -116,7 +116,7 @@ def test_one_point_1_5x_slower_fails(tmp_path, capsys):
     rd = _write_results(tmp_path, h)
     assert _gate(rd) == 1
     out = capsys.readouterr().out
-    assert "SLOW (> x1.1)" in out and "1.500" in out and "GATE FAILED: 1 of" in out
+    assert f"SLOW (> x{robust.DEFAULT_FACTOR:g})" in out and "1.500" in out and "GATE FAILED: 1 of" in out
 
 
 def test_factor_flag_is_honored(tmp_path):
@@ -132,10 +132,10 @@ def test_factor_flag_is_honored(tmp_path):
 def test_small_slowdown_within_default_factor_passes(tmp_path):
     h = _head_copy()
     p = POINTS[0]
-    _set(h, p, _get(h, p) * 1.05)
+    _set(h, p, _get(h, p) * (1 + (robust.DEFAULT_FACTOR - 1) / 2))
     rd = _write_results(tmp_path, h)
     assert _gate(rd) == 0
-    assert _gate(rd, "--factor", "1.04") == 1
+    assert _gate(rd, "--factor", str(1 + (robust.DEFAULT_FACTOR - 1) / 4)) == 1
 
 
 def test_faster_passes(tmp_path, capsys):
@@ -375,13 +375,13 @@ def test_slow_needs_separated_intervals(tmp_path, capsys):
     b = _with_ci(BASE, 0.01)
     rd = _write_results(tmp_path, _with_ci(_slowed(BASE, 1.5), 0.01), base=b)
     assert _gate(rd) == 1
-    assert "SLOW (> x1.1)" in capsys.readouterr().out
+    assert f"SLOW (> x{robust.DEFAULT_FACTOR:g})" in capsys.readouterr().out
 
 
 def test_overlapping_intervals_are_ambiguous_not_slow(tmp_path, capsys):
     b = _with_ci(BASE, 0.08)
     rd = _write_results(tmp_path, _with_ci(_slowed(BASE, 1.15), 0.08), base=b)
-    assert _gate(rd) == 1
+    assert _gate(rd, "--factor", "1.10") == 1
     out = capsys.readouterr().out
     assert "AMBIGUOUS" in out and "intervals overlap" in out and "SLOW (" not in out
 
@@ -477,3 +477,121 @@ def test_a_point_failing_without_a_note_is_still_failing(tmp_path, capsys):
     os.makedirs(os.path.join(rd, "failures"))          # the notes folder is not a machine
     assert _gate(rd) == 1
     assert "FAILING on head" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- sample distributions
+# compare.ci.robust: the verdict from both sides' raw samples (asv run --record-samples).
+
+import random  # noqa: E402
+
+
+def _dist(center, rel_noise, n=200, seed=0):
+    """GPU-like times: a normal core of rel_noise, plus a slow tail (5% of samples 2-10% slower)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        x = center * (1 + rel_noise * rng.gauss(0, 1))
+        if rng.random() < 0.05:
+            x *= 1 + rng.uniform(0.02, 0.10)
+        out.append(x)
+    return out
+
+
+def test_a_3pct_shift_with_0_3pct_noise_is_slow():
+    v = robust.compare_samples(_dist(1e-4, 0.003, seed=1), _dist(1.03e-4, 0.003, seed=2))
+    assert v.word == "SLOW" and v.slowdown == pytest.approx(1.03, abs=0.003)
+    # and the mirror image is FAST
+    assert robust.compare_samples(_dist(1.03e-4, 0.003, seed=1), _dist(1e-4, 0.003, seed=2)).word == "FAST"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_equal_distributions_are_same(seed):
+    v = robust.compare_samples(_dist(1e-4, 0.003, seed=seed), _dist(1e-4, 0.003, seed=100 + seed))
+    assert v.word == "SAME" and abs(v.slowdown - 1) < 0.005
+
+
+def test_overlapping_wide_distributions_are_ambiguous():
+    # 4% apart but 5% noise: past the factor, yet the sample ranges overlap
+    v = robust.compare_samples(_dist(1e-4, 0.05, seed=3), _dist(1.04e-4, 0.05, seed=4))
+    assert v.word == "AMBIGUOUS" and "overlap" in v.why
+    # equal but so noisy (few samples) that a 2% change could hide: ambiguous, not SAME
+    few = _dist(1e-4, 0.05, n=12, seed=5)
+    v = robust.compare_samples(few, list(reversed(few)))
+    assert v.slowdown == 1 and v.word == "AMBIGUOUS" and "noise" in v.why
+
+
+def test_a_shift_inside_the_factor_is_same_even_when_the_ranges_are_apart():
+    # 1% apart with 0.1% noise: a real difference, but below what the gate is asked to see
+    v = robust.compare_samples(_dist(1e-4, 0.001, seed=7), _dist(1.01e-4, 0.001, seed=8))
+    assert v.word == "SAME"
+    assert robust.compare_samples(_dist(1e-4, 0.001, seed=7), _dist(1.01e-4, 0.001, seed=8), factor=1.005).word == "SLOW"
+
+
+def test_too_few_samples_give_no_distribution_verdict():
+    assert robust.compare_samples([1.0, 1.0, 1.0], _dist(1.0, 0.01)) is None
+    with pytest.raises(ValueError):
+        robust.compare_samples(_dist(1.0, 0.01), _dist(1.0, 0.01), factor=1.0)
+
+
+def _with_samples(data: dict, point, samples) -> dict:
+    """Record ``samples`` for one point (and its median as the value, as asv does)."""
+    import statistics
+    d = copy.deepcopy(data)
+    name, j = point
+    row = d["results"][name]
+    i_s = COLS.index("samples")
+    while len(row) <= i_s:
+        row.append(None)
+    if not isinstance(row[i_s], list):
+        row[i_s] = [None] * len(row[I_RES])
+    row[i_s][j] = samples
+    row[I_RES][j] = statistics.median(samples)
+    return d
+
+
+def test_gate_uses_recorded_samples(tmp_path, capsys):
+    p = POINTS[0]
+    base = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=1))
+    head = _with_samples(_head_copy(), p, _dist(1.03e-4, 0.003, seed=2))
+    rd = _write_results(tmp_path, head, base=base)
+    assert _gate(rd) == 1
+    out = capsys.readouterr().out
+    assert "SLOW (> x1.02, head's fastest sample" in out
+    # A/A: same distribution, other seed -> SAME, passes
+    head = _with_samples(_head_copy(), p, _dist(1e-4, 0.003, seed=9))
+    rd2 = _write_results(tmp_path / "aa", head, base=base)
+    assert _gate(rd2) == 0
+
+
+def test_gate_ignores_samples_that_are_not_the_values_own(tmp_path, capsys):
+    # a value edited after the run (stale samples): the summary statistics decide, not the samples
+    p = POINTS[0]
+    base = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=1))
+    head = _with_samples(_head_copy(), p, _dist(1e-4, 0.003, seed=2))
+    _set(head, p, 2e-4)
+    rd = _write_results(tmp_path, head, base=base)
+    assert _gate(rd) == 1
+    assert "SLOW (> x1.02)" in capsys.readouterr().out
+
+
+def test_gate_compares_pct_of_cublas_samples_higher_is_better(tmp_path, capsys):
+    """% of cuBLAS points with samples: a 3% lower % (a 3% slower kernel against the same
+    process's cuBLAS) is SLOW, a 3% higher one FAST."""
+    pct_name = "gemm.SplitKPctCublas.track_pct_cublas"
+    base, head = copy.deepcopy(BASE), _head_copy()
+    for d, center, seed in ((base, 80.0, 1), (head, 80.0 / 1.03, 2)):
+        d["results"][pct_name] = [None] * len(COLS)
+        row = d["results"][pct_name]
+        row[I_PAR] = [["'triton.split_k'"], ["'fp32'"]]
+        row[I_VER] = "1"
+        # from time-like samples, as the suite makes them: pct_i = pct x median / t_i
+        row[COLS.index("samples")] = [[center / x for x in _dist(1.0, 0.003, seed=seed)]]
+        import statistics
+        row[I_RES] = [statistics.median(row[COLS.index("samples")][0])]
+    rd = _write_results(tmp_path, head, base=base)
+    assert _gate(rd, "--bench", "PctCublas") == 1
+    out = capsys.readouterr().out
+    assert "SLOW (> x1.02" in out and "1.030" in out
+    rd2 = _write_results(tmp_path / "fast", dict(base, commit_hash=HEAD_SHA), base=dict(head, commit_hash=BASE["commit_hash"]))
+    assert _gate(rd2, "--bench", "PctCublas") == 0
+    assert "FAST" in capsys.readouterr().out

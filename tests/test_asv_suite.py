@@ -147,8 +147,9 @@ def test_shape_sets(monkeypatch):
 def test_setup_without_gpu_is_not_implemented(monkeypatch):
     gemm = _suite(monkeypatch)
     for c in _classes(gemm).values():
+        cache = c().setup_cache()           # on a box without a GPU: returns at once
         with pytest.raises(NotImplementedError, match="no CUDA GPU"):
-            c().setup(*[p[0] for p in c.params])
+            c().setup(cache, *[p[0] for p in c.params])
 
 
 def test_plan_counts_processes(monkeypatch, capsys):
@@ -176,7 +177,9 @@ def test_asv_conf():
     with open(os.path.join(ROOT, "asv.conf.json"), encoding="utf-8") as f:
         conf = json.load(f)
     assert conf["repo"] == "." and conf["branches"] == ["main"]
-    assert conf["environment_type"] == "virtualenv" and conf["launch_method"] == "spawn"
+    # forkserver: every benchmark process is a fork of one that imported the suite (torch, triton)
+    # once; CUDA is first touched after the fork (tests: no module-level CUDA call)
+    assert conf["environment_type"] == "virtualenv" and conf["launch_method"] == "forkserver"
     assert (conf["results_dir"], conf["html_dir"], conf["env_dir"], conf["benchmark_dir"]) == \
         (".asv/results", ".asv/html", ".asv/env", "benchmarks")
     assert any("[cuda12]" in c for c in conf["install_command"])
@@ -235,18 +238,23 @@ def test_setup_and_track_glue_on_cpu(monkeypatch, cpu_gpu):
     a wrong one fails before any timing, an unsupported point is n/a."""
     gemm = _suite(monkeypatch)
     cls = next(iter(_group_classes(gemm, "naive")))
+    point = [("fake", "64x48x32", "fp32"), ("fake", "64x48x32", "tf32")]
     for wrong in (False, True):
-        monkeypatch.setattr(gemm._registry, "get", lambda name, w=wrong: _fake_kernel(w))
+        kernels = {"fake": _fake_kernel(wrong), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+        monkeypatch.setattr(gemm._registry, "get", lambda name, k=kernels: k[name])
+        cpu_gpu.clear()
+        cache = gemm.measure_points(point, [])
         b = cls()
-        b.setup("fake", "64x48x32", "fp32")
+        b.setup(cache, "fake", "64x48x32", "fp32")
         if wrong:
             with pytest.raises(AssertionError, match="FAILED"):
-                b.track_time("fake", "64x48x32", "fp32")
+                b.track_time(cache, "fake", "64x48x32", "fp32")
+            assert cpu_gpu == [1e-3]             # the wrong kernel was never timed (cuBLAS was)
             continue
-        assert b.track_time("fake", "64x48x32", "fp32") == pytest.approx(1.25e-3)
-    assert cpu_gpu == [1.25e-3]                  # the wrong kernel was never timed
-    with pytest.raises(NotImplementedError, match="tf32"):
-        cls().setup("fake", "64x48x32", "tf32")
+        assert b.track_time(cache, "fake", "64x48x32", "fp32") == pytest.approx(1.25e-3)
+        assert sorted(cpu_gpu) == [1e-3, 1.25e-3]   # each (kernel, problem) measured once
+        with pytest.raises(NotImplementedError, match="tf32"):
+            cls().setup(cache, "fake", "64x48x32", "tf32")
 
 
 def test_track_time_hands_samples_to_asv_when_the_runner_has_them(monkeypatch, cpu_gpu):
@@ -260,11 +268,12 @@ def test_track_time_hands_samples_to_asv_when_the_runner_has_them(monkeypatch, c
         r.times_ms = [1.0, 1.1, 1.2]
         return r
     monkeypatch.setattr(runner_mod, "run_kernel", with_times)
-    monkeypatch.setattr(gemm._registry, "get", lambda name: _fake_kernel())
+    monkeypatch.setattr(gemm._registry, "get", lambda name: _fake_kernel(name=name))
     cls = next(iter(_group_classes(gemm, "naive")))
+    cache = gemm.measure_points([("fake", "64x48x32", "fp32")], [])
     b = cls()
-    b.setup("fake", "64x48x32", "fp32")
-    assert b.track_time("fake", "64x48x32", "fp32") == {"samples": [1e-3, 1.1e-3, 1.2e-3], "number": 1}
+    b.setup(cache, "fake", "64x48x32", "fp32")
+    assert b.track_time(cache, "fake", "64x48x32", "fp32") == {"samples": [1e-3, 1.1e-3, 1.2e-3], "number": 1}
 
 
 def test_geomean_pct_cublas_through_the_runner(monkeypatch, cpu_gpu):
@@ -282,7 +291,7 @@ def test_geomean_pct_cublas_through_the_runner(monkeypatch, cpu_gpu):
         gemm.geomean_pct_cublas("wrong", "fp32", ["32x16x8"])
     pct = next(c for c in _pct_classes(gemm) if c.group == "naive")
     with pytest.raises(NotImplementedError, match="no tf32 path"):
-        pct().setup("fake", "tf32")
+        pct().setup({"na": None}, "fake", "tf32")
 
 
 def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
@@ -305,8 +314,9 @@ def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "m"], cwd=repo, env=env,
                    check=True, capture_output=True)
-    p = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--set-commit-hash", sha,
-                        "--machine", "m"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--record-samples",
+                        "--set-commit-hash", sha, "--machine", "m"],
+                       cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     from compare.ci import asv_results
     files, warnings = asv_results.scan(str(repo / "results" / "m"))
@@ -315,6 +325,9 @@ def test_asv_records_spread_for_a_track_returning_samples(tmp_path):
     assert point.value == 5.0
     assert point.quartiles == (3.0, 7.0)
     assert point.ci is not None and point.ci[0] < 5.0 < point.ci[1]
+    # --record-samples (as compare.ci.history runs asv): the raw samples, for the gate's
+    # distribution comparison (compare.ci.robust)
+    assert point.samples == tuple(float(x) for x in range(1, 10))
 
 
 def test_docs_name_only_generated_classes(monkeypatch):
@@ -350,47 +363,75 @@ def test_a_faulting_point_fails_and_leaves_a_note_for_the_gate(monkeypatch, cpu_
     from compare.ci import failure_notes
     results_dir, commit = _asv_env(monkeypatch, tmp_path)
     gemm = _suite(monkeypatch)
-    monkeypatch.setattr(gemm._registry, "get", lambda name: _sticky_kernel())
+    kernels = {"faulty": _sticky_kernel(), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    cache = gemm.measure_points([("faulty", "64x48x32", "fp32")], [])
     cls = next(iter(_group_classes(gemm, "naive")))
-    b = cls()
-    b.setup("faulty", "64x48x32", "fp32")
-    with pytest.raises(AssertionError, match="FAULT: RuntimeError: CUDA error: an illegal memory access"):
-        b.track_time("faulty", "64x48x32", "fp32")
+    with pytest.raises(AssertionError, match="an illegal memory access"):
+        cls().track_time(cache, "faulty", "64x48x32", "fp32")
     notes = failure_notes.read(results_dir, commit)
     note = notes[(f"gemm.{cls.__name__}.track_time", ("faulty", "64x48x32", "fp32"))]
     assert note["kernel"] == "faulty" and note["status"] == "FAULT" and "illegal memory access" in note["reason"]
-    assert cpu_gpu == []      # never timed
+    assert cpu_gpu == [1e-3]      # cuBLAS timed, the faulty kernel never
 
 
 def test_no_note_outside_asv(monkeypatch, cpu_gpu, tmp_path):
     monkeypatch.delenv("ASV_COMMIT", raising=False)
     monkeypatch.chdir(tmp_path)
     gemm = _suite(monkeypatch)
-    monkeypatch.setattr(gemm._registry, "get", lambda name: _sticky_kernel())
-    b = next(iter(_group_classes(gemm, "naive")))()
-    b.setup("faulty", "64x48x32", "fp32")
-    with pytest.raises(AssertionError, match="FAULT"):
-        b.track_time("faulty", "64x48x32", "fp32")
+    kernels = {"faulty": _sticky_kernel(), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    cache = gemm.measure_points([("faulty", "64x48x32", "fp32")], [])
+    with pytest.raises(AssertionError, match="illegal memory access"):
+        next(iter(_group_classes(gemm, "naive")))().track_time(cache, "faulty", "64x48x32", "fp32")
     assert os.listdir(tmp_path) == []
 
 
-def test_a_hanging_point_ends_its_process_with_a_hung_note(tmp_path):
-    """The watchdog: past the kernel timeout the benchmark process exits (asv: failed) at once,
-    leaving a HUNG note, instead of holding the GPU until asv's own timeout."""
-    from compare.ci import failure_notes
-    commit = "abcdef0123" * 4
-    (tmp_path / "asv.conf.json").write_text('{"results_dir": "res"}')
-    code = (
-        "import time, benchmarks.gemm as g\n"
-        "from compare.harness.problem import Problem\n"
-        "from compare.harness.registry import Kernel\n"
-        "k = Kernel(name='spins', family='cuda', stage='naive', precisions=('fp32',), prepare=None)\n"
-        "w = g._Watchdog(('gemm.Naive.track_time', ['spins', '64', 'fp32']), timeout_s=0.5)\n"
-        "w.arm(k, Problem(64, 64, 64))\n"
-        "time.sleep(60)\n"
-    )
-    env = dict(os.environ, ASV_CONF_DIR=str(tmp_path), ASV_COMMIT=commit, PYTHONPATH=ROOT)
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "spins: HUNG: no result within 0.5 s" in p.stderr
-    note = failure_notes.read(str(tmp_path / "res"), commit)[("gemm.Naive.track_time", ("spins", "64", "fp32"))]
-    assert note["status"] == "HUNG" and "64x64x64 fp32" in note["reason"]
+def test_time_and_pct_twins_share_one_measurement(monkeypatch, cpu_gpu):
+    """A group's setup_cache measures each (kernel, problem) once; the time point and its % of
+    cuBLAS twin both read that one measurement."""
+    gemm = _suite(monkeypatch)
+    kernels = {"fake": _fake_kernel(seconds=2e-3), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    shapes = ("32x16x8", "48x32x40")
+    cache = gemm.measure_points([("fake", s, "fp32") for s in shapes] + [("cublas", s, "fp32") for s in shapes],
+                                [("fake", "fp32", shapes)])
+    assert sorted(cpu_gpu) == [1e-3, 1e-3, 2e-3, 2e-3]
+    time_cls = next(iter(_group_classes(gemm, "naive")))
+    pct_cls = next(c for c in _pct_classes(gemm) if c.group == "naive")
+    assert time_cls().track_time(cache, "fake", shapes[0], "fp32") == pytest.approx(2e-3)
+    assert pct_cls().track_pct_cublas(cache, "fake", "fp32") == pytest.approx(50.0)
+
+
+def test_one_setup_cache_per_group_and_one_for_the_sweep(monkeypatch):
+    from asv_runner.benchmarks._base import get_setup_cache_key
+    gemm = _suite(monkeypatch)
+    keys = {}
+    for name, c in _classes(gemm).items():
+        keys.setdefault(c.group, set()).add(get_setup_cache_key(c.setup_cache))
+    assert all(len(k) == 1 for k in keys.values()), keys          # a group's classes share one
+    flat = [next(iter(k)) for k in keys.values()]
+    assert len(set(flat)) == len(flat)                             # groups don't
+
+
+def test_pct_track_hands_asv_per_sample_pcts_whose_median_is_the_value(monkeypatch, cpu_gpu):
+    import compare.harness.runner as runner_mod
+
+    gemm = _suite(monkeypatch)
+    real = runner_mod.run_kernel
+
+    def with_times(k, p, **kw):
+        r = real(k, p, **kw)
+        if k.family != "cublas":
+            r.times_ms = [r.median_ms * f for f in (0.99, 1.0, 1.01, 1.02, 0.98)]
+        return r
+    monkeypatch.setattr(runner_mod, "run_kernel", with_times)
+    kernels = {"fake": _fake_kernel(seconds=2e-3), "cublas": _fake_kernel(name="cublas", family="cublas", seconds=1e-3)}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+    cache = gemm.measure_points([], [("fake", "fp32", ("32x16x8",))])
+    pct_cls = next(c for c in _pct_classes(gemm) if c.group == "naive")
+    got = pct_cls().track_pct_cublas(cache, "fake", "fp32")
+    assert got["number"] == 1 and len(got["samples"]) == 5
+    assert sorted(got["samples"])[2] == pytest.approx(50.0)          # the median is the value
+    assert max(got["samples"]) == pytest.approx(50.0 / 0.98)        # a fast sample is a higher %
+    assert cache["pct"][("fake", "fp32")]["value"] == pytest.approx(50.0)

@@ -99,6 +99,15 @@ class FakeGPU:
         self.captured += 1
         return FakeLaunch(self, launch.kernel_s, dispatch_s=3e-6)
 
+    def capture_many(self, launch, n):
+        """One graph of n launches: the host enqueues it once (3 us), the GPU runs n kernels
+        back to back. A launch that syncs can't be captured (as torch raises)."""
+        if launch.syncs:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        self.captured += 1
+        self.batch_n = n
+        return FakeLaunch(self, launch.kernel_s * n, dispatch_s=3e-6)
+
 
 class FakeLaunch:
     """A kernel of ``kernel_s`` (times 1 + ``jitter`` * N(0,1)) that the host takes ``dispatch_s``
@@ -227,3 +236,107 @@ def test_measurement_says_how_it_was_taken():
     gpu = FakeGPU()
     d = _run(gpu, FakeLaunch(gpu, 10e-6), max_samples=10, target_noise=0).as_dict()
     assert {"method", "hold_us", "hold_failures", "dispatch_us"} <= set(d) and "times_s" not in d
+
+
+# ---------------------------------------------------------------------------- batch time
+
+
+def test_batch_time_is_the_gpu_time_per_launch_not_the_launch_path():
+    # a 16 us kernel behind a 40 us Python launch path: back-to-back launches from the host would
+    # read ~40 us each; one graph of n launches reads the kernel's 16 us.
+    gpu = FakeGPU()
+    launch = FakeLaunch(gpu, 16e-6, dispatch_s=40e-6)
+    host_loop = gpu.host
+    for _ in range(50):
+        launch()
+    gpu.synchronize()
+    assert (gpu.host - host_loop) / 50 >= 40e-6          # what a host loop would measure
+    b = timing.measure_batch(launch, 16e-6, gpu=gpu)
+    assert b.per_launch_s == pytest.approx(16e-6, rel=1e-9)
+    assert b.n == math.ceil(timing.BATCH_TARGET_S / 16e-6) == gpu.batch_n and b.method == f"graph x{b.n}"
+    assert len(b.times_s) == b.reps == timing.BATCH_REPS
+
+
+def test_batch_size_is_bounded():
+    gpu = FakeGPU()
+    assert timing.measure_batch(FakeLaunch(gpu, 1e-9), 1e-9, gpu=gpu).n == timing.BATCH_MAX_N
+    gpu = FakeGPU()
+    assert timing.measure_batch(FakeLaunch(gpu, 0.5), 0.5, gpu=gpu).n == 1
+
+
+def test_batch_of_an_uncapturable_launch_is_na_with_the_reason():
+    gpu = FakeGPU()
+    b = timing.measure_batch(FakeLaunch(gpu, 10e-6, syncs=True), 10e-6, gpu=gpu)
+    assert b.per_launch_s is None and b.method.startswith("n/a: not capturable") and "capturing" in b.method
+    assert timing.measure_batch(FakeLaunch(gpu, 10e-6), None, gpu=gpu).method.startswith("n/a")
+
+
+def test_runner_rows_carry_cold_batch_and_host_times(monkeypatch):
+    from compare.harness import runner
+
+    gpu = FakeGPU()
+    launch = FakeLaunch(gpu, 20e-6, dispatch_s=30e-6)
+    r = runner._base(type("K", (), {"name": "k", "family": "triton", "stage": "s", "group": "g",
+                                    "variant": ""})(),
+                     runner.Problem(64, 64, 64), runner.OK)
+    problem = runner.Problem(64, 64, 64)
+    monkeypatch.setattr(runner.gpuinfo, "environment", lambda: type("E", (), {"fp32_peak_tflops": None})())
+    inputs = type("I", (), {"reset_c": staticmethod(lambda: None)})()
+    runner._measure_into(r, problem, inputs, launch, {"gpu": gpu, "warmup_s": 0.0, "max_samples": 10})
+    runner._batch_into(r, launch, {"gpu": gpu})
+    assert r.median_ms == pytest.approx(0.02, rel=1e-6) and r.batch_ms == pytest.approx(0.02, rel=1e-6)
+    assert r.batch_method.startswith("graph x") and r.host_launch_us == pytest.approx(30.0)
+    cub = runner.Result(**{**r.__dict__, "kernel": "cublas", "family": "cublas"})
+    cub.batch_ms, cub.tflops = 0.01, r.tflops * 2
+    runner.fill_pct_cublas([cub, r])
+    assert r.pct_cublas == pytest.approx(50.0) and r.pct_cublas_batch == pytest.approx(50.0)
+    # a launch that can't be captured keeps its cold time and says why it has no batch time
+    r2 = runner.Result(**r.__dict__)
+    runner._batch_into(r2, FakeLaunch(gpu, 20e-6, syncs=True), {"gpu": gpu})
+    assert r2.batch_ms is None and r2.batch_method.startswith("n/a") and r2.median_ms
+
+
+# ---------------------------------------------------------------------------- planted slowdown
+
+
+@pytest.mark.parametrize("fraction", [0.03, 0.10])
+def test_plant_slows_the_timed_launch_by_the_asked_fraction(fraction):
+    gpu = FakeGPU()
+    m0 = _run(gpu, FakeLaunch(gpu, 100e-6), max_samples=20, target_noise=0)
+    gpu = FakeGPU()
+    m = _run(gpu, FakeLaunch(gpu, 100e-6), max_samples=20, target_noise=0, plant=timing.Plant(fraction))
+    assert m.median_s / m0.median_s - 1 == pytest.approx(fraction, rel=0.02)
+    assert m.planted["fraction"] == fraction and m.planted["achieved"] == pytest.approx(fraction, rel=0.02)
+    assert m0.planted is None
+
+
+def test_plant_is_corrected_for_a_spin_that_runs_short():
+    # a spin that lasts half of what is asked: the fitted length is twice the asked one
+    gpu = FakeGPU(hold_scale=0.5)
+    m = _run(gpu, FakeLaunch(gpu, 100e-6), max_samples=20, target_noise=0, plant=timing.Plant(0.03))
+    assert m.planted["achieved"] == pytest.approx(0.03, rel=0.02)
+    assert m.planted["spin_us"] == pytest.approx(2 * 3.0, rel=0.02)
+
+
+def test_plant_is_corrected_for_the_spins_own_launch_cost():
+    # every spin costs 2 us more than its length (its launch): a 3% plant of a 100 us kernel is
+    # a 1 us spin, not 3 us
+    class SpinWithLaunchCost(FakeGPU):
+        def hold(self, seconds):
+            self.holds.append(seconds)
+            self.host_work(self.enqueue_s)
+            self.enqueue(seconds + (2e-6 if self.sampling_started is not None and seconds < 1e-5 else 0.0))
+    gpu = SpinWithLaunchCost()
+    m = _run(gpu, FakeLaunch(gpu, 100e-6), max_samples=20, target_noise=0, plant=timing.Plant(0.03))
+    assert m.planted["achieved"] == pytest.approx(0.03, rel=0.02)
+    assert m.planted["spin_us"] == pytest.approx(1.0, rel=0.05)
+
+
+@pytest.mark.parametrize("plant", [0.03, timing.Plant.__new__(timing.Plant)])
+def test_plant_only_as_a_plant_object_with_a_held_method(plant):
+    gpu = FakeGPU()
+    with pytest.raises((UsageError, AttributeError)):
+        _run(gpu, FakeLaunch(gpu, 10e-6), plant=plant, method="events" if not isinstance(plant, float) else "hold")
+    for bad in (0, -0.1, 2.0, float("nan")):
+        with pytest.raises(UsageError):
+            timing.Plant(bad)

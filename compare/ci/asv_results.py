@@ -74,6 +74,15 @@ class Point:
     value: Optional[float]                       # float (maybe NaN/inf/<=0) or None (failed)
     ci: Optional[tuple[float, float]] = None     # 99% interval of the median (stats_ci_99_a/b)
     quartiles: Optional[tuple[float, float]] = None  # stats_q_25, stats_q_75
+    # The raw samples, where asv recorded them (asv run --record-samples): the gate then compares
+    # the two distributions (compare.ci.robust).
+    samples: Optional[tuple] = None
+
+
+def _samples_of(v) -> Optional[tuple]:
+    if isinstance(v, list) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        return tuple(float(x) for x in v)
+    return None
 
 
 def _param_text(v) -> str:
@@ -130,12 +139,14 @@ def points_of(data: dict, where: str = "result file") -> dict:
         n = len(combos)
         result = _per_point(_column(row, cols, "result"), n, w)
         stats = {c: _per_point(_column(row, cols, c), n, f"{w} {c}") for c in STATS_COLUMNS[:4]}
+        raw = _column(row, cols, "samples") if "samples" in cols else None
+        samples = raw if isinstance(raw, list) and len(raw) == n else [None] * n
         for j, combo in enumerate(combos):
             v = _as_float(result[j], w)
             ci_a, ci_b, q25, q75 = (_as_float(stats[c][j], f"{w} {c}") for c in STATS_COLUMNS[:4])
             ci = (ci_a, ci_b) if ci_a is not None and ci_b is not None else None
             q = (q25, q75) if q25 is not None and q75 is not None else None
-            out[(name, tuple(_param_text(p) for p in combo))] = Point(v, ci, q)
+            out[(name, tuple(_param_text(p) for p in combo))] = Point(v, ci, q, _samples_of(samples[j]))
     return out
 
 
@@ -223,8 +234,9 @@ def _expand(value, n: int) -> list:
 
 
 def _take_point(dst_row: list, src_row: list, cols: list, j: int, n: int) -> None:
-    """Copy point ``j``'s value and statistics from ``src_row`` into ``dst_row`` (in place)."""
-    for col in ("result",) + STATS_COLUMNS:
+    """Copy point ``j``'s value, statistics and raw samples from ``src_row`` into ``dst_row`` (in
+    place): the gate compares samples only when they are the value's own."""
+    for col in ("result",) + STATS_COLUMNS + ("samples",):
         if col not in cols:
             continue
         i = cols.index(col)

@@ -1,6 +1,6 @@
 """Regression gate over asv result files: did HEAD make anything slower than BASE? Works offline.
 
-    python -m compare.ci.gate --base <sha> --head <sha> [--factor 1.10] [--results-dir .asv/results]
+    python -m compare.ci.gate --base <sha> --head <sha> [--factor 1.02] [--results-dir .asv/results]
                            [--machine NAME] [--env NAME] [--failures-only] [--bench REGEX ...]
                            [--summary FILE]
 
@@ -11,7 +11,11 @@ compares every benchmark x parameter point. Times are lower-is-better; a % of cu
 slower machine or clock cancels out) is higher-is-better. ``slowdown`` is head/base for a time
 and base/head for a %, so > 1 is always worse.
 
-Verdicts (nvbench's compare labels, plus the ways a head can lose a number):
+Verdicts (nvbench's compare labels, plus the ways a head can lose a number). Where asv recorded
+both sides' raw samples (``asv run --record-samples``, as compare.ci.history runs it), the two
+distributions are compared as nvbench's robust comparison does (compare.ci.robust: SLOW/FAST
+only past the factor AND with a clear gap between the sample ranges, AMBIGUOUS when they
+overlap or the medians are too noisy for the factor). Otherwise, from asv's summary statistics:
   * SLOW:      slowdown > factor and, where asv recorded the 99% interval of the median on both
                sides (stats_ci_99_a/b), the intervals do not overlap;
   * AMBIGUOUS: slowdown > factor but the intervals overlap, or either side's interval is wider
@@ -48,6 +52,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import asv_results, failure_notes
+from . import robust
 from .asv_results import ResultFile, describe, higher_is_better, is_na, is_number
 from ..harness.errors import UsageError
 from ..harness.files import prove_writable, write_text_atomically
@@ -163,9 +168,24 @@ def _overlap(bp, hp) -> Optional[bool]:
     return max(bp.ci[0], hp.ci[0]) <= min(bp.ci[1], hp.ci[1])
 
 
+def _samples_match(p) -> bool:
+    """Samples that are the recorded value's own (asv records their median as the value); a file
+    edited by hand or by another tool may carry stale ones: then the summary statistics rule."""
+    if not p.samples:
+        return False
+    s = robust.spread(p.samples)
+    return s is not None and abs(s.median / p.value - 1) <= 5e-3
+
+
 def _numbers_verdict(name: str, bp, hp, factor: float) -> tuple[float, str, bool, Optional[float]]:
     """(slowdown, verdict, failed, noise) for a point with a number on both sides."""
     b, h = bp.value, hp.value
+    if _samples_match(bp) and _samples_match(hp):
+        # a % of cuBLAS is higher-is-better: its inverse is time-like (cuBLAS time / kernel time)
+        inv = (lambda xs: [1 / x for x in xs if x > 0]) if higher_is_better(name) else list
+        v = robust.compare_samples(inv(bp.samples), inv(hp.samples), factor)
+        if v is not None:
+            return v.slowdown, v.text, v.word in ("SLOW", "AMBIGUOUS"), v.noise
     slowdown = b / h if higher_is_better(name) else h / b
     widths = [w for w in (_rel_halfwidth(bp), _rel_halfwidth(hp)) if w is not None]
     noise = max(widths) if len(widths) == 2 else None
@@ -341,8 +361,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                                              "newly failing, missing, or when nothing could be compared.")
     ap.add_argument("--base", required=True, help="base commit (sha or prefix; or a git revision)")
     ap.add_argument("--head", required=True, help="head commit (sha or prefix; or a git revision)")
-    ap.add_argument("--factor", type=float, default=1.10,
-                    help="slowdown that fails: head/base time, base/head %% of cuBLAS (default 1.10)")
+    ap.add_argument("--factor", type=float, default=robust.DEFAULT_FACTOR,
+                    help="slowdown that fails: head/base time, base/head %% of cuBLAS (default "
+                         f"{robust.DEFAULT_FACTOR:g}: above what A/A re-runs of one commit differ by, docs/asv.md)")
     ap.add_argument("--results-dir", default=".asv/results", help="asv results dir (default .asv/results)")
     ap.add_argument("--machine", default=None, help="asv machine name (default: the one with results for both)")
     ap.add_argument("--env", default=None, help="substring of the asv environment name, when there are several")
@@ -363,7 +384,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: --bench: bad regular expression: {exc}", file=sys.stderr)
         return USAGE_EXIT
     if not (args.factor > 1.0 and math.isfinite(args.factor)):
-        print("error: --factor must be a number > 1 (e.g. 1.10)", file=sys.stderr)
+        print("error: --factor must be a number > 1 (e.g. 1.02)", file=sys.stderr)
         return USAGE_EXIT
     if args.summary and os.path.isdir(args.summary):
         print(f"error: --summary {args.summary} is a directory", file=sys.stderr)

@@ -163,7 +163,8 @@ def _pythonpath(*first: str) -> str:
 
 def asv_command(conf_path: str, sha: str, machine: Optional[str], bench: list[str],
                 show_stderr: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "asv", "--config", conf_path, "run", "--python=same",
+    # --record-samples: the gate compares the two commits' full sample distributions (compare.ci.robust)
+    cmd = [sys.executable, "-m", "asv", "--config", conf_path, "run", "--python=same", "--record-samples",
            "--set-commit-hash", sha]
     if machine:
         cmd += ["--machine", machine]

@@ -74,6 +74,16 @@ class Result:
     hold_failures: Optional[int] = None
     # Per-sample times, for asv's statistics (the gate's noise-aware verdict); not written to JSON.
     times_ms: list = field(default_factory=list, repr=False)
+    # Batch time (compare.harness.timing.measure_batch): per launch of n back-to-back launches
+    # replayed from one CUDA graph, L2 warm, no host in it; batch_method "graph xN" or "n/a: why".
+    # host_launch_us: the host's time to enqueue one launch (the launch path, reported apart).
+    # median_ms (and pct_cublas) is the cold time; pct_cublas_batch compares batch times.
+    batch_ms: Optional[float] = None
+    batch_method: Optional[str] = None
+    host_launch_us: Optional[float] = None
+    pct_cublas_batch: Optional[float] = None
+    # TEST-ONLY (compare.ci.gate_sensitivity): the planted slowdown this row was timed with.
+    planted: Optional[dict] = None
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -145,14 +155,16 @@ def check_kernel(kernel: Kernel, problem: Problem, device: Optional[str] = None,
 
 
 def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device: Optional[str] = None,
-               measure_kw: Optional[dict] = None, options: Optional[dict] = None) -> Result:
+               measure_kw: Optional[dict] = None, options: Optional[dict] = None,
+               batch: bool = True) -> Result:
     """THE path from a (kernel, problem) to a result row: prepare -> poison C -> check -> measure.
 
     ``options`` are the kernel's parsed options (``Kernel.parse_options``). Never raises for a
     kernel's own trouble: a problem the kernel can't take is "unsupported", a wrong result is
     "FAILED" (and never timed), and an exception anywhere (compile, launch, an out-of-memory,
     the timing loop) is an "error" row carrying the exception's first line. The row's
-    ``config`` is the resolved configuration the kernel reported (``launch.config``)."""
+    ``config`` is the resolved configuration the kernel reported (``launch.config``).
+    ``batch``: also take the batch time (``timing.measure_batch``)."""
     why = kernel.why_not(problem)
     if why:
         return _base(kernel, problem, UNSUPPORTED, why)
@@ -167,6 +179,8 @@ def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device:
         if not res.ok or not timing:
             return r
         _measure_into(r, problem, inputs, launch, measure_kw)
+        if batch:
+            _batch_into(r, launch, measure_kw)
         return r
     except Exception as exc:  # a kernel that raises is a row, not a crash of the whole comparison
         return _error_row(kernel, problem, exc, launch)
@@ -182,9 +196,22 @@ def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_k
     r.throttled, r.throttle_reasons = m.throttled, m.throttle_reasons
     r.timing_method, r.hold_us, r.hold_failures = m.method, m.hold_us, m.hold_failures
     r.times_ms = [t * 1e3 for t in m.times_s]
+    r.host_launch_us, r.planted = m.dispatch_us, m.planted
     peak = gpuinfo.environment().fp32_peak_tflops
     if peak and problem.precision in ("fp32",):
         r.pct_peak = 100 * r.tflops / peak
+
+
+def _batch_into(r: Result, launch, measure_kw: Optional[dict]) -> None:
+    from .timing import measure_batch
+    try:
+        b = measure_batch(launch, r.median_ms / 1e3, gpu=(measure_kw or {}).get("gpu"))
+    except Exception as exc:     # the cold time stands; the row says why it has no batch time
+        first = (str(exc).strip().splitlines() or [""])[0]
+        r.batch_method = f"n/a: {type(exc).__name__}: {first[:160]}"
+        return
+    r.batch_method = b.method
+    r.batch_ms = None if b.per_launch_s is None else b.per_launch_s * 1e3
 
 
 def _error_row(kernel: Kernel, problem: Problem, exc: BaseException, launch) -> Result:
@@ -235,6 +262,8 @@ def fill_pct_cublas(results: Iterable[Result]) -> None:
         b = base.get(baseline_key(r))
         if r.tflops and b is not None:
             r.pct_cublas = 100 * r.tflops / b.tflops
+        if b is not None and r.batch_ms and b.batch_ms:
+            r.pct_cublas_batch = 100 * b.batch_ms / r.batch_ms
 
 
 def baseline_problem(p: Problem) -> Problem:
@@ -261,7 +290,7 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
         measure_kw: Optional[dict] = None, skip: Optional[Callable[[Kernel], Optional[str]]] = None,
         progress: Optional[Callable[[Kernel, Problem], None]] = None,
         options: Optional[dict] = None, execute: Optional[Callable[..., Result]] = None,
-        on_row: Optional[Callable[[Result], None]] = None) -> list[Result]:
+        on_row: Optional[Callable[[Result], None]] = None, batch: bool = True) -> list[Result]:
     """Every (kernel, problem) pair, in order (pass them through ``baseline_pairs`` first). Keep
     pairs of one problem together: inputs and the float64 reference are made once per problem
     and shared by every kernel. ``options`` maps a kernel name to its parsed options.
@@ -281,7 +310,7 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
                 row = _base(k, p, SKIPPED, why)
             else:
                 row = execute(k, p, timing=timing, device=device, measure_kw=measure_kw,
-                              options=options.get(k.name))
+                              options=options.get(k.name), batch=batch)
             results.append(row)
             if on_row:
                 on_row(row)

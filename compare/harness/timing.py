@@ -38,6 +38,20 @@ and leaves out the host's dispatch, which differs by family (Triton's launcher: 
 ``method="graph"`` captures the launch once in a CUDA graph and times its replay the same way
 (the launch must be capturable: it enqueues on torch's current stream, does no host sync).
 ``method="events"`` is the old, unheld timing, kept to show what the hold removes.
+
+Batch time (``measure_batch``): n launches captured back to back in one CUDA graph, the graph
+replayed a few times between events, time per launch = graph time / n. Like nvbench's batch
+time it leaves the GPU's per-launch start cost and the L2 warm between launches, but unlike
+back-to-back launches from Python (nvbench's batch from its Python bindings reads ~90 us for a
+17 us Triton kernel: the launcher's host path) the host is out of it: it enqueues one graph.
+A launch that can't be captured (a host sync inside it) gets no batch time and the reason.
+
+Planted slowdown (``Plant``): a TEST-ONLY instrument for measuring what the regression gate can
+see (compare.ci.gate_sensitivity). It adds a calibrated spin (the hold's ``torch.cuda._sleep``)
+right after the launch, inside the timed events, sized to a fraction of the kernel's own
+median. It exists only as an explicit ``measure(plant=...)`` argument: no environment variable,
+no CLI flag of the main command and no benchmark passes it, and a planted Measurement says so
+(``planted``).
 """
 from __future__ import annotations
 
@@ -80,6 +94,9 @@ class Measurement:
     hold_us: Optional[float] = None   # the last hold used (after any growth)
     hold_failures: int = 0            # samples discarded because the hold ended too early
     dispatch_us: Optional[float] = None  # median host time to enqueue one launch (warm-up)
+    # Only when a Plant was passed: {"fraction", "spin_us", "achieved"} (achieved = the measured
+    # planted median / unplanted median - 1).
+    planted: Optional[dict] = None
     times_s: list = field(default_factory=list, repr=False)
 
     def as_dict(self, with_times: bool = False) -> dict:
@@ -187,6 +204,13 @@ class TorchGPU:
         replay.graph = graph          # the graph lives as long as its replay
         return replay
 
+    def capture_many(self, launch: Callable[[], None], n: int) -> Callable[[], None]:
+        """``n`` launches back to back captured in one CUDA graph (see ``capture``)."""
+        def n_launches():
+            for _ in range(n):
+                launch()
+        return self.capture(n_launches)
+
 
 def noise_of(times: list[float]) -> tuple[float, float]:
     """(median, relative standard error of the median). sigma ~ IQR/1.349 for a normal core, and
@@ -255,14 +279,56 @@ def _sample(gpu, launch: Callable[[], None], before: Optional[Callable[[], None]
     return _Sampled(times=times, hold_s=hold_s, hold_failures=failures, hold_gave_up=gave_up)
 
 
+@dataclass(frozen=True)
+class Plant:
+    """TEST-ONLY: slow the timed launch down by ``fraction`` of its own median (0.03 = 3%) with a
+    device spin enqueued right after it. Only compare.ci.gate_sensitivity constructs one."""
+    fraction: float
+
+    def __post_init__(self):
+        if not (isinstance(self.fraction, (int, float)) and 0 < self.fraction <= 1):
+            raise UsageError(f"planted slowdown {self.fraction!r}: must be a fraction in (0, 1], e.g. 0.03")
+
+
+def _planted(gpu, timed, spin_s: float):
+    def launch_and_spin():
+        timed()
+        gpu.hold(spin_s)
+    return launch_and_spin
+
+
+def _calibrate_plant(gpu, timed, before, plant: Plant, hold_s: float):
+    """(planted launch, planted dict): the spin sized so that the planted median is ``1 +
+    plant.fraction`` times the unplanted one. The added time is not the spin alone (its own
+    launch adds a few us at any length): two trial lengths fit added = a + b x spin, and the
+    length is solved from the fit; ``achieved`` is then measured, never assumed."""
+    def median_of(fn):
+        t = _sample(gpu, fn, before, min_n=10, max_samples=30, target_noise=0.002, budget_s=0.3,
+                    hold_s=hold_s).times
+        return statistics.median(t)
+    base = median_of(timed)
+    want = plant.fraction * base
+    s1, s2 = want, 2 * want
+    g1 = median_of(_planted(gpu, timed, s1)) - base
+    g2 = median_of(_planted(gpu, timed, s2)) - base
+    spin_s = s1 + (want - g1) * (s2 - s1) / (g2 - g1) if g2 > g1 else s1
+    spin_s = max(1e-7, spin_s)        # the spin's launch alone may exceed a tiny plant
+    got = median_of(_planted(gpu, timed, spin_s)) - base
+    return _planted(gpu, timed, spin_s), {"fraction": plant.fraction, "spin_us": spin_s * 1e6,
+                                          "achieved": got / base}
+
+
 def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] = None,
             flush: bool = True, min_samples: int = 10, max_samples: int = 2000,
             target_noise: float = 0.003, budget_s: float = 2.0, warmup_s: float = 0.05,
-            method: str = "hold", gpu=None) -> Measurement:
+            method: str = "hold", gpu=None, plant: Optional[Plant] = None) -> Measurement:
     """Time the GPU work of ``launch`` (see the module doc). ``method``: "hold" (default),
-    "graph" or "events". ``gpu``: the GPU pieces (default ``TorchGPU(flush)``; tests pass a fake)."""
+    "graph" or "events". ``gpu``: the GPU pieces (default ``TorchGPU(flush)``; tests pass a fake).
+    ``plant``: TEST-ONLY planted slowdown (see ``Plant``); needs a held method."""
     if method not in METHODS:
         raise UsageError(f"unknown timing method {method!r}; choose one of {', '.join(METHODS)}")
+    if plant is not None and (not isinstance(plant, Plant) or method == "events"):
+        raise UsageError("a planted slowdown takes a timing.Plant and a held method (hold or graph)")
     if min_samples < 1 or max_samples < 1:
         raise UsageError(f"min_samples ({min_samples}) and max_samples ({max_samples}) must be >= 1")
     if gpu is None:
@@ -296,6 +362,10 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
         gpu.calibrate_hold()
         hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * dispatch_s)
 
+    planted = None
+    if plant is not None:
+        timed, planted = _calibrate_plant(gpu, timed, before, plant, hold_s)
+
     c_before = gpuinfo.clock_sample()
     sampled = _sample(gpu, timed, before, min_n=min_n, max_samples=max_samples,
                       target_noise=target_noise, budget_s=budget_s, hold_s=hold_s)
@@ -322,4 +392,56 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
         temp_before_c=c_before.temp_c, temp_after_c=c_after.temp_c, throttle_reasons=reasons,
         throttled=bool(hard) or slow_clock, method=how,
         hold_us=None if sampled.hold_s is None else sampled.hold_s * 1e6,
-        hold_failures=sampled.hold_failures, dispatch_us=dispatch_s * 1e6, times_s=times)
+        hold_failures=sampled.hold_failures, dispatch_us=dispatch_s * 1e6, planted=planted,
+        times_s=times)
+
+
+@dataclass
+class Batch:
+    """Time per launch of ``n`` back-to-back launches replayed from one CUDA graph."""
+    per_launch_s: Optional[float]     # None: no batch time (``method`` says why)
+    method: str                       # "graph xN" or "n/a: <reason>"
+    n: int = 0
+    reps: int = 0
+    times_s: list = field(default_factory=list, repr=False)
+
+
+# A graph of about BATCH_TARGET_S of work: its own GPU-side start (a few us) is then <= 0.5% of
+# it, and a row pays ~10 ms for its batch time (capture + BATCH_REPS + 1 replays).
+BATCH_TARGET_S = 1e-3
+BATCH_MAX_N = 200
+BATCH_REPS = 5
+
+
+def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
+                  target_s: float = BATCH_TARGET_S, max_n: int = BATCH_MAX_N,
+                  reps: int = BATCH_REPS) -> Batch:
+    """Batch time of ``launch`` (see the module doc). ``per_launch_s``: its cold median, which
+    sizes the batch: n = target_s / per_launch_s launches, at least 1, at most ``max_n``."""
+    if gpu is None:
+        gpu = TorchGPU(flush=False)
+    if not (per_launch_s and per_launch_s > 0 and math.isfinite(per_launch_s)):
+        return Batch(None, "n/a: no cold time to size the batch")
+    n = max(1, min(max_n, math.ceil(target_s / per_launch_s)))
+    try:
+        replay = gpu.capture_many(launch, n)
+    except Exception as exc:      # e.g. a host sync inside the launch: not capturable
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return Batch(None, f"n/a: not capturable ({first[:160]})")
+    t = gpu.now()
+    replay()                      # first replay uploads the graph
+    dispatch_s = gpu.now() - t
+    gpu.synchronize()
+    gpu.calibrate_hold()
+    hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * dispatch_s)
+    pending = []
+    for _ in range(reps):
+        gpu.hold(hold_s)
+        s, e = gpu.new_event(), gpu.new_event()
+        gpu.record(s)
+        replay()
+        gpu.record(e)
+        pending.append((s, e))
+    gpu.synchronize()
+    times = [gpu.elapsed_s(s, e) / n for s, e in pending]
+    return Batch(statistics.median(times), f"graph x{n}", n=n, reps=reps, times_s=times)

@@ -18,7 +18,7 @@ The worker runs in its own session, so the terminal's Ctrl-C reaches the parent 
 keeps the rows finished so far and kills the worker. A worker whose parent is gone exits.
 
 Protocol (pickled tuples over a socket pair): parent -> worker ``("run", kernel name, problem,
-options, timing, device, measure_kw)``, ``("fits", problems)``; worker -> parent ``("ready",)``
+options, timing, device, measure_kw, batch)``, ``("fits", problems)``; worker -> parent ``("ready",)``
 or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits", messages)`` per request,
 or ``("error", text)`` when the request itself failed (an unknown kernel, a row that can't be sent).
 """
@@ -259,12 +259,12 @@ class Worker:
                 raise UsageError(text)
 
     def run_kernel(self, kernel, problem, *, timing: bool = True, device: Optional[str] = None,
-                   measure_kw: Optional[dict] = None, options: Optional[dict] = None):
+                   measure_kw: Optional[dict] = None, options: Optional[dict] = None, batch: bool = True):
         from . import runner
         if self._broken:
             return runner.blank_row(kernel, problem, runner.ERROR, self._broken)
         try:
-            kind, *rest = self._request(("run", kernel.name, problem, options, timing, device, measure_kw),
+            kind, *rest = self._request(("run", kernel.name, problem, options, timing, device, measure_kw, batch),
                                         self.kernel_timeout)
         except WorkerStartError as exc:
             self._broken = f"worker process could not start: {exc}"[:300]
@@ -408,7 +408,7 @@ def serve(argv: Optional[list] = None) -> int:
             if msg[0] == "fits":
                 conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
                 continue
-            _, name, problem, options, timing, device, measure_kw = msg
+            _, name, problem, options, timing, device, measure_kw, batch = msg
             try:
                 kernel = registry.get(name)
             except KeyError:
@@ -416,7 +416,7 @@ def serve(argv: Optional[list] = None) -> int:
                                     f"not import? pass that module with --plugin)"))
                 continue
             r = runner.run_kernel(kernel, problem, timing=timing, device=device, measure_kw=measure_kw,
-                                  options=options)
+                                  options=options, batch=batch)
             conn.send(("row", asdict(r)))
         except Exception as exc:   # a row that can't be sent, say: the parent makes it an error row
             conn.send(("error", f"{type(exc).__name__}: {exc}"[:300]))
