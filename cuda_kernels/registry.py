@@ -188,17 +188,19 @@ def _stage11_helpers(atomic):
     return tuple(out)
 
 
-# Stage 12 tiles: name -> (BM, BN, BK, WM, WN, STAGES, (blocks per SM the registers are bounded
-# for: tf32, tf32x3)). 128x128x32: 4 warps of 64x64 (CUTLASS's sm_80 TF32 default), 105 KiB of
-# shared memory, 2 blocks per SM on sm_90 (<= 255 registers: 128 accumulators a thread);
-# w8: 8 warps of 64x32 (half the accumulators, twice the warps; its tf32x3 path spilled at 128
-# registers, so 1 block); 128x256x32: 8 warps of 64x64, 153 KiB, 1 block per SM.
+# Stage 12 tiles: name -> (BM, BN, BK, WM, WN, STAGES, {precision: blocks per SM its registers
+# are bounded for}); a precision missing from the dict has no configuration of that tile.
+# 128x128x32: 4 warps of 64x64 (CUTLASS's sm_80 TF32 default), 105 KiB of shared memory, 2 blocks
+# per SM on sm_90 (<= 255 registers, 128 accumulators a thread); w8: 8 warps of 64x32;
+# 128x256x32: 8 warps of 64x64, 153 KiB, 1 block per SM. tf32x3 holds big and small A fragments
+# and a temporary per product chain: with 64x64 warp tiles that spilled at 255 registers, so
+# tf32x3 runs on 64x32 warps, 1 block of 8 warps per SM.
 TF32_TILES = {
-    "128x128x32": (128, 128, 32, 64, 64, 3, (2, 2)),
-    "128x128x32w8": (128, 128, 32, 64, 32, 3, (2, 1)),
-    "128x256x32": (128, 256, 32, 64, 64, 3, (1, 1)),
+    "128x128x32": (128, 128, 32, 64, 64, 3, {"tf32": 2}),
+    "128x128x32w8": (128, 128, 32, 64, 32, 3, {"tf32": 2, "tf32x3": 1}),
+    "128x256x32": (128, 256, 32, 64, 64, 3, {"tf32": 1}),
 }
-TF32_DEFAULT_TILE = "128x128x32"
+TF32_DEFAULT_TILE = {"tf32": "128x128x32", "tf32x3": "128x128x32w8"}
 # Precision -> the SPLIT3 template flag and the label suffix of its configurations.
 TF32_PRECISIONS = {"tf32": (False, ""), "tf32x3": (True, ".x3")}
 
@@ -212,10 +214,14 @@ def _stage12(tile, vec, precision):
     """Stage 12: sgemm_tf32_mma<BM, BN, BK, WM, WN, STAGES, MINB, VEC, SPLIT3>."""
     bm, bn, bk, wm, wn, stages, minbs = TF32_TILES[tile]
     split3, suffix = TF32_PRECISIONS[precision]
-    minb = minbs[split3]
     threads = 32 * (bm // wm) * (bn // wn)
-    return Config("sgemm_tf32_mma", (bm, bn, bk, wm, wn, stages, minb, vec, split3), (threads, 1, 1), (bm, bn),
-                  tf32_smem_bytes(bm, bn, bk, stages), f"{tile}.{'vec' if vec else 'scalar'}{suffix}", bk)
+    return Config("sgemm_tf32_mma", (bm, bn, bk, wm, wn, stages, minbs[precision], vec, split3), (threads, 1, 1),
+                  (bm, bn), tf32_smem_bytes(bm, bn, bk, stages), f"{tile}.{'vec' if vec else 'scalar'}{suffix}", bk)
+
+
+def _tf32_configs():
+    return tuple(_stage12(t, vec, pr) for pr in TF32_PRECISIONS for t, spec in TF32_TILES.items()
+                 if pr in spec[-1] for vec in (True, False))
 
 
 SPECS: tuple[StageSpec, ...] = (
@@ -262,8 +268,8 @@ SPECS: tuple[StageSpec, ...] = (
               idea="stream-K with split tiles pre-scaled by beta and their pieces atomicAdd-ed into C "
                    "(non-deterministic last bits)"),
     StageSpec("tf32_mma", "12_tf32_mma.cu",
-              tuple(_stage12(t, vec, pr) for pr in TF32_PRECISIONS for t in TF32_TILES for vec in (True, False)),
-              tiles=tuple(TF32_TILES), default_tile=TF32_DEFAULT_TILE, precisions=tuple(TF32_PRECISIONS),
+              _tf32_configs(), tiles=tuple(TF32_TILES), default_tile=TF32_DEFAULT_TILE["tf32"],
+              precisions=tuple(TF32_PRECISIONS),
               not_emulated="mma.sync and ldmatrix are warp-collective (each lane's registers feed every lane's "
                            "result); the emulator runs a block's threads as fibers that meet only at "
                            "__syncthreads, and making a warp collective a block barrier would hide the "
@@ -379,6 +385,10 @@ def _options(spec: StageSpec) -> tuple:
     out = []
     if len(spec.tiles) > 1:
         default = f"default {spec.default_tile}" if spec.default_tile else "default: chosen per shape"
+        if spec.precisions == tuple(TF32_PRECISIONS):
+            default = "; ".join(f"{pr}: default {TF32_DEFAULT_TILE[pr]}, any of "
+                                f"{', '.join(t for t, v in TF32_TILES.items() if pr in v[-1])}"
+                                for pr in TF32_PRECISIONS)
         out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
     if spec.plan == SPLIT_K:
         out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
@@ -453,13 +463,21 @@ def _single_prepare(spec: StageSpec):
     """One kernel launch over a 1-D grid of C tiles."""
     def prepare(problem, inputs, options=None):
         opts = dict(options or {})
-        suffix = TF32_PRECISIONS[problem.precision][1] if spec.precisions == tuple(TF32_PRECISIONS) else ""
+        tf32 = spec.precisions == tuple(TF32_PRECISIONS)
+        suffix = TF32_PRECISIONS[problem.precision][1] if tf32 else ""
+        if tf32:
+            opts.setdefault("tile", TF32_DEFAULT_TILE[problem.precision])
+            have = [t for t, v in TF32_TILES.items() if problem.precision in v[-1]]
+            if opts["tile"] not in have:
+                from compare.harness.errors import UsageError
+                raise UsageError(f"{spec.name}: tile {opts['tile']} has no {problem.precision} configuration "
+                                 f"(its registers can't hold the split); {problem.precision} tiles: {', '.join(have)}")
         cfg, vec, tile = _pick_config(spec, problem, inputs, opts, suffix)
         A, B, C, _ = _operands(problem, inputs, vec_needed=False)
         grid = (_tiles(problem, cfg), 1, 1)
         launch = _launcher((_function(spec, cfg), grid, cfg.block, _gemm_args(problem, A, B, C), cfg.smem_dynamic))
         config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
-                  "chosen_by": _chosen_by(opts) if len(spec.tiles) > 1 else "fixed"}
+                  "chosen_by": _chosen_by(dict(options or {})) if len(spec.tiles) > 1 else "fixed"}
         if len(spec.precisions) > 1:
             config["precision_path"] = ("3xTF32: big + small TF32 parts, 3 mma per product" if suffix
                                         else "TF32: operands rounded with cvt.rna, 1 mma per product")

@@ -264,16 +264,20 @@ def test_config_expressions_are_unique_and_declared_once():
 # ---- stage 12 (TF32 mma.sync) ------------------------------------------------------------------
 
 def test_tf32_stage_declares_each_tile_for_both_precisions_once():
-    """One spec, two precisions: every tile has a .vec and a .scalar configuration for tf32
-    (SPLIT3 = false) and tf32x3 (SPLIT3 = true, label suffix .x3), nothing else."""
+    """One spec, two precisions: each tile has a .vec and a .scalar configuration for every
+    precision it declares, tf32 (SPLIT3 = false) and tf32x3 (SPLIT3 = true, label suffix .x3),
+    nothing else; each precision's default tile is among them."""
     spec = next(s for s in registry.SPECS if s.stage == "tf32_mma")
     assert spec.precisions == ("tf32", "tf32x3") and spec.tiles == tuple(registry.TF32_TILES)
     got = {c.label: c.targs for c in spec.configs}
+    for pr, tile in registry.TF32_DEFAULT_TILE.items():
+        assert pr in registry.TF32_TILES[tile][-1]
     for tile, (bm, bn, bk, wm, wn, stages, minbs) in registry.TF32_TILES.items():
         for vec in (True, False):
-            for split3, suffix in ((False, ""), (True, ".x3")):
+            for pr, minb in minbs.items():
+                split3, suffix = pr == "tf32x3", ".x3" if pr == "tf32x3" else ""
                 label = f"{tile}.{'vec' if vec else 'scalar'}{suffix}"
-                assert got.pop(label) == (bm, bn, bk, wm, wn, stages, minbs[split3], vec, split3), label
+                assert got.pop(label) == (bm, bn, bk, wm, wn, stages, minb, vec, split3), label
                 cfg = spec.config(label)
                 assert cfg.smem_dynamic == stages * (bm * (bk + 4) + bk * (bn + 8)) * 4 > 48 * 1024
                 assert cfg.threads == 32 * (bm // wm) * (bn // wn)

@@ -198,8 +198,7 @@ def test_tf32_mma_on_odd_shapes(i, precision):
     assert res.ok, f"{TF32} {p.shape} {precision} alpha={alpha} beta={beta}: {res.message}"
 
 
-@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
-@pytest.mark.parametrize("tile", list(TF32_TILES))
+@pytest.mark.parametrize("tile, precision", [(t, pr) for t, v in TF32_TILES.items() for pr in v[-1]])
 @pytest.mark.parametrize("shape", [(255, 1000, 1023), (1000, 1000, 1000)], ids=lambda s: "x".join(map(str, s)))
 def test_tf32_mma_every_tile(shape, tile, precision):
     p = Problem(*shape, alpha=0.5, beta=-1.5, precision=precision)
@@ -214,6 +213,13 @@ def test_tf32x3_is_fp32_class_and_tf32_is_not():
     errs = {pr: check_kernel(KERNELS[TF32], Problem(1000, 1003, 997, precision=pr, seed=3)).rel_err
             for pr in ("tf32", "tf32x3")}
     assert errs["tf32x3"] < 5e-7 < 1e-5 < errs["tf32"], errs
+
+
+def test_tf32_mma_refuses_a_tile_without_the_precision():
+    from compare.harness.errors import UsageError
+    p = Problem(256, 256, 256, precision="tf32x3")
+    with pytest.raises(UsageError, match="has no tf32x3 configuration"):
+        KERNELS[TF32].prepare(p, make_inputs(p), {"tile": "128x128x32"})
 
 
 def test_tf32_mma_launch_config_names_the_path():
