@@ -144,62 +144,55 @@ struct TileLoader {
     }
 };
 
-// One k8 step's fragments, as loaded (fp32 bits): A by ldmatrix, B by LDS.
-template <class G>
-struct Frags {
-    unsigned a[G::MI][4];
-    float b[G::NI][2];
-};
-
-// Loads the fragments of k8 step kk of a stage: a_base is the stage's shared address plus this
-// lane's ldmatrix row offset, b_ptr the stage's B tile plus this lane's (t, g) offset.
-template <class G>
-__device__ __forceinline__ void load_frags(Frags<G>& f, unsigned a_base, const float* b_ptr, int kk) {
-#pragma unroll
-    for (int mi = 0; mi < G::MI; ++mi) ldmatrix_x4(f.a[mi], a_base + 4u * (mi * 16 * G::A_LD + kk));
-#pragma unroll
-    for (int ni = 0; ni < G::NI; ++ni) {
-        f.b[ni][0] = b_ptr[kk * G::B_LD + ni * 8];
-        f.b[ni][1] = b_ptr[(kk + 4) * G::B_LD + ni * 8];
-    }
-}
-
-// The MI x NI mma tiles of one k8 step.
+// One stage's BK/8 mma steps for this warp's WM x WN tile.
 // tf32: acc += a*b on the tensor cores. SPLIT3: the three products of one k8 step go into a
 // zeroed temporary that is then added to acc with an fp32 FADD. The tensor cores' accumulation
 // truncates (round toward zero, Ootomo & Yokota 2022); accumulated in acc over K = 4096 that bias
 // gave a relative error of 2.9e-5 (cuBLAS fp32: 1.1e-6). Chained over 3 products only, then
-// rounded to nearest, it stays at fp32's level (4.2e-7), for 4 FADDs per 3 mma.
-template <class G, bool SPLIT3>
-__device__ __forceinline__ void mma_frags(float (&acc)[G::MI][G::NI][4], const Frags<G>& f) {
-    unsigned a_big[G::MI][4], a_small[G::MI][4];
+// rounded to nearest, it stays at fp32's level, for 4 FADDs per 3 mma.
+template <class G, int BK, bool SPLIT3>
+__device__ __forceinline__ void compute_stage(float (&acc)[G::MI][G::NI][4], const float* stage, int a_row,
+                                              int a_col, int b_off) {
+    const unsigned a_base = smem_addr(stage) + 4u * (a_row * G::A_LD + a_col);
+    const float* Bs = stage + G::A_FLOATS + b_off;
 #pragma unroll
-    for (int mi = 0; mi < G::MI; ++mi)
+    for (int kk = 0; kk < BK; kk += 8) {
+        // SPLIT3 holds big and small parts of A (2x the fragment registers): loads of the next
+        // k8 step hoisted above this one's mma pushed the 64x64 warp tile past 255 registers.
+        if (SPLIT3) asm volatile("" ::: "memory");
+        unsigned a_big[G::MI][4], a_small[G::MI][4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float x = __uint_as_float(f.a[mi][j]);
-            if (SPLIT3) tf32_split(x, a_big[mi][j], a_small[mi][j]);
-            else a_big[mi][j] = tf32_operand(x);
+        for (int mi = 0; mi < G::MI; ++mi) {
+            unsigned raw[4];
+            ldmatrix_x4(raw, a_base + 4u * (mi * 16 * G::A_LD + kk));
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float x = __uint_as_float(raw[j]);
+                if (SPLIT3) tf32_split(x, a_big[mi][j], a_small[mi][j]);
+                else a_big[mi][j] = tf32_operand(x);
+            }
         }
 #pragma unroll
-    for (int ni = 0; ni < G::NI; ++ni) {
-        if (SPLIT3) {
-            unsigned b0, b1, s0, s1;
-            tf32_split(f.b[ni][0], b0, s0);
-            tf32_split(f.b[ni][1], b1, s1);
+        for (int ni = 0; ni < G::NI; ++ni) {
+            const float x0 = Bs[kk * G::B_LD + ni * 8], x1 = Bs[(kk + 4) * G::B_LD + ni * 8];
+            if (SPLIT3) {
+                unsigned b0, b1, s0, s1;
+                tf32_split(x0, b0, s0);
+                tf32_split(x1, b1, s1);
 #pragma unroll
-            for (int mi = 0; mi < G::MI; ++mi) {
-                float t[4] = {0.f, 0.f, 0.f, 0.f};
-                mma(t, a_small[mi], b0, b1);   // small terms first, then the big one
-                mma(t, a_big[mi], s0, s1);
-                mma(t, a_big[mi], b0, b1);
+                for (int mi = 0; mi < G::MI; ++mi) {
+                    float t[4] = {0.f, 0.f, 0.f, 0.f};
+                    mma(t, a_small[mi], b0, b1);   // small terms first, then the big one
+                    mma(t, a_big[mi], s0, s1);
+                    mma(t, a_big[mi], b0, b1);
 #pragma unroll
-                for (int j = 0; j < 4; ++j) acc[mi][ni][j] += t[j];
+                    for (int j = 0; j < 4; ++j) acc[mi][ni][j] += t[j];
+                }
+            } else {
+                const unsigned b0 = tf32_operand(x0), b1 = tf32_operand(x1);
+#pragma unroll
+                for (int mi = 0; mi < G::MI; ++mi) mma(acc[mi][ni], a_big[mi], b0, b1);
             }
-        } else {
-            const unsigned b0 = tf32_operand(f.b[ni][0]), b1 = tf32_operand(f.b[ni][1]);
-#pragma unroll
-            for (int mi = 0; mi < G::MI; ++mi) mma(acc[mi][ni], a_big[mi], b0, b1);
         }
     }
 }
@@ -243,39 +236,17 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
         if (s < ktiles) loader.issue(smem + s * G::STAGE, A, B, K, N, s * BK);
         cp_async_commit();
     }
-    cp_async_wait<STAGES - 2>();  // tile 0 has landed (this thread's copies ...
-    __syncthreads();              // ... and everyone's)
-    // Fragments are double buffered in registers: the loads of k8 step s+1 are issued before
-    // the mma of step s, also across a tile boundary (the next tile's wait and barrier come
-    // before the last mma of this one), so shared-memory latency hides behind 32 mma.
-    const unsigned a_lane = tf32mma::smem_addr(smem) + 4u * (a_row * G::A_LD + a_col);
-    const float* b_lane = smem + G::A_FLOATS + b_off;
-    constexpr int KSTEPS = BK / 8;
-    static_assert(KSTEPS % 2 == 0, "the fragment buffers alternate, and step 0 of every tile uses buffer 0");
-    tf32mma::Frags<G> frag[2];
-    tf32mma::load_frags<G>(frag[0], a_lane, b_lane, 0);
     int read = 0, write = STAGES - 1;
     for (int kt = 0; kt < ktiles; ++kt) {
-        // Tile kt+STAGES-1 goes where tile kt-1 was: every warp read its last fragments of
-        // tile kt-1 before the barrier that ended step kt-1.
+        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed ...
+        __syncthreads();              // ... and everyone's; every warp is done with tile kt-1
+        // Tile kt+STAGES-1 goes where tile kt-1 was.
         const int next = kt + STAGES - 1;
         if (next < ktiles) loader.issue(smem + write * G::STAGE, A, B, K, N, next * BK);
         cp_async_commit();
-        const bool more = kt + 1 < ktiles;
-#pragma unroll
-        for (int s = 0; s < KSTEPS; ++s) {
-            if (s + 1 < KSTEPS) {
-                tf32mma::load_frags<G>(frag[(s + 1) % 2], a_lane + 4u * read * G::STAGE, b_lane + read * G::STAGE,
-                                       (s + 1) * 8);
-            } else if (more) {
-                cp_async_wait<STAGES - 2>();  // tile kt+1 has landed (this thread's copies ...
-                __syncthreads();              // ... and everyone's); all reads of tile kt are done
-                read = read == STAGES - 1 ? 0 : read + 1;
-                write = write == STAGES - 1 ? 0 : write + 1;
-                tf32mma::load_frags<G>(frag[(s + 1) % 2], a_lane + 4u * read * G::STAGE, b_lane + read * G::STAGE, 0);
-            }
-            tf32mma::mma_frags<G, SPLIT3>(acc, frag[s % 2]);
-        }
+        tf32mma::compute_stage<G, BK, SPLIT3>(acc, smem + read * G::STAGE, a_row, a_col, b_off);
+        read = read == STAGES - 1 ? 0 : read + 1;
+        write = write == STAGES - 1 ? 0 : write + 1;
     }
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 
