@@ -4,28 +4,35 @@
 // Bottleneck removed: the FFMA pipe. Stages 01-11 top out at the fp32 FMA rate (about 50
 // TFLOP/s on an H100); one mma.sync.m16n8k8 TF32 is 1024 multiply-adds in one warp
 // instruction, executed on the tensor cores.
-//  * Operands: fp32 in global and shared memory, rounded to TF32 (10-bit mantissa) with
-//    cvt.rna.tf32.f32 as they enter the fragment registers; accumulation is fp32.
+//  * Operands: fp32 in global and shared memory, rounded to TF32 (10-bit mantissa, nearest,
+//    ties away: cvt.rna.tf32.f32's rule, see tf32_operand) as they enter the fragment
+//    registers; accumulation is fp32.
 //  * A fragments (16x8, row-major) come in with one ldmatrix.x4 per 16 rows: ldmatrix moves
 //    8x8 matrices of 16-bit elements, i.e. 8 rows x 4 floats, and hands lane i the float at
 //    (row i/4, column i%4), which is exactly the TF32 A fragment's (groupID, threadID) slot.
 //    B fragments (8x8, k x n) are 2 LDS.32 per 8 columns (ldmatrix can't transpose 32-bit data).
 //  * Shared memory: A as As[m][k] rows of BK+4 floats, B as Bs[k][n] rows of BN+8 floats. The
 //    pads make every fragment read conflict-free: the 8 row addresses of an ldmatrix phase
-//    start 4*r (BK=32) or 20*r (BK=16) words apart mod 32 (8 disjoint 4-bank groups), and
+//    start 4*r words apart mod 32 (BK=32) (8 disjoint 4-bank groups), and
 //    lane (g, t) of a B read hits bank (8t + g) mod 32 (all 32 distinct). Pads are multiples
 //    of 4 floats, so every row stays 16-byte aligned for cp.async and ldmatrix.
 //  * STAGES-deep cp.async pipeline (one group per K tile, one barrier per K tile): tile
 //    kt+STAGES-1 is copied while tile kt is multiplied.
 //  * SPLIT3 (precision tf32x3): each operand x is split into big = tf32(x) and small =
 //    tf32(x - big); acc += a_s*b_b + a_b*b_s + a_b*b_b (small*small dropped, about 2^-22
-//    relative): FP32-class error at three tensor-core products per product.
-// Still there: mma.sync is Hopper's legacy tensor-core path (about half of what wgmma + TMA
-// reach, stage 13's subject); every fragment element costs a cvt (3 ops for SPLIT3); B
-// fragments are scalar shared loads; the epilogue writes float2 pieces straight from registers.
+//    relative): FP32-class error at three tensor-core products per product. The three go into
+//    a zeroed temporary added to acc by an FADD (compute_stage says why).
+// Still there: mma.sync is Hopper's legacy tensor-core path; wgmma + TMA (what cuBLAS runs)
+// is not used. Measured on an H100 (results/h100/tensor-core/): 157-170 TFLOP/s, 43-47% of
+// cuBLAS tf32 at 4096^3 / 8192^3, with the tensor pipe 57% busy and the issue slots 35%: two
+// warps per scheduler (196 registers for 128 accumulators) leave fixed-latency waits exposed.
+// B fragments are scalar shared loads (ldmatrix can't transpose 32-bit data); the epilogue
+// writes float2 pieces straight from registers.
 // Cost: 128x128x32 tile, 3 stages: 105 KiB of dynamic shared memory per block (2 blocks per
-// SM on sm_90, 1 on sm_80), 4 warps of 64x64 (128 fp32 accumulators per thread, up to 255
-// registers). Needs sm_80 or newer (TF32 mma.sync, cp.async, ldmatrix).
+// SM on sm_90, 1 on sm_80), 4 warps of 64x64, 196 registers. tf32x3: 8 warps of 64x32 at 255
+// registers (1 block per SM), three mma and 4 FADD per product of a k8 step, plus the splits:
+// 48-50 TFLOP/s, 0.92-0.95x cuBLAS fp32 at rel. error 4.2e-7 / 5.8e-7. Needs sm_80 or newer
+// (TF32 mma.sync, cp.async, ldmatrix).
 // Requirement: none (VEC=false: predicated 4-byte copies and scalar stores for K % 4 != 0 or
 // N % 4 != 0; rows and columns past the matrix are zero-filled).
 #include "common.cuh"

@@ -327,3 +327,15 @@ def test_docs_name_only_generated_classes(monkeypatch):
     named = set(re.findall(r"`gemm\.([A-Z]\w*)", text))
     assert named and not named - set(gemm._CLASSES), named - set(gemm._CLASSES)
     assert all(n in named or n.endswith(gemm.PCT_SUFFIX) for n in gemm._CLASSES), set(gemm._CLASSES) - named
+
+
+def test_tensor_core_stage_gets_tf32_and_tf32x3_points(monkeypatch):
+    """Stage 12 (tiled group, precisions tf32 and tf32x3 only) is timed in the tiled tensor-core
+    class beside cuBLAS and Triton, and stays out of the fp32 class."""
+    gemm = _suite(monkeypatch)
+    tiled = _group_classes(gemm, "tiled")
+    tc = [c for c in tiled if "tf32" in c.params[2]]
+    fp32 = [c for c in tiled if c.params[2] == ["fp32"]]
+    assert tc and fp32
+    assert all("cuda.12_tf32_mma" in c.params[0] and {"tf32", "tf32x3"} <= set(c.params[2]) for c in tc)
+    assert all("cuda.12_tf32_mma" not in c.params[0] for c in fp32)
