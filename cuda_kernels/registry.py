@@ -459,6 +459,18 @@ def _pick_config(spec: StageSpec, problem, inputs, opts: dict, suffix: str = "")
     return spec.config(f"{tile}.{'vec' if vec else 'scalar'}{suffix}"), vec, tile
 
 
+def _check_smem(spec: StageSpec, cfg: Config) -> None:
+    """A block asking for more shared memory than the GPU lets one block opt in to can't launch
+    (stage 12's 105 KiB runs on sm_80 / sm_90, not on sm_86 / sm_89 with 99 KiB): say so first."""
+    be = loader.backend()
+    if cfg.smem_dynamic > 48 * 1024 and hasattr(be, "smem_optin"):
+        have = be.smem_optin()
+        if have is not None and cfg.smem_dynamic > have:
+            from compare.harness.errors import UsageError
+            raise UsageError(f"{spec.name} tile {cfg.label} needs {cfg.smem_dynamic} bytes of shared memory per "
+                             f"block; this GPU lets a block use at most {have}")
+
+
 def _single_prepare(spec: StageSpec):
     """One kernel launch over a 1-D grid of C tiles."""
     def prepare(problem, inputs, options=None):
@@ -473,6 +485,7 @@ def _single_prepare(spec: StageSpec):
                 raise UsageError(f"{spec.name}: tile {opts['tile']} has no {problem.precision} configuration "
                                  f"(its registers can't hold the split); {problem.precision} tiles: {', '.join(have)}")
         cfg, vec, tile = _pick_config(spec, problem, inputs, opts, suffix)
+        _check_smem(spec, cfg)
         A, B, C, _ = _operands(problem, inputs, vec_needed=False)
         grid = (_tiles(problem, cfg), 1, 1)
         launch = _launcher((_function(spec, cfg), grid, cfg.block, _gemm_args(problem, A, B, C), cfg.smem_dynamic))

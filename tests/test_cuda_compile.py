@@ -304,3 +304,29 @@ def test_tf32_source_uses_the_tensor_core_instructions():
     for ins in ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
                 "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async"):
         assert ins in src, ins
+
+
+def test_tf32_stage_refuses_a_gpu_with_too_little_shared_memory():
+    """Stage 12 asks for 105 KiB per block: on a GPU that allows less (sm_86 / sm_89: 99 KiB)
+    prepare says so before compiling or launching anything."""
+    from compare.harness.errors import UsageError
+
+    class SmallGpu:
+        def smem_optin(self):
+            return 99 * 1024
+
+        @staticmethod
+        def address(x):
+            return 0
+
+        def function(self, *a, **k):
+            raise AssertionError("must refuse before compiling")
+
+    class Inputs:
+        def cupy(self, name):
+            return name
+
+    k = _REGISTRY["cuda.12_tf32_mma"]
+    with loader.use_backend(SmallGpu()):
+        with pytest.raises(UsageError, match=r"needs 107520 bytes of shared memory per block; .* at most 101376"):
+            k.prepare(Problem(256, 256, 256, precision="tf32"), Inputs(), {})

@@ -351,3 +351,19 @@ def test_tensor_core_stage_claims_are_absolute():
     assert P.claim_text(tc, 55.0, None, True).startswith("holds: TC % 55.0 >= ")
     conf = next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "conflicts_ld_pct")
     assert P.evaluate_claim(conf, 0.2, None) is True and P.evaluate_claim(conf, 5.0, None) is False
+
+
+def test_stage_12_claims_hold_on_the_h100_recording():
+    """results/h100/tensor-core/profile12.json (H100, 2048^3, tf32 and tf32x3): re-evaluated from
+    its raw counters with today's metrics and claims, both stage-12 claims hold in both precisions."""
+    import json
+    path = os.path.join(ROOT, "results", "h100", "tensor-core", "profile12.json")
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    for r in rows:
+        r.pop("metrics", None), r.pop("claims", None)
+    P.fill_metrics(rows)
+    assert {r["precision"] for r in rows} == {"tf32", "tf32x3"}
+    for r in rows:
+        assert r["metrics"]["tensor_pct"] >= P.TF32_MMA_MIN_TENSOR_PCT
+        assert [c["holds"] for c in r["claims"]] == [True, True], r["claims"]
