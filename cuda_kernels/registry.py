@@ -191,7 +191,7 @@ def _stage11_helpers(atomic):
 # Stage 12 tiles: name -> (BM, BN, BK, WM, WN, STAGES, {precision: blocks per SM its registers
 # are bounded for}); a precision missing from the dict has no configuration of that tile.
 # 128x128x32: 4 warps of 64x64 (CUTLASS's sm_80 TF32 default), 105 KiB of shared memory, 2 blocks
-# per SM on sm_90 (<= 255 registers, 128 accumulators a thread); w8: 8 warps of 64x32;
+# per SM on sm_90 (196 registers, 128 accumulators a thread); w8: 8 warps of 64x32;
 # 128x256x32: 8 warps of 64x64, 153 KiB, 1 block per SM. tf32x3 holds big and small A fragments
 # and a temporary per product chain: with 64x64 warp tiles that spilled at 255 registers, so
 # tf32x3 runs on 64x32 warps, 1 block of 8 warps per SM.
@@ -492,8 +492,8 @@ def _single_prepare(spec: StageSpec):
         config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
                   "chosen_by": _chosen_by(dict(options or {})) if len(spec.tiles) > 1 else "fixed"}
         if len(spec.precisions) > 1:
-            config["precision_path"] = ("3xTF32: big + small TF32 parts, 3 mma per product" if suffix
-                                        else "TF32: operands rounded with cvt.rna, 1 mma per product")
+            config["precision_path"] = ("3xTF32: big + small TF32 parts, 3 mma per product, summed by FADD"
+                                        if suffix else "TF32: operands rounded to nearest (cvt.rna), 1 mma per product")
         if cfg.smem_dynamic:
             config["smem_bytes"] = cfg.smem_dynamic
         return _with_config(launch, config)
