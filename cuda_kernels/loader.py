@@ -99,6 +99,13 @@ class CupyBackend:
         import cupy
         return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
+    def smem_optin(self) -> Optional[int]:
+        """Bytes of shared memory one block may opt in to (163 KiB on sm_80, 227 on sm_90, 99 on
+        sm_86/89; cudaDevAttrMaxSharedMemoryPerBlockOptin), or None where CuPy doesn't report it."""
+        import cupy
+        v = cupy.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin")
+        return None if v is None else int(v)
+
     @staticmethod
     def address(arr) -> int:
         return int(arr.data.ptr)

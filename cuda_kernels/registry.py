@@ -80,6 +80,9 @@ class StageSpec:
     tiles: tuple = ()                 # values of the `tile` option (labels without .vec/.scalar); () = fixed
     default_tile: str = ""
     meta: dict = field(default_factory=dict)
+    precisions: tuple = ("fp32",)     # the problem precisions it computes (Kernel.precisions)
+    # None: the CPU emulator runs it; else why it can't (tests/test_cuda_emulated.py reads this).
+    not_emulated: Optional[str] = None
 
     @property
     def number(self) -> int:
@@ -185,6 +188,42 @@ def _stage11_helpers(atomic):
     return tuple(out)
 
 
+# Stage 12 tiles: name -> (BM, BN, BK, WM, WN, STAGES, {precision: blocks per SM its registers
+# are bounded for}); a precision missing from the dict has no configuration of that tile.
+# 128x128x32: 4 warps of 64x64 (CUTLASS's sm_80 TF32 default), 105 KiB of shared memory, 2 blocks
+# per SM on sm_90 (196 registers, 128 accumulators a thread); w8: 8 warps of 64x32;
+# 128x256x32: 8 warps of 64x64, 153 KiB, 1 block per SM. tf32x3 holds big and small A fragments
+# and a temporary per product chain: with 64x64 warp tiles that spilled at 255 registers, so
+# tf32x3 runs on 64x32 warps, 1 block of 8 warps per SM.
+TF32_TILES = {
+    "128x128x32": (128, 128, 32, 64, 64, 3, {"tf32": 2}),
+    "128x128x32w8": (128, 128, 32, 64, 32, 3, {"tf32": 2, "tf32x3": 1}),
+    "128x256x32": (128, 256, 32, 64, 64, 3, {"tf32": 1}),
+}
+TF32_DEFAULT_TILE = {"tf32": "128x128x32", "tf32x3": "128x128x32w8"}
+# Precision -> the SPLIT3 template flag and the label suffix of its configurations.
+TF32_PRECISIONS = {"tf32": (False, ""), "tf32x3": (True, ".x3")}
+
+
+def tf32_smem_bytes(bm: int, bn: int, bk: int, stages: int) -> int:
+    """Dynamic shared memory of stage 12: STAGES x (A rows of BK+4 floats, B rows of BN+8)."""
+    return stages * (bm * (bk + 4) + bk * (bn + 8)) * 4
+
+
+def _stage12(tile, vec, precision):
+    """Stage 12: sgemm_tf32_mma<BM, BN, BK, WM, WN, STAGES, MINB, VEC, SPLIT3>."""
+    bm, bn, bk, wm, wn, stages, minbs = TF32_TILES[tile]
+    split3, suffix = TF32_PRECISIONS[precision]
+    threads = 32 * (bm // wm) * (bn // wn)
+    return Config("sgemm_tf32_mma", (bm, bn, bk, wm, wn, stages, minbs[precision], vec, split3), (threads, 1, 1),
+                  (bm, bn), tf32_smem_bytes(bm, bn, bk, stages), f"{tile}.{'vec' if vec else 'scalar'}{suffix}", bk)
+
+
+def _tf32_configs():
+    return tuple(_stage12(t, vec, pr) for pr in TF32_PRECISIONS for t, spec in TF32_TILES.items()
+                 if pr in spec[-1] for vec in (True, False))
+
+
 SPECS: tuple[StageSpec, ...] = (
     StageSpec("naive", "01_naive.cu", (_gemm("sgemm_naive", (32,), (32, 32, 1), (32, 32), "32x32"),)),
     StageSpec("coalesced", "02_coalesced.cu", (_gemm("sgemm_coalesced", (32,), (32, 32, 1), (32, 32), "32x32"),)),
@@ -228,6 +267,13 @@ SPECS: tuple[StageSpec, ...] = (
               variant="atomic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
               idea="stream-K with split tiles pre-scaled by beta and their pieces atomicAdd-ed into C "
                    "(non-deterministic last bits)"),
+    StageSpec("tf32_mma", "12_tf32_mma.cu",
+              _tf32_configs(), tiles=tuple(TF32_TILES), default_tile=TF32_DEFAULT_TILE["tf32"],
+              precisions=tuple(TF32_PRECISIONS),
+              not_emulated="mma.sync and ldmatrix are warp-collective (each lane's registers feed every lane's "
+                           "result); the emulator runs a block's threads as fibers that meet only at "
+                           "__syncthreads, and making a warp collective a block barrier would hide the "
+                           "missing-barrier bugs it exists to find"),
 )
 
 
@@ -339,6 +385,10 @@ def _options(spec: StageSpec) -> tuple:
     out = []
     if len(spec.tiles) > 1:
         default = f"default {spec.default_tile}" if spec.default_tile else "default: chosen per shape"
+        if spec.precisions == tuple(TF32_PRECISIONS):
+            default = "; ".join(f"{pr}: default {TF32_DEFAULT_TILE[pr]}, any of "
+                                f"{', '.join(t for t, v in TF32_TILES.items() if pr in v[-1])}"
+                                for pr in TF32_PRECISIONS)
         out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
     if spec.plan == SPLIT_K:
         out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
@@ -380,13 +430,16 @@ def _gemm_args(problem, A, B, C):
 
 
 def _launcher(*steps):
-    """A zero-argument launch of (function, grid, block, args) steps, in order, each on torch's
-    current stream as of the call (looked up per call: a CUDA graph capture or a side stream
-    that is current when the launch runs gets the work)."""
+    """A zero-argument launch of (function, grid, block, args[, dynamic shared bytes]) steps, in
+    order, each on torch's current stream as of the call (looked up per call: a CUDA graph
+    capture or a side stream that is current when the launch runs gets the work)."""
     def launch():
         stream = loader.backend().stream()
-        for fn, grid, block, args in steps:
-            fn(grid, block, args, stream=stream)
+        for fn, grid, block, args, *smem in steps:
+            if smem and smem[0]:
+                fn(grid, block, args, shared_mem=smem[0], stream=stream)
+            else:
+                fn(grid, block, args, stream=stream)
     return launch
 
 
@@ -406,16 +459,44 @@ def _pick_config(spec: StageSpec, problem, inputs, opts: dict, suffix: str = "")
     return spec.config(f"{tile}.{'vec' if vec else 'scalar'}{suffix}"), vec, tile
 
 
+def _check_smem(spec: StageSpec, cfg: Config) -> None:
+    """A block asking for more shared memory than the GPU lets one block opt in to can't launch
+    (stage 12's 105 KiB runs on sm_80 / sm_90, not on sm_86 / sm_89 with 99 KiB): say so first."""
+    be = loader.backend()
+    if cfg.smem_dynamic > 48 * 1024 and hasattr(be, "smem_optin"):
+        have = be.smem_optin()
+        if have is not None and cfg.smem_dynamic > have:
+            from compare.harness.errors import UsageError
+            raise UsageError(f"{spec.name} tile {cfg.label} needs {cfg.smem_dynamic} bytes of shared memory per "
+                             f"block; this GPU lets a block use at most {have}")
+
+
 def _single_prepare(spec: StageSpec):
     """One kernel launch over a 1-D grid of C tiles."""
     def prepare(problem, inputs, options=None):
         opts = dict(options or {})
-        cfg, vec, tile = _pick_config(spec, problem, inputs, opts)
+        tf32 = spec.precisions == tuple(TF32_PRECISIONS)
+        suffix = TF32_PRECISIONS[problem.precision][1] if tf32 else ""
+        if tf32:
+            opts.setdefault("tile", TF32_DEFAULT_TILE[problem.precision])
+            have = [t for t, v in TF32_TILES.items() if problem.precision in v[-1]]
+            if opts["tile"] not in have:
+                from compare.harness.errors import UsageError
+                raise UsageError(f"{spec.name}: tile {opts['tile']} has no {problem.precision} configuration "
+                                 f"(its registers can't hold the split); {problem.precision} tiles: {', '.join(have)}")
+        cfg, vec, tile = _pick_config(spec, problem, inputs, opts, suffix)
+        _check_smem(spec, cfg)
         A, B, C, _ = _operands(problem, inputs, vec_needed=False)
         grid = (_tiles(problem, cfg), 1, 1)
-        launch = _launcher((_function(spec, cfg), grid, cfg.block, _gemm_args(problem, A, B, C)))
-        return _with_config(launch, {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
-                                     "chosen_by": _chosen_by(opts) if len(spec.tiles) > 1 else "fixed"})
+        launch = _launcher((_function(spec, cfg), grid, cfg.block, _gemm_args(problem, A, B, C), cfg.smem_dynamic))
+        config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+                  "chosen_by": _chosen_by(dict(options or {})) if len(spec.tiles) > 1 else "fixed"}
+        if len(spec.precisions) > 1:
+            config["precision_path"] = ("3xTF32: big + small TF32 parts, 3 mma per product, summed by FADD"
+                                        if suffix else "TF32: operands rounded to nearest (cvt.rna), 1 mma per product")
+        if cfg.smem_dynamic:
+            config["smem_bytes"] = cfg.smem_dynamic
+        return _with_config(launch, config)
     return prepare
 
 
@@ -551,13 +632,17 @@ def _meta(spec: StageSpec) -> dict:
         d["tiles"] = list(spec.tiles)
     if spec.variant:
         d["deterministic"] = spec.variant != "atomic"
+    if spec.precisions != ("fp32",):
+        d["precisions"] = list(spec.precisions)
+    if spec.not_emulated:
+        d["emulated"] = f"no: {spec.not_emulated}"
     d.update(spec.meta)
     return d
 
 
 def _register(spec: StageSpec) -> Kernel:
     return register(Kernel(
-        name=spec.name, family=FAMILY, stage=spec.stage, precisions=("fp32",),
+        name=spec.name, family=FAMILY, stage=spec.stage, precisions=spec.precisions,
         prepare=_PREPARE[spec.plan](spec),
         supports=_vec_requirement if spec.operands == "float4" else _supports_any,
         variant=spec.variant, idea=spec.description, options=_options(spec), meta=_meta(spec)))

@@ -435,3 +435,13 @@ def test_pct_track_hands_asv_per_sample_pcts_whose_median_is_the_value(monkeypat
     assert sorted(got["samples"])[2] == pytest.approx(50.0)          # the median is the value
     assert max(got["samples"]) == pytest.approx(50.0 / 0.98)        # a fast sample is a higher %
     assert cache["pct"][("fake", "fp32")]["value"] == pytest.approx(50.0)
+def test_tensor_core_stage_gets_tf32_and_tf32x3_points(monkeypatch):
+    """Stage 12 (tiled group, precisions tf32 and tf32x3 only) is timed in the tiled tensor-core
+    class beside cuBLAS and Triton, and stays out of the fp32 class."""
+    gemm = _suite(monkeypatch)
+    tiled = _group_classes(gemm, "tiled")
+    tc = [c for c in tiled if "tf32" in c.params[2]]
+    fp32 = [c for c in tiled if c.params[2] == ["fp32"]]
+    assert tc and fp32
+    assert all("cuda.12_tf32_mma" in c.params[0] and {"tf32", "tf32x3"} <= set(c.params[2]) for c in tc)
+    assert all("cuda.12_tf32_mma" not in c.params[0] for c in fp32)

@@ -180,7 +180,8 @@ def test_every_stage_is_registered_once():
     assert [k.stage for k in plain] == want
     assert [k.name for k in plain] == [f"cuda.{i:02d}_{s}" for i, s in enumerate(want, 1)]
     for k in cuda:
-        assert _REGISTRY[k.name] is k and k.family == "cuda" and k.precisions == ("fp32",)
+        want = ("tf32", "tf32x3") if k.stage == "tf32_mma" else ("fp32",)
+        assert _REGISTRY[k.name] is k and k.family == "cuda" and k.precisions == want
     variants = [k for k in cuda if k.variant == "atomic"]
     assert [(k.name, k.variant) for k in variants] == [("cuda.10_split_k_atomic", "atomic"),
                                                        ("cuda.11_stream_k_atomic", "atomic")]
@@ -217,9 +218,11 @@ def test_float4_stages_say_why_they_refuse_unaligned_shapes(name):
                                   if k.stage not in ("vectorized", "bank_conflict_free")])
 def test_other_stages_take_any_shape(name):
     k = _REGISTRY[name]
+    mine, other = (("tf32", "tf32x3"), "fp32") if k.stage == "tf32_mma" else (("fp32",), "tf32")
     for M, N, K in [(1, 1, 1), (7, 33, 127), (4097, 1, 1023), (255, 1000, 4097)]:
-        assert k.why_not(Problem(M, N, K)) is None
-    assert "no tf32 path" in k.why_not(Problem(8, 8, 8, precision="tf32"))
+        for pr in mine:
+            assert k.why_not(Problem(M, N, K, precision=pr)) is None
+    assert f"no {other} path" in k.why_not(Problem(8, 8, 8, precision=other))
 
 
 def test_split_plan():
@@ -256,3 +259,74 @@ def test_config_expressions_are_unique_and_declared_once():
         src = loader.source(fname)
         for c in cfgs:
             assert re.search(rf"\b{c.kernel}\s*\(", src), f"{c.kernel} not defined in {fname}"
+
+
+# ---- stage 12 (TF32 mma.sync) ------------------------------------------------------------------
+
+def test_tf32_stage_declares_each_tile_for_both_precisions_once():
+    """One spec, two precisions: each tile has a .vec and a .scalar configuration for every
+    precision it declares, tf32 (SPLIT3 = false) and tf32x3 (SPLIT3 = true, label suffix .x3),
+    nothing else; each precision's default tile is among them."""
+    spec = next(s for s in registry.SPECS if s.stage == "tf32_mma")
+    assert spec.precisions == ("tf32", "tf32x3") and spec.tiles == tuple(registry.TF32_TILES)
+    got = {c.label: c.targs for c in spec.configs}
+    for pr, tile in registry.TF32_DEFAULT_TILE.items():
+        assert pr in registry.TF32_TILES[tile][-1]
+    for tile, (bm, bn, bk, wm, wn, stages, minbs) in registry.TF32_TILES.items():
+        for vec in (True, False):
+            for pr, minb in minbs.items():
+                split3, suffix = pr == "tf32x3", ".x3" if pr == "tf32x3" else ""
+                label = f"{tile}.{'vec' if vec else 'scalar'}{suffix}"
+                assert got.pop(label) == (bm, bn, bk, wm, wn, stages, minb, vec, split3), label
+                cfg = spec.config(label)
+                assert cfg.smem_dynamic == stages * (bm * (bk + 4) + bk * (bn + 8)) * 4 > 48 * 1024
+                assert cfg.threads == 32 * (bm // wm) * (bn // wn)
+    assert not got, got
+
+
+@pytest.mark.parametrize("tile", list(registry.TF32_TILES))
+def test_tf32_shared_memory_pads_make_fragment_reads_conflict_free(tile):
+    """The header's bank claims, from the tile constants: an ldmatrix phase reads 8 rows of 16
+    bytes of A (rows BK+4 floats apart) and must hit 8 disjoint 4-bank groups; the B fragment
+    read of lane (g, t) is word t*(BN+8) + g and must hit 32 distinct banks. Every row start
+    stays 16-byte aligned (cp.async 16 and ldmatrix need it)."""
+    bm, bn, bk, *_ = registry.TF32_TILES[tile]
+    a_ld, b_ld = bk + 4, bn + 8
+    for k0 in range(0, bk, 4):
+        banks = [(r * a_ld + k0 + j) % 32 for r in range(8) for j in range(4)]
+        assert len(set(banks)) == 32, (tile, k0)
+    assert len({(t * b_ld + g) % 32 for g in range(8) for t in range(4)}) == 32
+    assert a_ld % 4 == 0 and b_ld % 4 == 0 and (bm * a_ld) % 4 == 0
+
+
+def test_tf32_source_uses_the_tensor_core_instructions():
+    src = loader.source("12_tf32_mma.cu")
+    for ins in ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async"):
+        assert ins in src, ins
+
+
+def test_tf32_stage_refuses_a_gpu_with_too_little_shared_memory():
+    """Stage 12 asks for 105 KiB per block: on a GPU that allows less (sm_86 / sm_89: 99 KiB)
+    prepare says so before compiling or launching anything."""
+    from compare.harness.errors import UsageError
+
+    class SmallGpu:
+        def smem_optin(self):
+            return 99 * 1024
+
+        @staticmethod
+        def address(x):
+            return 0
+
+        def function(self, *a, **k):
+            raise AssertionError("must refuse before compiling")
+
+    class Inputs:
+        def cupy(self, name):
+            return name
+
+    k = _REGISTRY["cuda.12_tf32_mma"]
+    with loader.use_backend(SmallGpu()):
+        with pytest.raises(UsageError, match=r"needs 107520 bytes of shared memory per block; .* at most 101376"):
+            k.prepare(Problem(256, 256, 256, precision="tf32"), Inputs(), {})

@@ -18,7 +18,7 @@ from compare.harness.check import check  # noqa: E402
 from compare.harness.inputs import make_inputs  # noqa: E402
 from compare.harness.problem import Problem  # noqa: E402
 from compare.harness.runner import check_kernel  # noqa: E402
-from cuda_kernels.registry import STREAM_K_TILES, TILES_09, TILES_10  # noqa: E402
+from cuda_kernels.registry import STREAM_K_TILES, TF32_TILES, TILES_09, TILES_10  # noqa: E402
 
 KERNELS = {k.name: k for k in cuda_kernels.KERNELS}
 FLOAT4_ONLY = ("vectorized", "bank_conflict_free")
@@ -49,6 +49,8 @@ SHAPES = [
 def _check_all_stages(p):
     failures = []
     for name, k in KERNELS.items():  # kernels inside: the float64 reference is made once per shape
+        if p.precision not in k.precisions:
+            continue  # the tensor-core stages (tf32, tf32x3) have their own tests below
         why = k.why_not(p)
         if why:
             # Unsupported must be said, in words, and only by the float4-only stages.
@@ -175,3 +177,54 @@ def test_stream_k_every_mode(shape, mode):
         k = KERNELS[name]
         res = check_kernel(k, Problem(*shape, alpha=0.5, beta=-1.5), options=k.parse_options({"mode": mode}))
         assert res.ok, f"{name} {mode} {shape}: {res.message}"
+
+
+# ---- stage 12: TF32 tensor cores (mma.sync), precisions tf32 and tf32x3 --------------------------
+TF32 = "cuda.12_tf32_mma"
+# Not multiples of 4, 8 or 16 in any position (scalar path), then float4 paths with M and K
+# tails (N, K multiples of 4, not of 8 or 16), a single row / column, K = 1.
+TF32_SHAPES = [
+    (1, 7, 33), (7, 33, 127), (33, 127, 255), (127, 255, 1001), (257, 129, 67), (1000, 1003, 997),
+    (4097, 1, 7), (1023, 4097, 1), (1, 1000, 1000), (129, 1000, 4), (1001, 1004, 1012), (255, 132, 4100),
+]
+
+
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("i", range(len(TF32_SHAPES)), ids=lambda i: "x".join(map(str, TF32_SHAPES[i])))
+def test_tf32_mma_on_odd_shapes(i, precision):
+    alpha, beta = AB[i % len(AB)]
+    p = Problem(*TF32_SHAPES[i], alpha=alpha, beta=beta, seed=i, precision=precision)
+    res = check_kernel(KERNELS[TF32], p)
+    assert res.ok, f"{TF32} {p.shape} {precision} alpha={alpha} beta={beta}: {res.message}"
+
+
+@pytest.mark.parametrize("tile, precision", [(t, pr) for t, v in TF32_TILES.items() for pr in v[-1]])
+@pytest.mark.parametrize("shape", [(255, 1000, 1023), (1000, 1000, 1000)], ids=lambda s: "x".join(map(str, s)))
+def test_tf32_mma_every_tile(shape, tile, precision):
+    p = Problem(*shape, alpha=0.5, beta=-1.5, precision=precision)
+    res = check_kernel(KERNELS[TF32], p, options={"tile": tile})
+    assert res.ok, f"{TF32} tile={tile} {shape} {precision}: {res.message}"
+
+
+def test_tf32x3_is_fp32_class_and_tf32_is_not():
+    """The split really runs: the 3xTF32 path's error is far under one TF32 pass's (~3e-4 on
+    random data) and within fp32's; the tf32 path is as inaccurate as TF32 rounding makes it
+    (a kernel that silently computed in fp32 would pass a tf32 check too)."""
+    errs = {pr: check_kernel(KERNELS[TF32], Problem(1000, 1003, 997, precision=pr, seed=3)).rel_err
+            for pr in ("tf32", "tf32x3")}
+    assert errs["tf32x3"] < 5e-7 < 1e-5 < errs["tf32"], errs
+
+
+def test_tf32_mma_refuses_a_tile_without_the_precision():
+    from compare.harness.errors import UsageError
+    p = Problem(256, 256, 256, precision="tf32x3")
+    with pytest.raises(UsageError, match="has no tf32x3 configuration"):
+        KERNELS[TF32].prepare(p, make_inputs(p), {"tile": "128x128x32"})
+
+
+def test_tf32_mma_launch_config_names_the_path():
+    k = KERNELS[TF32]
+    for pr, want in (("tf32", "TF32"), ("tf32x3", "3xTF32")):
+        p = Problem(256, 256, 256, precision=pr)
+        launch = k.prepare(p, make_inputs(p), {})
+        assert launch.config["precision_path"].startswith(want) and launch.config["smem_bytes"] > 48 * 1024

@@ -339,3 +339,31 @@ def test_every_cuda_launch_was_captured(gpu_profile):
     for stage, row in gpu_profile.items():
         assert row["ncu_kernels"], stage
         assert row["counters"].get("time_ns"), stage
+
+
+def test_tensor_core_stage_claims_are_absolute():
+    """Stage 12 runs tf32 problems no FFMA stage runs: its claims need no base row. The tensor
+    pipe claim holds from its floor up and fails on an FFMA-like reading; missing is 'not measured'."""
+    tc = next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "tensor_pct")
+    assert P.evaluate_claim(tc, P.TF32_MMA_MIN_TENSOR_PCT + 1, None) is True
+    assert P.evaluate_claim(tc, 0.1, None) is False
+    assert P.evaluate_claim(tc, None, None) is None
+    assert P.claim_text(tc, 55.0, None, True).startswith("holds: TC % 55.0 >= ")
+    conf = next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "conflicts_ld_pct")
+    assert P.evaluate_claim(conf, 0.2, None) is True and P.evaluate_claim(conf, 5.0, None) is False
+
+
+def test_stage_12_claims_hold_on_the_h100_recording():
+    """results/h100/tensor-core/profile12.json (H100, 2048^3, tf32 and tf32x3): re-evaluated from
+    its raw counters with today's metrics and claims, both stage-12 claims hold in both precisions."""
+    import json
+    path = os.path.join(ROOT, "results", "h100", "tensor-core", "profile12.json")
+    with open(path) as f:
+        rows = json.load(f)["rows"]
+    for r in rows:
+        r.pop("metrics", None), r.pop("claims", None)
+    P.fill_metrics(rows)
+    assert {r["precision"] for r in rows} == {"tf32", "tf32x3"}
+    for r in rows:
+        assert r["metrics"]["tensor_pct"] >= P.TF32_MMA_MIN_TENSOR_PCT
+        assert [c["holds"] for c in r["claims"]] == [True, True], r["claims"]

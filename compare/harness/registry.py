@@ -66,6 +66,9 @@ for _s in (
                                     "reduced after"),
     Stage(11, "stream_k", "split_k", "stream-K: every tile's K iterations spread evenly over a grid sized to the "
                                      "SMs, so no wave is left partly empty; any shape (the general-purpose kernel)"),
+    Stage(12, "tf32_mma", "tiled", "TF32 tensor cores: warp-level mma.sync m16n8k8 from padded (conflict-free) "
+                                   "shared memory, 3-stage cp.async pipeline; tf32, or tf32x3 (3 products of "
+                                   "big/small TF32 parts, fp32-class error)"),
     Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
     Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
 ):
