@@ -37,6 +37,10 @@ sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes)
   selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /
   best % of cuBLAS); with --plot, the sweep plot.
 -o FILE without --format writes the format its suffix names (.json, .csv, .md; else the table).
+variants: --variant KERNEL[:NAME=VALUE,...] runs KERNEL with those options as a kernel of its own
+  (rows and summary labelled KERNEL[NAME=VALUE,...]); NAME=V1|V2 gives one variant per value,
+  NAME=* one per value the option declares, several NAME=... the cross product.
+  @FILE reads arguments from FILE, one per line (# comments), e.g. results/**/*.args.
 exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check or errored
   (raised, ran out of memory); 2 the run could not start (bad arguments or files, no GPU, a shape
   that does not fit) or would check nothing (every selected kernel unsupported or skipped on every
@@ -49,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m compare",
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
+    p.convert_arg_line_to_args = _arg_file_line
     p.add_argument("--stage", default="all", metavar="STAGE",
                    help=f"a group ({', '.join(GROUPS)}), a stage name, or all; one of: {', '.join(stage_choices())}")
     p.add_argument("--shape", action="append", metavar="MxNxK",
@@ -89,7 +94,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-noise", type=float, default=0.005,
                    help="stop sampling when the median's relative standard error is below this (default 0.005)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    # Option variants (compare/harness/variants.py): one kernel, several option sets, one run.
+    p.add_argument("--variant", action="append", metavar="KERNEL[:NAME=VALUE,...]",
+                   help="run KERNEL with these options as a kernel of its own (rows labelled KERNEL[NAME=VALUE]); "
+                        "repeatable; NAME=V1|V2 one variant per value, NAME=* every declared value, several "
+                        "NAME=... the cross product; replaces --kernel")
     return p
+
+
+def _expand_arg_files(argv: list) -> list:
+    """@FILE arguments replaced by the file's arguments, so --profile inside a file is seen and
+    the recorded command is the full one. A missing file is left for argparse to report."""
+    out = []
+    for a in argv:
+        if a.startswith("@") and os.path.isfile(a[1:]):
+            with open(a[1:], encoding="utf-8") as f:
+                out += _expand_arg_files([x for line in f for x in _arg_file_line(line)])
+        else:
+            out.append(a)
+    return out
+
+
+def _arg_file_line(line: str) -> list[str]:
+    """@FILE: one argument per line; blank lines and lines starting with # are skipped."""
+    line = line.strip()
+    return [] if not line or line.startswith("#") else [line]
 
 
 def _shape_set_names() -> str:
@@ -189,6 +218,16 @@ def _select(args) -> list:
                              f"pick a --stage that shows it (e.g. --stage {registry.get(outside[0]).stage}) "
                              f"or drop --stage")
         selected = [k for k in selected if k.name in names or k.family == "cublas"]
+    if args.variant:
+        from .harness.variants import resolve
+        if args.kernel:
+            raise UsageError("--variant names its kernels; drop --kernel")
+        pairs = resolve(args.variant, {k.name: k for k in registry.kernels()})
+        in_sel = {k.name for k in selected}
+        outside = [k.name for k, _ in pairs if k.name not in in_sel]
+        if outside:
+            raise UsageError(f"--variant {outside[0]} is not in the --stage {args.stage} / --family selection; drop or widen them")
+        selected = [k for k in selected if k.family == "cublas"] + [v for _, v in pairs]
     return selected
 
 
@@ -367,7 +406,7 @@ def verdict(results) -> int:
 
 
 def main(argv: Optional[list] = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _expand_arg_files(sys.argv[1:] if argv is None else list(argv))
     if "--profile" in argv:
         # Nsight Compute counters beside each time: its own entry point with the same selection flags.
         from .outputs.profile import main as profile_main
@@ -466,7 +505,7 @@ def _report(results, env: dict, args) -> int:
     """Render (with the sweep summary when shapes came from a set or file), plot, exit code:
     the same for a measured run and a recorded one."""
     summary = None
-    if _is_sweep(args):
+    if _is_sweep(args) or getattr(args, "variant", None):
         from .outputs import sweep
         summary = sweep.summarize(results)
     render(results, env, args, summary)

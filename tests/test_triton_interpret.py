@@ -389,22 +389,3 @@ def test_each_dot_names_its_input_precision():
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if "tl.dot(" in line:
                 assert "input_precision" in line, f"{path.name}:{i}: {line.strip()}"
-
-
-def test_sweep_smoke_goes_through_the_runner(tmp_path):
-    """triton_kernels.sweep times candidates as kernel options through compare.harness.runner.run_kernel;
-    under the interpreter it checks them (no timing). Every row's options parse as --opt text."""
-    import json
-
-    from triton_kernels import sweep
-    out = tmp_path / "sweep.json"
-    assert sweep.main(["--interpret-smoke", "-o", str(out)]) == 0
-    rows = [r for p in json.loads(out.read_text())["phases"] for r in p["rows"]]
-    assert len(rows) == 6 and all(r["ok"] and r["status"] == OK for r in rows)
-    for r in rows:
-        kernel = {"triton.tiled": tiled.KERNEL, "triton.split_k": split_k.KERNEL,
-                  "triton.split_k_atomic": split_k.KERNEL_ATOMIC}[r["kernel"]]
-        kernel.parse_options({k: str(v) for k, v in r["options"].items()})
-        assert r["config"]["config"] == r["options"]["config"] and r["config"]["chosen_by"] == "user"
-        if "split_k" in r["options"]:
-            assert r["config"]["split_k"] == r["options"]["split_k"] > 1

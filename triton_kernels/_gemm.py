@@ -263,6 +263,7 @@ def parse_choice(choices: tuple):
         if v not in choices:
             raise ValueError(f"choose one of {', '.join(choices)}")
         return v
+    parse.choices = tuple(choices)
     return parse
 
 
@@ -370,13 +371,6 @@ class ConfigChooser:
         grid = (triton.cdiv(M, k["BLOCK_M"]) * triton.cdiv(N, k["BLOCK_N"]), *grid_extra)
         self.jit[grid](*args, **constexprs, **config.all_kwargs())
 
-    def compile_only(self, C: torch.Tensor, args: tuple, config: triton.Config, grid_extra: tuple = (),
-                     **constexprs) -> None:
-        """Compile what ``launch`` would run, without running it (tensors stand in by dtype, which
-        Triton specialises as 16-byte aligned, as torch's allocations are): fills Triton's disk
-        cache, e.g. from a worker process while the GPU times something else."""
-        stand_ins = tuple(a.dtype if isinstance(a, torch.Tensor) else a for a in args)
-        self.jit.warmup(*stand_ins, grid=(1,) + tuple(1 for _ in grid_extra), **constexprs, **config.all_kwargs())
 
 
 def even_k(K: int, block_k: int, chunk: Optional[int] = None) -> bool:

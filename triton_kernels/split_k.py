@@ -287,12 +287,6 @@ class _Plan:
             _reduce_kernel[grid](self.W, C, self.M, self.N, self.S, C.stride(0), C.stride(1),
                                  self.alpha, self.beta, HAS_BETA=self.beta != 0, BLOCK=BLOCK, num_warps=4)
 
-    def compile_only(self):
-        """Compile the partial-product kernel for the user's ``config`` without launching
-        (triton_kernels.sweep)."""
-        CHOOSER.compile_only(self.C, self._args(self.C), self.user_config, grid_extra=(self.S,),
-                             EVEN_K=even_k(self.K, self.user_config.kwargs["BLOCK_K"], self.chunk),
-                             **self._constexprs())
 
 
 def _matmul(name, A, B, C, alpha, beta, precision, deterministic, split_k, operands, config):

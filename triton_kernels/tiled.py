@@ -183,10 +183,6 @@ class _Plan:
         CHOOSER.launch(self.C, self._args(self.C), self.tile, EVEN_K=even_k(self.K, self.tile.kwargs["BLOCK_K"]),
                        **self._constexprs())
 
-    def compile_only(self):
-        """Compile the kernel for the user's ``config`` without launching (triton_kernels.sweep)."""
-        CHOOSER.compile_only(self.C, self._args(self.C), self.user_config,
-                             EVEN_K=even_k(self.K, self.user_config.kwargs["BLOCK_K"]), **self._constexprs())
 
 
 def tiled_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float = 1.0,

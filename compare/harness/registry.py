@@ -86,6 +86,29 @@ class Option:
     name: str
     help: str
     parse: Callable[[str], object] = str
+    # The values a user may pick from, as text, when the option has a closed list (a CUDA stage's
+    # compiled tiles, an operand mode): what ``--variant KERNEL:NAME=*`` expands to.
+    choices: tuple = ()
+
+
+def declared_choices(option: Optional[Option]) -> tuple:
+    """An option's declared list of values: ``Option.choices``, else the ``choices`` attribute of
+    its parser, else the tuple of strings its parser closes over (cuda_kernels.registry._choice
+    builds its parser that way: a closed list without an Option.choices field)."""
+    import inspect
+    if option is None:
+        return ()
+    if option.choices:
+        return tuple(option.choices)
+    attr = getattr(option.parse, "choices", None)
+    if attr:
+        return tuple(attr)
+    try:
+        free = inspect.getclosurevars(option.parse).nonlocals
+    except TypeError:       # a builtin (str, int): no closure
+        return ()
+    lists = [v for v in free.values() if isinstance(v, tuple) and v and all(isinstance(x, str) for x in v)]
+    return tuple(lists[0]) if len(lists) == 1 else ()
 
 
 @dataclass(frozen=True)
