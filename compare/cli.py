@@ -16,16 +16,9 @@ from typing import Optional
 
 from .harness.errors import UsageError
 from .harness.files import write_atomically
+# The shape catalogue (every default and named set) is compare/harness/shapes.py.
+from .harness.shapes import GROUP_DEFAULTS as DEFAULT_SHAPES, INTERPRET_DEFAULTS as INTERPRET_SHAPES
 
-# Default shapes per group (the square and split-K shapes of the public anchors): naive stages are slow, so small cubes; the tiled
-# ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
-# far larger than M and N, so that M*N alone has too few tiles to fill the GPU.
-DEFAULT_SHAPES = {
-    "naive": ["256", "512", "1024"],
-    "tiled": ["1024", "2048", "4096", "8192", "3001x2999x3003"],
-    "split_k": ["256x256x131072", "512x512x65536", "1024x1024x16384"],
-}
-INTERPRET_SHAPES = ["77x65x300"]
 # -o FILE without --format: the format its suffix names (anything else gets the table).
 SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 

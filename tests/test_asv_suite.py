@@ -106,11 +106,8 @@ def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch)
     assert sweeps["SweepTriton"].params[0] == ["triton.stream_k"]
     assert sweeps["SweepTriton"].params[1] == ["fp32", "tf32", "tf32x3"]
     want = [gemm._shape_text(s) for s in gemm.sweep_shapes()]
-    try:
-        from compare.harness.shapes import shape_set
-        assert want == [gemm._shape_text(s) for s in shape_set("asv")]
-    except ImportError:
-        assert want == [gemm._shape_text(s) for s in gemm.FALLBACK_SWEEP_SHAPES]
+    from compare.harness.shapes import shape_set
+    assert want == [gemm._shape_text(s) for s in shape_set("asv")]
     for c in sweeps.values():
         assert c.shapes == want
         assert c.version.endswith(gemm._digest(want))       # a new shape set is a new measurement

@@ -39,9 +39,9 @@ from typing import Callable, Optional
 
 from ..harness.errors import UsageError
 from ..harness.files import write_atomically as _write_atomically, write_text_atomically
+from ..harness.shapes import PROFILE_DEFAULT as DEFAULT_SHAPE
 
 MARKER = "gemm_ladder_profile_marker"
-DEFAULT_SHAPE = "2048"
 
 
 # --- what is measured ------------------------------------------------------------------------
