@@ -63,7 +63,8 @@ from compare.harness.problem import parse_shape as _parse_shape
 VERSION = "1"
 
 SHAPE_SETS = _shapes.ASV_GROUP_SETS      # the shape catalogue: compare/harness/shapes.py
-CLASS_NAMES = {"naive": "Naive", "tiled": "Tiled", "split_k": "SplitK"}
+# asv class of a ladder group (compare/harness/registry.py GROUPS): its CamelCase name.
+CLASS_NAMES = {g: "".join(w.capitalize() for w in g.split("_")) for g in _registry.GROUPS}
 TENSOR_CORE_SUFFIX = "TensorCore"
 PCT_SUFFIX = "PctCublas"
 SWEEP_CLASS_NAMES = {"cuda": "SweepCuda", "triton": "SweepTriton"}

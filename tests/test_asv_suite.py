@@ -324,3 +324,12 @@ def test_docs_name_only_generated_classes(monkeypatch):
     named = set(re.findall(r"`gemm\.([A-Z]\w*)", text))
     assert named and not named - set(gemm._CLASSES), named - set(gemm._CLASSES)
     assert all(n in named or n.endswith(gemm.PCT_SUFFIX) for n in gemm._CLASSES), set(gemm._CLASSES) - named
+
+
+def test_benchmark_names_are_the_recorded_ones(monkeypatch):
+    """asv keys its history by benchmark name: the classes (read from the ladder's groups and
+    the registry) keep the names recorded so far."""
+    gemm = _suite(monkeypatch)
+    assert sorted(gemm._CLASSES) == [
+        "Naive", "NaivePctCublas", "SplitK", "SplitKPctCublas", "SplitKTensorCore", "SplitKTensorCorePctCublas",
+        "SweepCuda", "SweepTriton", "Tiled", "TiledPctCublas", "TiledTensorCore", "TiledTensorCorePctCublas"]

@@ -160,3 +160,21 @@ def test_interpret_split_k_end_to_end(tmp_path):
     assert all(r.rel_err < 1e-5 for r in triton_rows)
     others = [r for r in rows if r.family != "triton"]
     assert others and all(r.status == "skipped" and "needs a GPU" in r.reason for r in others)
+
+
+def test_cuda_readme_table_matches_the_ladder():
+    """cuda_kernels/README.md's stage table is checked against the one ladder: every registered
+    CUDA kernel has a row with its stage number and an existing .cu file, and every row names a
+    registered kernel."""
+    import os
+    import re
+    from compare.harness import registry
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(root, "cuda_kernels", "README.md"), encoding="utf-8").read()
+    rows = {m.group(2): (int(m.group(1)), m.group(3))
+            for m in re.finditer(r"^\| (\d+) \| `(cuda\.[\w.]+)` \| (\w+\.cu)", text, re.M)}
+    cuda = {k.name: k for k in registry.kernels() if k.family == "cuda"}
+    assert set(rows) == set(cuda), set(rows) ^ set(cuda)
+    for name, (number, cu) in rows.items():
+        assert number == cuda[name].number, name
+        assert os.path.exists(os.path.join(root, "cuda_kernels", cu)), cu

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..harness.errors import UsageError
+from ..harness.registry import STAGES, Claim
 from ..harness.files import write_atomically as _write_atomically, write_text_atomically
 from ..harness.shapes import PROFILE_DEFAULT as DEFAULT_SHAPE
 
@@ -210,34 +211,8 @@ METRICS: tuple[Metric, ...] = (
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
 
-@dataclass(frozen=True)
-class Claim:
-    """What a stage's header says it improves, as a test on the counters: ``metric`` of
-    ``stage`` compared (``op``: "<" or ">") with the same metric of stage ``than`` on the same
-    problem, or, when ``limit`` is set, at most ``limit`` ("~0": a conflict-free kernel still
-    shows a stray replay now and then, so zero is read as under 1% of the wavefronts)."""
-    stage: str
-    metric: str
-    op: str
-    says: str
-    than: str = ""
-    limit: Optional[float] = None
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("coalesced", "sectors_per_req", "<", "a warp's loads are 128-byte lines", than="naive"),
-    Claim("smem_tiled", "ldg_mb", "<", "each global value read once per block, not once per thread", than="coalesced"),
-    Claim("blocktile_1d", "fma_pct", ">", "one smem value feeds TM FMAs", than="smem_tiled"),
-    Claim("blocktile_2d", "fma_pct", ">", "TMxTN outer product: fewer smem loads per FMA", than="blocktile_1d"),
-    Claim("vectorized", "load_width", ">", "float4 global loads: 128-bit loads appear", than="blocktile_2d"),
-    Claim("bank_conflict_free", "conflicts_ld_pct", "~0", "no bank conflicts on the fragment loads", limit=1.0),
-    # Corrected claim (the header once said "none"): ncu shows 7.4% of store wavefronts still
-    # conflicting at 2048^3 on an H100, down from stage 06's 36.6%. The header now says so.
-    Claim("bank_conflict_free", "conflicts_st_pct", "<", "padding cuts the transposed-A store conflicts of stage 06 (not to zero)",
-          than="vectorized"),
-    Claim("warptile", "fma_pct", ">", "warp tiles: fragments reused, the FMA pipe busier", than="bank_conflict_free"),
-    Claim("double_buffered", "barrier_pct", "<", "one barrier per step: fewer barrier stalls", than="warptile"),
-)
+# The stage ladder's claims (compare/harness/registry.py STAGES), in ladder order.
+CLAIMS: tuple[Claim, ...] = tuple(c for st in STAGES for c in st.claims)
 
 
 def evaluate_claim(claim: Claim, value: Optional[float], base: Optional[float]) -> Optional[bool]:
