@@ -41,31 +41,13 @@ exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .harness.registry import GROUPS, FAMILIES, stage_choices
-    from .harness.problem import PRECISIONS
     p = argparse.ArgumentParser(
         prog="python -m compare",
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
     p.convert_arg_line_to_args = _arg_file_line
-    p.add_argument("--stage", default="all", metavar="STAGE",
-                   help=f"a group ({', '.join(GROUPS)}), a stage name, or all; one of: {', '.join(stage_choices())}")
-    p.add_argument("--shape", action="append", metavar="MxNxK",
-                   help="problem shape, repeatable; one number means a cube (default: the group's shapes)")
-    p.add_argument("--sweep", action="append", metavar="NAME",
-                   help=f"a named shape set ({_shape_set_names()}); repeatable or comma-separated; not with --shape")
-    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/harness/shapes.py); not with --shape")
-    p.add_argument("--precision", action="append", metavar="P",
-                   help=f"{' | '.join(PRECISIONS)}; repeatable (default fp32)")
-    p.add_argument("--family", action="append", metavar="F",
-                   help=f"{' | '.join(FAMILIES)}; repeatable or comma-separated (cuBLAS is always kept as the baseline)")
-    p.add_argument("--kernel", action="append", metavar="NAME",
-                   help="only these kernels (registry names; each must be in the --stage/--family selection); repeatable")
-    p.add_argument("--opt", action="append", metavar="[KERNEL:]NAME=VALUE",
-                   help="set a kernel option (repeatable); without KERNEL: for every selected kernel that declares NAME")
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--beta", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    from .outputs import selection
+    selection.add_flags(p, default_shapes="the group's shapes")
     p.add_argument("--list", action="store_true", help="print the stage ladder and the registered kernels, then exit")
     p.add_argument("--profile", action="store_true",
                    help="Nsight Compute counters (coalescing, bank conflicts, FMA/tensor pipe, occupancy, "
@@ -87,11 +69,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-noise", type=float, default=0.005,
                    help="stop sampling when the median's relative standard error is below this (default 0.005)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    # Option variants (compare/harness/variants.py): one kernel, several option sets, one run.
-    p.add_argument("--variant", action="append", metavar="KERNEL[:NAME=VALUE,...]",
-                   help="run KERNEL with these options as a kernel of its own (rows labelled KERNEL[NAME=VALUE]); "
-                        "repeatable; NAME=V1|V2 one variant per value, NAME=* every declared value, several "
-                        "NAME=... the cross product; replaces --kernel")
     return p
 
 
@@ -114,60 +91,31 @@ def _arg_file_line(line: str) -> list[str]:
     return [] if not line or line.startswith("#") else [line]
 
 
-def _shape_set_names() -> str:
-    try:
-        from .harness.shapes import SHAPE_SETS
-    except ImportError:
-        return "see compare/harness/shapes.py"
-    return ", ".join(SHAPE_SETS)
-
-
-def _split(values: Optional[list]) -> list:
-    from .harness.problem import split_flags
-    return split_flags(values)
-
-
 def _shape_texts(args, kernels) -> list[str]:
     """The shape strings this run uses: --shape, --sweep/--shapes-file, or the groups' defaults."""
-    from .harness.registry import STAGE_BY_NAME
-    if args.shape:
-        return list(args.shape)   # not comma-split: "64,64,1024" is an error that says MxNxK
-    if _is_sweep(args):
-        return [f"{M}x{N}x{K}" for M, N, K in _sweep_shapes(args)]
+    from .harness.registry import GROUPS, STAGE_BY_NAME
+    from .outputs import selection
     if args.interpret:
-        return INTERPRET_SHAPES
-    groups = {k.group for k in kernels if k.family != "cublas"}
-    if args.stage in STAGE_BY_NAME:
-        groups.add(STAGE_BY_NAME[args.stage].group)
-    texts = []
-    for g in ("naive", "tiled", "split_k"):
-        if g in groups or args.stage in (g, "all"):
-            texts += [t for t in DEFAULT_SHAPES[g] if t not in texts]
-    return texts
+        defaults = INTERPRET_SHAPES
+    else:
+        groups = {k.group for k in kernels if k.family != "cublas"}
+        if args.stage in STAGE_BY_NAME:
+            groups.add(STAGE_BY_NAME[args.stage].group)
+        defaults = []
+        for g in GROUPS:
+            if g in groups or args.stage in (g, "all"):
+                defaults += [t for t in DEFAULT_SHAPES[g] if t not in defaults]
+    return selection.shape_texts(args, defaults)
 
 
 def _is_sweep(args) -> bool:
-    return bool(args.sweep or args.shapes_file)
-
-
-def _sweep_shapes(args) -> list[tuple]:
-    """--sweep sets and --shapes-file shapes, in order, duplicates dropped."""
-    from .harness import shapes
-    return shapes.sweep_shapes(args.sweep, args.shapes_file)
+    from .outputs.selection import is_sweep
+    return is_sweep(args)
 
 
 def _problems(args, kernels) -> list:
-    from .harness.problem import Problem, ProblemError, parse_precisions, parse_shape
-    problems = []
-    try:
-        precisions = parse_precisions(args.precision)
-        for t in _shape_texts(args, kernels):
-            M, N, K = parse_shape(t)
-            for pr in precisions:
-                problems.append(Problem(M, N, K, precision=pr, alpha=args.alpha, beta=args.beta, seed=args.seed))
-    except ProblemError as e:
-        raise UsageError(str(e)) from None
-    return problems
+    from .outputs import selection
+    return selection.problems(args, _shape_texts(args, kernels))
 
 
 def _pairs(args, kernels, problems):
@@ -186,51 +134,13 @@ def _pairs(args, kernels, problems):
 
 
 def _select(args) -> list:
-    """--stage / --family / --kernel -> the kernels to run. A --kernel outside the stage and family
-    selection is an error naming both (it used to be dropped without a word)."""
-    from .harness import registry
-    families = _split(args.family) or None
-    try:
-        selected = registry.select(args.stage, families)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if args.interpret and families and "triton" not in families:
-        raise UsageError(f"--interpret runs the Triton kernels only (the Triton interpreter on CPU tensors); "
-                         f"--family {','.join(families)} selects none of them, so nothing would be checked")
-    if args.kernel:
-        names = _split(args.kernel)
-        known = {k.name for k in registry.kernels()}
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise UsageError(f"unknown kernel {unknown[0]!r}; known: {', '.join(sorted(known))}")
-        in_sel = {k.name for k in selected}
-        outside = [n for n in names if n not in in_sel]
-        if outside:
-            fam = f" --family {','.join(families)}" if families else ""
-            raise UsageError(f"--kernel {outside[0]} is not in the selection of --stage {args.stage}{fam}; "
-                             f"pick a --stage that shows it (e.g. --stage {registry.get(outside[0]).stage}) "
-                             f"or drop --stage")
-        selected = [k for k in selected if k.name in names or k.family == "cublas"]
-    if args.variant:
-        from .harness.variants import resolve
-        if args.kernel:
-            raise UsageError("--variant names its kernels; drop --kernel")
-        pairs = resolve(args.variant, {k.name: k for k in registry.kernels()})
-        in_sel = {k.name for k in selected}
-        outside = [k.name for k, _ in pairs if k.name not in in_sel]
-        if outside:
-            raise UsageError(f"--variant {outside[0]} is not in the --stage {args.stage} / --family selection; drop or widen them")
-        selected = [k for k in selected if k.family == "cublas"] + [v for _, v in pairs]
-    return selected
+    from .outputs import selection
+    return selection.kernels(args, interpret=args.interpret)
 
 
 def _options(args, selected) -> dict:
-    """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
-    from .harness import registry
-    raw = registry.opt_flags(args.opt, selected)
-    by_name = {k.name: k for k in selected}
-    # parse_options raises UsageError naming the kernel, the option and what is wrong
-    return {kname: by_name[kname].parse_options(opts) for kname, opts in raw.items()}
+    from .outputs import selection
+    return selection.options(args, selected)
 
 
 def _check_something_runs(pairs, skip, selected) -> None:
@@ -419,7 +329,7 @@ def _main(args) -> int:
         # Must happen before any Triton kernel module is imported: @triton.jit picks the
         # interpreter at decoration time.
         os.environ["TRITON_INTERPRET"] = "1"
-    from .harness import registry, runner
+    from .harness import runner
     from .harness.problem import ProblemError
 
     if args.list:
@@ -441,8 +351,6 @@ def _main(args) -> int:
                              f"(a --check or --interpret run?)")
         return _report(results, env, args)
 
-    if args.shape and _is_sweep(args):
-        raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
     selected = _select(args)
     options = _options(args, selected)
     problems = _problems(args, selected)

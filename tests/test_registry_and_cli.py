@@ -178,3 +178,30 @@ def test_cuda_readme_table_matches_the_ladder():
     for name, (number, cu) in rows.items():
         assert number == cuda[name].number, name
         assert os.path.exists(os.path.join(root, "cuda_kernels", cu)), cu
+
+
+def test_front_ends_share_one_set_of_selection_flags():
+    """python -m compare and its --profile read the same selection flags from one module: the
+    profile takes --sweep now, and both refuse the same bad selection with the same message."""
+    from compare import cli
+    from compare.harness.errors import UsageError
+    from compare.outputs import profile, selection
+
+    def flags(parser):
+        return {s for a in parser._actions for s in a.option_strings}
+    shared = {"--stage", "--shape", "--sweep", "--shapes-file", "--precision", "--family", "--kernel", "--opt",
+              "--alpha", "--beta", "--seed"}
+    assert shared <= flags(cli.build_parser()) and shared <= flags(profile.build_parser())
+    assert "--variant" in flags(cli.build_parser())
+    args = profile.build_parser().parse_args(["--sweep", "odd", "--kernel", "cuda.08_warptile"])
+    pairs = profile.select_pairs(args)
+    from compare.harness.shapes import shape_set
+    assert [(p.M, p.N, p.K) for _, p in pairs] == shape_set("odd")
+    for argv in (["--stage", "nope"], ["--shape", "64", "--sweep", "odd"], ["--kernel", "cuda.nope"]):
+        msgs = []
+        for parser in (cli.build_parser(), profile.build_parser()):
+            a = parser.parse_args(argv)
+            with pytest.raises(UsageError) as e:
+                selection.problems(a, selection.shape_texts(a, ["64"])) if "--shape" in argv else selection.kernels(a)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
