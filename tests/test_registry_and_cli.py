@@ -12,6 +12,7 @@ from compare.harness import registry
 from compare.outputs import report
 from compare.cli import main
 from compare.harness.runner import Result
+from compare.harness.errors import UsageError
 
 HAVE_GPU = __import__("torch").cuda.is_available()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -205,3 +206,32 @@ def test_front_ends_share_one_set_of_selection_flags():
                 selection.problems(a, selection.shape_texts(a, ["64"])) if "--shape" in argv else selection.kernels(a)
             msgs.append(str(e.value))
         assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "'config' was renamed: use tile"),
+    (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "'config' was renamed: use tile"),
+    (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "'sk' was renamed: use mode"),
+    (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "'sk' was renamed: use mode"),
+])
+def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
+    from compare import cli
+    assert cli.main(argv + ["--shape", "64"]) == 2
+    assert why in capsys.readouterr().err
+
+
+def test_unprefixed_opt_refused_where_the_name_means_different_things(capsys):
+    """operands=direct means 'as given' to triton.tiled and 'copy only where 16-byte loads are
+    impossible' to triton.stream_k (their declared values differ): without KERNEL: it is refused;
+    with it, or where every selected kernel shares the declaration, it applies."""
+    from compare import cli
+    from compare.harness import registry
+    both = [registry.get("triton.tiled"), registry.get("triton.stream_k")]
+    with pytest.raises(UsageError, match="operands means different things to triton.tiled, triton.stream_k"):
+        registry.opt_flags(["operands=direct"], both)
+    assert registry.opt_flags(["triton.stream_k:operands=direct"], both) == {"triton.stream_k": {"operands": "direct"}}
+    shared = [registry.get("triton.tiled"), registry.get("triton.split_k")]      # one declaration
+    assert registry.opt_flags(["operands=direct"], shared) == {
+        "triton.tiled": {"operands": "direct"}, "triton.split_k": {"operands": "direct"}}
+    assert cli.main(["--family", "triton", "--opt", "operands=direct", "--shape", "64"]) == 2
+    assert "name the kernel" in capsys.readouterr().err

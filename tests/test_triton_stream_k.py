@@ -55,7 +55,7 @@ CASES = {
     "k_below_one_block": ((40, 50, 7), dict(tile="16x16x16", grid=3)),
     "tiny_m": ((1, 200, 300), dict(tile="16x64x32", grid=6)),
     "tiny_n": ((300, 1, 200), dict(tile="64x16x32", grid=6)),
-    "one": ((1, 1, 1), dict(sk="sk")),
+    "one": ((1, 1, 1), dict(mode="sk")),
     "hybrid": ((223, 30, 256), dict(tile="32x32x32", sms=3)),
     "many_segments": ((48, 48, 45), dict(tile="16x16x16", grid=2)),
 }
@@ -158,7 +158,7 @@ def test_decomposition_covers_every_iteration_once():
         assert covered == list(range(d.sk_tiles * d.iters))
         A = torch.empty(M, K)
         plan = sk._Plan(A, torch.empty(K, N), torch.empty(M, N), 1.0, 0.0, "fp32", True,
-                        {"tile": tile, "sk": "sk", "sms": sms, **({"grid": grid} if grid else {})})
+                        {"tile": tile, "mode": "sk", "sms": sms, **({"grid": grid} if grid else {})})
         for i in range(0, d.sk_tiles * d.iters, max(1, d.iters // 3)):
             lo, hi = d.range_of(plan._owner(i))
             assert lo <= i < hi
@@ -190,15 +190,15 @@ def test_heuristic_table():
 
 def test_options_parse_and_refuse():
     k = sk.KERNEL
-    opts = k.parse_options({"tile": "64x128x32/4/4", "sk": "sk", "grid": "100", "operands": "copy"})
+    opts = k.parse_options({"tile": "64x128x32/4/4", "mode": "sk", "grid": "100", "operands": "copy"})
     assert opts["tile"] == sk.Tile(64, 128, 32, 4, 4) and opts["grid"] == 100
-    for bad in ({"tile": "100x128x32"}, {"tile": "8x8x8"}, {"sk": "maybe"}, {"grid": "0"},
+    for bad in ({"tile": "100x128x32"}, {"tile": "8x8x8"}, {"mode": "maybe"}, {"grid": "0"},
                 {"operands": "sideways"}, {"nonsense": "1"}):
         with pytest.raises(UsageError):
             k.parse_options(bad)
     A, B, C = torch.empty(8, 8), torch.empty(8, 8), torch.empty(8, 8)
     with pytest.raises(UsageError, match="contradict"):
-        sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sk": "dp", "grid": 4})
+        sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"mode": "dp", "grid": 4})
 
 
 def test_registered_with_both_variants():
@@ -481,7 +481,7 @@ def test_sk_align_option():
     with pytest.raises(UsageError, match="contradict"):
         _plan(1024, 1024, 16384, "tf32", sk_align="on", grid=100)
     with pytest.raises(UsageError, match="contradict"):
-        _plan(1024, 1024, 16384, "tf32", sk_align="on", sk="dp")
+        _plan(1024, 1024, 16384, "tf32", sk_align="on", mode="dp")
     with pytest.raises(ValueError, match="choose one of"):
         sk.KERNEL.parse_options({"sk_align": "maybe"})
 

@@ -287,7 +287,7 @@ TILE_OPTIONS = (
            f"{M_MAJOR_A_MIN_N})", parse_choice(OPERAND_MODES)),
     Option("autotune", "on (default): time the candidate configs once per tuning key, on a scratch "
            "output; off: the first candidate of the precision's list", parse_on_off),
-    Option("config", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
+    Option("tile", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
            "128x128x32/8/3: reproduces a sweep row or a reported config", parse_config),
 )
 
@@ -297,12 +297,12 @@ def read_options(options: Optional[dict], precision: str, N: Optional[int]) -> t
     options = options or {}
     user_mode = options.get("operands")
     mode = operand_mode(precision, user_mode, N)
-    config = options.get("config")
+    config = options.get("tile")
     if isinstance(config, str):
         config = parse_config(config)
     autotune = options.get("autotune", True)
     if config is not None and options.get("autotune") is True:
-        raise UsageError("options config= and autotune=on contradict each other: a fixed config is not tuned")
+        raise UsageError("options tile= and autotune=on contradict each other: a fixed tile is not tuned")
     return mode, ("user" if user_mode else "heuristic"), config, autotune
 
 

@@ -33,7 +33,7 @@ partial's write-out). That naturally prefers S with tiles*S just under a multipl
 count: 256x256x131072 -> S = 33 (132 programs, one wave); 512x512x65536 -> S = 8 (128
 programs); 4096^3 -> S = 1. Chunks are multiples of 64 so every BLOCK_K divides them.
 
-The tile config (BLOCK_M/N/K, warps, stages) is chosen like stage "tiled" (options config= /
+The tile config (BLOCK_M/N/K, warps, stages) is chosen like stage "tiled" (options tile= /
 autotune=; autotuned on a scratch C, keyed on the shape, chunk, every stride, precision and
 epilogue; cached on disk with cache_results=True) from a short list of tiles no larger than
 128x128, so the split count's tile arithmetic holds. tf32 and tf32x3 read B through the same
@@ -291,7 +291,7 @@ class _Plan:
 
 def _matmul(name, A, B, C, alpha, beta, precision, deterministic, split_k, operands, config):
     check_gemm_args(name, A, B, C, alpha, beta, precision, PRECISIONS)
-    opts = {k: v for k, v in (("split_k", split_k), ("operands", operands), ("config", config)) if v is not None}
+    opts = {k: v for k, v in (("split_k", split_k), ("operands", operands), ("tile", config)) if v is not None}
     _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
     return C
 

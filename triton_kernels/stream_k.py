@@ -966,15 +966,15 @@ def _parse_positive(text) -> int:
 OPTIONS = (
     Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
-    Option("sk", "decomposition: dp (one program per tile) or sk (hybrid data-parallel + stream-K "
+    Option("mode", "decomposition: dp (one program per tile) or sk (hybrid data-parallel + stream-K "
            "for the last partial wave); default: the heuristic", parse_choice(DECOMPOSITIONS)),
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
-           f"{MIN_SK_ITERS} K-iterations each); implies sk=sk", _parse_positive),
+           f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
     Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
     Option("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
            "grid that is a multiple of the tile count (every tile's k-th range starts at the same "
            "K offset, so tiles sharing A rows or B columns read them from L2 together; at most "
-           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies sk=sk), off: the full grid",
+           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies mode=sk), off: the full grid",
            parse_choice(("auto", "on", "off"))),
     Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
            "unhinted, for comparison)", parse_on_off),
@@ -1006,11 +1006,11 @@ class _Plan:
         self.C, self.alpha, self.beta, self.precision = C, float(alpha), float(beta), precision
         self.deterministic = deterministic
         sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
-        mode = options.get("sk")
+        mode = options.get("mode")
         grid = options.get("grid")
         if grid is not None:
             if mode == "dp":
-                raise UsageError("options grid= and sk=dp contradict each other: grid is the stream-K program count")
+                raise UsageError("options grid= and mode=dp contradict each other: grid is the stream-K program count")
             mode = "sk"
         tile = options.get("tile")
         if isinstance(tile, str):
@@ -1019,7 +1019,7 @@ class _Plan:
         if grid is not None and sk_align != "auto":
             raise UsageError(f"options grid= and sk_align={sk_align} contradict each other: grid sets the program count")
         if mode == "dp" and sk_align == "on":
-            raise UsageError("options sk=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid")
+            raise UsageError("options mode=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid")
         if sk_align == "on":
             mode = "sk"
         align = None if sk_align == "auto" else sk_align == "on"

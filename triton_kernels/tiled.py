@@ -49,7 +49,7 @@ an M-major copy for wide outputs: _operands.py, fact 3).
 
 Choosing the config
 -------------------
-Options (``--opt``): ``config=BMxBNxBK/warps/stages`` fixes one; ``autotune=off`` takes the first
+Options (``--opt``): ``tile=BMxBNxBK/warps/stages`` fixes one; ``autotune=off`` takes the first
 of the precision's list; otherwise the autotuner times the precision's list (those that fit the
 GPU's shared memory, <= 6, so an asv process that tunes once stays quick) on a scratch copy of C,
 once per tuning key (``TUNE_KEY``: shape, every stride, precision, beta != 0), and every launch
@@ -193,7 +193,7 @@ def tiled_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float
     ``operands`` / ``config`` are the kernel's options (see TILE_OPTIONS). A direct call
     allocates the operand workspaces each time; ``prepare`` (the benchmark path) does it once."""
     check_gemm_args("tiled_matmul", A, B, C, alpha, beta, precision, PRECISIONS)
-    opts = {k: v for k, v in (("operands", operands), ("config", config)) if v is not None}
+    opts = {k: v for k, v in (("operands", operands), ("tile", config)) if v is not None}
     _Plan(A, B, C, alpha, beta, precision, opts).launch()
     return C
 

@@ -145,6 +145,11 @@ def declared_choices(option: Optional[Option]) -> tuple:
     return tuple(lists[0]) if len(lists) == 1 else ()
 
 
+# One concept, one option name across families. Old spellings are refused with the new one named
+# (a kernel that still declares an old name keeps it until its family is renamed).
+RENAMED = {"config": "tile", "sk": "mode", "sk_grid": "grid"}
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One row of the comparison.
@@ -182,6 +187,8 @@ class Kernel:
         known = {o.name: o for o in self.options}
         out = {}
         for name, text in raw.items():
+            if name not in known and RENAMED.get(name) in known:
+                raise UsageError(f"{self.name}: option {name!r} was renamed: use {RENAMED[name]}")
             if name not in known:
                 have = ", ".join(sorted(known)) or "none"
                 raise UsageError(f"{self.name} has no option {name!r} (its options: {have})")
@@ -314,6 +321,14 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
             targets = [by_name[kname]]
         else:
             targets = [k for k in selected if any(o.name == name for o in k.options)]
+            renamed = RENAMED.get(name)
+            if not targets and renamed and any(o.name == renamed for k in selected for o in k.options):
+                raise UsageError(f"--opt {text!r}: option {name!r} was renamed: use {renamed}")
+            meanings = {declared_choices(next(o for o in k.options if o.name == name)) for k in targets}
+            if len(meanings) > 1:
+                raise UsageError(f"--opt {text!r}: {name} means different things to "
+                                 f"{', '.join(k.name for k in targets)} (their values differ); "
+                                 f"name the kernel: --opt KERNEL:{name}={value.strip()}")
             if not targets:
                 owners: dict = {}
                 for k in selected:
