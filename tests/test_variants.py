@@ -52,13 +52,17 @@ def test_grid_is_the_cross_product_in_order():
 
 
 def test_star_expands_to_the_declared_values():
-    """tile=* is the CUDA stage's compiled tiles (StageSpec.tiles, the option's choices); a
-    Triton choice option's * is its declared choices."""
+    """tile=* is the CUDA stage's compiled tiles (StageSpec.tiles, the option's choices) and a
+    Triton kernel's autotune configs (its tile option's candidates); a Triton choice option's *
+    is its declared choices."""
     from cuda_kernels import registry as cuda_registry
     k = registry.get("cuda.09_double_buffered")
     tiles = registry.declared_choices(next(o for o in k.options if o.name == "tile"))
     assert tiles == tuple(cuda_registry.TILES_09) and len(tiles) > 2
     assert _names(["cuda.09_double_buffered:tile=*"]) == [f"cuda.09_double_buffered[tile={t}]" for t in tiles]
+    from triton_kernels import _gemm, tiled
+    want = list(dict.fromkeys(_gemm.config_name(c) for cs in tiled.CONFIGS.values() for c in cs))
+    assert _names(["triton.tiled:tile=*"]) == [f"triton.tiled[tile={t}]" for t in want] and len(want) > 6
     modes = _names(["triton.stream_k:operands=*"])
     from triton_kernels import stream_k
     assert modes == [f"triton.stream_k[operands={m}]" for m in stream_k.OPERAND_CHOICES]

@@ -292,6 +292,14 @@ TILE_OPTIONS = (
 )
 
 
+def tile_options(configs: dict) -> tuple:
+    """TILE_OPTIONS with the tile option's candidates: every config of ``configs`` (per
+    precision, the autotune lists), as the text the option takes."""
+    import dataclasses
+    texts = tuple(dict.fromkeys(config_name(c) for cs in configs.values() for c in cs))
+    return tuple(dataclasses.replace(o, candidates=texts) if o.name == "tile" else o for o in TILE_OPTIONS)
+
+
 def read_options(options: Optional[dict], precision: str, N: Optional[int]) -> tuple:
     """(operand mode, its chooser, fixed config or None, autotune on?) from a prepare's options."""
     options = options or {}

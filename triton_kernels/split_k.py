@@ -53,7 +53,7 @@ from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count
-from ._gemm import (DOT_PRECISION, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs, candidates, cfg,
+from ._gemm import (DOT_PRECISION, PRECISIONS, ConfigChooser, tile_options, all_configs, candidates, cfg,
                     default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options, wrapped_range)
 
 MIN_CHUNK = 512          # smallest K chunk the heuristic gives one program
@@ -318,7 +318,7 @@ def _parse_split_option(text) -> int:
 
 
 SPLIT_OPTIONS = (Option("split_k", "number of K chunks (rounded so chunks are multiples of 64; default: a cost "
-                                   "model on the SM count)", _parse_split_option),) + TILE_OPTIONS
+                                   "model on the SM count)", _parse_split_option),) + tile_options(CONFIGS)
 _META = {"split": "cost model on SM count and 128x128 tiles (chunk >= 512); option split_k overrides",
          "configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
          "autotune_key": ", ".join(TUNE_KEY)}

@@ -73,7 +73,7 @@ from compare.harness.registry import Kernel, register
 
 from . import _operands as ops
 from ._common import check_gemm_args
-from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs,
+from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, ConfigChooser, all_configs, tile_options,
                     candidates, cfg, default_config, even_k, grouped_tile, mac, operand_mode, read_options,
                     store_c, wrapped_range)
 
@@ -212,7 +212,7 @@ def _prepare(problem, inputs, options=None):
 
 KERNEL = register(Kernel(
     name="triton.tiled", family="triton", stage="tiled", precisions=PRECISIONS,
-    prepare=_prepare, interpretable=True, options=TILE_OPTIONS,
+    prepare=_prepare, interpretable=True, options=tile_options(CONFIGS),
     idea="autotuned tiles, GROUP_M launch order, num_stages pipelining; tf32/tf32x3 read a K-major copy "
          "of B, fp32 an M-major copy of A for wide outputs",
     meta={"configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},

@@ -123,6 +123,16 @@ class Option:
     # The values a user may pick from, as text, when the option has a closed list (a CUDA stage's
     # compiled tiles, an operand mode): what ``--variant KERNEL:NAME=*`` expands to.
     choices: tuple = ()
+    # Values worth trying when the option takes more than a closed list (a Triton kernel's
+    # autotune configs for its free-form tile): with ``choices``, what NAME=* expands to.
+    candidates: tuple = ()
+
+
+def declared_candidates(option: Optional[Option]) -> tuple:
+    """What ``--variant KERNEL:NAME=*`` runs: the option's candidates, else its closed list."""
+    if option is not None and option.candidates:
+        return tuple(option.candidates)
+    return declared_choices(option)
 
 
 def declared_choices(option: Optional[Option]) -> tuple:

@@ -10,8 +10,9 @@ one line per label.
 Grid syntax (the one way to ask for several variants in one flag):
 
 * ``NAME=V1|V2|V3`` one variant per value;
-* ``NAME=*`` one variant per value the option declares (``Option.choices``: a CUDA stage's
-  compiled tiles, a Triton option's choices); an option without declared choices is refused;
+* ``NAME=*`` one variant per value the option declares (``Option.candidates`` or
+  ``Option.choices``: a CUDA stage's compiled tiles, a Triton kernel's autotune configs, a Triton
+  option's choices); an option that declares none is refused;
 * several ``NAME=...`` items separated by ``,`` give the cross product, in the order written:
   ``cuda.10_split_k:tile=*,split_k=1|2|4`` is every compiled tile times three split counts.
 
@@ -25,7 +26,7 @@ import itertools
 from typing import Iterable
 
 from .errors import UsageError
-from .registry import Kernel, declared_choices
+from .registry import Kernel, declared_candidates
 
 GRID_SEPARATOR = "|"
 ALL_CHOICES = "*"
@@ -65,7 +66,7 @@ def expand(kernel: Kernel, text: str, items: list[tuple[str, list[str]]]) -> lis
             opt = next((o for o in kernel.options if o.name == key), None)
             if opt is None:     # parse_options below names the options the kernel has
                 kernel.parse_options({key: ""})
-            values = list(declared_choices(opt))
+            values = list(declared_candidates(opt))
             if not values:
                 raise UsageError(f"--variant {text!r}: option {key!r} of {kernel.name} declares no list of "
                                  f"values to expand {key}=* over; give them as {key}=V1|V2")
