@@ -48,6 +48,7 @@ import torch
 import triton
 import triton.language as tl
 
+from compare.families import decompose
 from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
@@ -177,35 +178,18 @@ CHOOSER = ConfigChooser(_split_k_kernel, TUNE_KEY)
 
 def choose_split(M: int, N: int, K: int, sms: int, deterministic: bool = True,
                  tile: tuple[int, int] = NOMINAL_TILE) -> tuple[int, int]:
-    """(S, K_CHUNK) from the cost model in the module docstring."""
-    tiles = triton.cdiv(M, tile[0]) * triton.cdiv(N, tile[1])
-    s_max = max(1, min(K // MIN_CHUNK, MAX_SPLIT))
-    # Per-program fixed cost in K-steps (pipeline fill, partial write-out); the reduction pass
-    # reads S partials per output: bytes converted to K-steps of one SM at FFMA speed (about
-    # 84 ns per K-step for a 128x128 tile at 0.39 TFLOP/s per SM vs ~2.5 TB/s over 132 SMs).
-    overhead = 128
-    best = None
-    for s in range(1, s_max + 1):
-        chunk = _round_up(triton.cdiv(K, s), CHUNK_ALIGN)
-        s_eff = triton.cdiv(K, chunk)
-        cost = triton.cdiv(tiles * s_eff, sms) * (chunk + overhead)
-        if deterministic and s_eff > 1:
-            cost += (s_eff + 2) * M * N * 4 / 2.5e12 / 84e-9
-        if best is None or cost < best[0]:
-            best = (cost, s_eff, chunk)
-    _, s, chunk = best
-    return s, chunk
-
-
-def _round_up(x: int, m: int) -> int:
-    return (x + m - 1) // m * m
+    """(S, K_CHUNK) from the shared split-K model (compare/families/decompose.py) with this
+    family's parameters (TRITON_SPLIT_COST, chunks >= MIN_CHUNK in multiples of CHUNK_ALIGN)."""
+    p = decompose.choose_split(M, N, K, sms, tile=tile, chunk_align=CHUNK_ALIGN, min_chunk=MIN_CHUNK,
+                               max_splits=MAX_SPLIT, max_workspace_bytes=1 << 62, deterministic=deterministic,
+                               cost=decompose.TRITON_SPLIT_COST)
+    return p.splits, p.chunk
 
 
 def split_geometry(K: int, split: int) -> tuple[int, int]:
     """(S, K_CHUNK) for a requested split count: chunks rounded up to CHUNK_ALIGN, so S may come
     out smaller than asked (K=1023, 5 -> chunk 256, 4 splits)."""
-    chunk = _round_up(triton.cdiv(K, split), CHUNK_ALIGN)
-    return triton.cdiv(K, chunk), chunk
+    return decompose.split_geometry(K, split, CHUNK_ALIGN, round_unsplit=True)
 
 
 def split_for(M: int, N: int, K: int, device: torch.device, deterministic: bool,

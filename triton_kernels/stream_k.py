@@ -138,6 +138,7 @@ import torch
 import triton
 import triton.language as tl
 
+from compare.families import decompose as model
 from compare.families.decompose import most_partials
 from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
@@ -155,8 +156,8 @@ BLOCK_K = 32
 # A stream-K program gets at least this many K-iterations: fewer and the pipeline fill plus the
 # partial's write-out cost more than the balance gains.
 MIN_SK_ITERS = 4
-# Data-parallel waves at least this full need no stream-K.
-DP_WAVE_EFFICIENCY = 0.90
+# Data-parallel waves at least this full need no stream-K (the shared model's TRITON_STREAM_K rule).
+DP_WAVE_EFFICIENCY = model.TRITON_STREAM_K.dp_fill
 # Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
 ALIGN_MAX_IDLE = 0.05
 DECOMPOSITIONS = ("dp", "sk")
@@ -245,22 +246,14 @@ def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] 
     (``align_pays``)."""
     T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
     I = triton.cdiv(K, tile.bk)
-    if mode is None:
-        # Full waves counted either way: one program per SM (128 tiles of 32x128 on 132 SMs are
-        # 97% of a wave: dp, 107% of cuBLAS tf32 at 32x16384x4096 where stream-K over 264
-        # programs made 97%) or programs_per_sm of them.
-        def fill(slots: int) -> float:
-            return T / (triton.cdiv(T, slots) * slots)
-        full_enough = max(fill(sms), fill(sms * programs_per_sm(tile))) >= DP_WAVE_EFFICIENCY
-        mode = "dp" if (full_enough or I < 2 * MIN_SK_ITERS) else "sk"
-    sms = sms * programs_per_sm(tile)
-    if mode == "dp":
+    # The shared model (compare/families/decompose.py) with this family's rule: "sk" here is
+    # its hybrid (the last partial wave's tiles stream-K, all of them below one wave).
+    plan = model.stream_k_plan(T, I, sms, programs_per_sm(tile), mode={"sk": "hybrid"}.get(mode, mode),
+                                   sk_blocks=sk_programs or None, min_iters_per_block=MIN_SK_ITERS,
+                                   rule=model.TRITON_STREAM_K)
+    if plan.sk_tiles == 0:
         return Decomposition(T, I, 0, 0, 0)
-    # The last partial wave's tiles (all of them below one wave); a full last wave (forced sk)
-    # goes to stream-K whole.
-    sk_tiles = T if T <= sms else (T % sms or sms)
-    work = sk_tiles * I
-    G = min(sk_programs, work) if sk_programs else max(1, min(sms, work // MIN_SK_ITERS))
+    sk_tiles, work, G = plan.sk_tiles, plan.sk_tiles * I, plan.sk_blocks
     aligned = False
     if align and not sk_programs and sk_tiles == T >= 2:
         per_tile = G // T
