@@ -213,7 +213,7 @@ def test_alignment_hint_turns_4_byte_copies_into_16_byte_ones():
     1000^3 fp32, without the hint every A/B copy into shared memory is a 4-byte cp.async; with
     it they are 16-byte ones and the C stores are vectors. Fails if the hint stops working."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--ptx-check"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--ptx-check"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout.strip().splitlines()[-1])
@@ -226,7 +226,7 @@ def _compile_check(cases):
     """sk._compile_check(cases) in a subprocess without TRITON_INTERPRET (under the interpreter
     @triton.jit makes InterpretedFunctions, which can't be compiled)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--compile-check", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--compile-check", json.dumps(cases)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -681,7 +681,7 @@ def test_unaligned_loads_walk_the_contiguous_axis():
              [127, 8191, 1021, "fp32", {}],
              [257, 255, 65537, "tf32", {"operands": "as_given", "b_transpose": "load"}]]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--load-lanes", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--load-lanes", json.dumps(cases)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     lanes = json.loads(out.stdout.strip().splitlines()[-1])
