@@ -771,3 +771,31 @@ def test_stage_kernels_load_unaligned_b_along_n():
     assert out.returncode == 0, out.stderr[-2000:]
     lanes = json.loads(out.stdout.strip().splitlines()[-1])
     assert lanes == [{"a": ["k"], "b": ["n"]}] * 4
+
+
+@pytest.mark.parametrize("options, precision", [
+    ({"grid": 4, "mode": "dp"}, "fp32"), ({"grid": 4, "sk_align": "off"}, "fp32"),
+    ({"mode": "dp", "sk_align": "on"}, "fp32"), ({"b_transpose": "swap"}, "fp32"),
+    ({"b_transpose": "load", "operands": "k_major_b"}, "tf32"), ({"b_transpose": "copy", "operands": "as_given"}, "tf32"),
+    ({"tf32x3_split": "b"}, "tf32"), ({"tf32x3_split": "ab", "b_transpose": "swap"}, "tf32x3"),
+    ({"tf32x3_split": "b", "operands": "copy_a"}, "tf32x3"), ({"tf32x3_split": "ab", "operands": "copy_b"}, "tf32x3"),
+    ({"tf32x3_split": "a", "b_transpose": "load"}, "tf32x3"), ({"tf32x3_split": "a", "operands": "k_major_b"}, "tf32x3"),
+])
+def test_every_declared_conflict_refuses(options, precision):
+    """The plan's option table (stream_k_plan.CONFLICTS): each row refuses its option set, and
+    exactly one row matches each example (the table has no dead or overlapping rows here)."""
+    from triton_kernels import stream_k_plan as plan
+    o = {k: options.get(k, d) for k, d in plan.DEFAULTS.items()}
+    assert sum(bool(when(o, precision)) for when, _ in plan.CONFLICTS) == 1
+    with pytest.raises(UsageError, match="contradict|applies to"):
+        plan.resolve_options(options, precision)
+
+
+def test_implications_complete_the_options():
+    from triton_kernels import stream_k_plan as plan
+    assert plan.resolve_options({"grid": 4}, "fp32")["mode"] == "sk"
+    assert plan.resolve_options({"sk_align": "on"}, "tf32")["mode"] == "sk"
+    assert plan.resolve_options({"tf32x3_split": "b"}, "tf32x3")["b_transpose"] == "copy"
+    assert plan.resolve_options({"tf32x3_split": "a"}, "tf32x3")["b_transpose"] == "swap"
+    assert plan.resolve_options({}, "fp32") == plan.DEFAULTS
+    assert len(plan.CONFLICTS) == 12

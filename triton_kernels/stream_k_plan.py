@@ -86,6 +86,61 @@ OPTIONS = (
 )
 
 
+# Options that contradict each other: (when, message), checked in this order on the options as
+# given (``o``: every option, None or its default where unset; ``p``: the precision).
+CONFLICTS = (
+    (lambda o, p: o["grid"] is not None and o["mode"] == "dp",
+     "options grid= and mode=dp contradict each other: grid is the stream-K program count"),
+    (lambda o, p: o["grid"] is not None and o["sk_align"] != "auto",
+     "options grid= and sk_align={sk_align} contradict each other: grid sets the program count"),
+    (lambda o, p: o["mode"] == "dp" and o["sk_align"] == "on",
+     "options mode=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid"),
+    (lambda o, p: o["b_transpose"] != "auto" and p == "fp32",
+     "option b_transpose applies to tf32 and tf32x3 (tensor cores); fp32 uses FFMA"),
+    (lambda o, p: o["b_transpose"] not in ("auto", "copy") and o["operands"] == "k_major_b",
+     "options operands=k_major_b and b_transpose={b_transpose} contradict each other"),
+    (lambda o, p: o["b_transpose"] == "copy" and o["operands"] in ("as_given", "copy_a"),
+     "options operands={operands} (B not copied) and b_transpose=copy contradict each other"),
+    (lambda o, p: o["tf32x3_split"] != "auto" and p != "tf32x3",
+     "option tf32x3_split applies to precision tf32x3, not {precision}"),
+    # b / ab: B is split by its K-major copy.
+    (lambda o, p: o["tf32x3_split"] in ("b", "ab") and o["b_transpose"] in ("load", "swap"),
+     "options tf32x3_split={tf32x3_split} (B split by a K-major copy) and b_transpose={b_transpose} "
+     "contradict each other"),
+    (lambda o, p: o["tf32x3_split"] in ("b", "ab") and o["operands"] in ("as_given", "copy_a"),
+     "options tf32x3_split={tf32x3_split} (copies) and operands={operands} (no copy of B) contradict each other"),
+    (lambda o, p: o["tf32x3_split"] == "ab" and o["operands"] == "copy_b",
+     "options tf32x3_split={tf32x3_split} (copies) and operands={operands} (no copy of A) contradict each other"),
+    # a: A^T, the swapped product's shared-memory operand, is split by a copy of A.
+    (lambda o, p: o["tf32x3_split"] == "a" and o["b_transpose"] in ("load", "copy"),
+     "option tf32x3_split=a (the swapped product, A split by a copy) contradicts b_transpose={b_transpose}"),
+    (lambda o, p: o["tf32x3_split"] == "a" and o["operands"] in ("as_given", "k_major_b", "copy_b"),
+     "option tf32x3_split=a (the swapped product, A split by a copy) contradicts operands={operands}"),
+)
+# What an option set implies for another, applied in order after the conflicts: (when, option, value).
+IMPLIES = (
+    (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
+    (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
+    (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
+    (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
+)
+DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
+            "tf32x3_split": "auto"}
+
+
+def resolve_options(options: dict, precision: str) -> dict:
+    """The plan options with defaults, refused where they contradict (CONFLICTS, a UsageError
+    naming both) and completed by what they imply (IMPLIES)."""
+    o = {k: (options.get(k) if options.get(k) is not None else d) for k, d in DEFAULTS.items()}
+    for when, message in CONFLICTS:
+        if when(o, precision):
+            raise UsageError(message.format(precision=precision, **o))
+    for when, name, value in IMPLIES:
+        if when(o):
+            o[name] = value
+    return o
+
+
 class _Plan:
     def __init__(self, A, B, C, alpha, beta, precision, deterministic, options=None):
         options = dict(options or {})
@@ -94,52 +149,16 @@ class _Plan:
         self.C, self.alpha, self.beta, self.precision = C, float(alpha), float(beta), precision
         self.deterministic = deterministic
         sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
-        mode = options.get("mode")
-        grid = options.get("grid")
-        if grid is not None:
-            if mode == "dp":
-                raise UsageError("options grid= and mode=dp contradict each other: grid is the stream-K program count")
-            mode = "sk"
+        o = resolve_options(options, precision)
+        mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
         tile = options.get("tile")
         if isinstance(tile, str):
             tile = parse_tile(tile)
-        sk_align = options.get("sk_align", "auto")
-        if grid is not None and sk_align != "auto":
-            raise UsageError(f"options grid= and sk_align={sk_align} contradict each other: grid sets the program count")
-        if mode == "dp" and sk_align == "on":
-            raise UsageError("options mode=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid")
-        if sk_align == "on":
-            mode = "sk"
         align = None if sk_align == "auto" else sk_align == "on"
         self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid, align,
                                         l2_bytes(A.device))
 
-        operands = options.get("operands", "auto")
-        b_transpose = options.get("b_transpose", "auto")
-        if b_transpose != "auto" and precision == "fp32":
-            raise UsageError("option b_transpose applies to tf32 and tf32x3 (tensor cores); fp32 uses FFMA")
-        if b_transpose != "auto" and operands == "k_major_b" and b_transpose != "copy":
-            raise UsageError(f"options operands=k_major_b and b_transpose={b_transpose} contradict each other")
-        if b_transpose == "copy" and operands in ("as_given", "copy_a"):
-            raise UsageError(f"options operands={operands} (B not copied) and b_transpose=copy contradict each other")
-        x3_split = options.get("tf32x3_split", "auto")
-        if x3_split != "auto" and precision != "tf32x3":
-            raise UsageError(f"option tf32x3_split applies to precision tf32x3, not {precision}")
-        if x3_split in ("b", "ab"):
-            # B is split by its K-major copy.
-            if b_transpose in ("load", "swap"):
-                raise UsageError(f"options tf32x3_split={x3_split} (B split by a K-major copy) and "
-                                 f"b_transpose={b_transpose} contradict each other")
-            if operands in ("as_given", "copy_a") or (x3_split == "ab" and operands == "copy_b"):
-                raise UsageError(f"options tf32x3_split={x3_split} (copies) and operands={operands} (no copy of "
-                                 f"{'A' if operands == 'copy_b' else 'B'}) contradict each other")
-            b_transpose = "copy"
-        if x3_split == "a":
-            # A^T, the swapped product's shared-memory operand, is split by a copy of A.
-            if b_transpose in ("load", "copy") or operands in ("as_given", "k_major_b", "copy_b"):
-                raise UsageError(f"option tf32x3_split=a (the swapped product, A split by a copy) contradicts "
-                                 f"{'b_transpose=' + b_transpose if b_transpose != 'auto' else 'operands=' + operands}")
-            b_transpose = "swap"
+        operands, b_transpose, x3_split = o["operands"], o["b_transpose"], o["tf32x3_split"]
         if b_transpose == "auto" and operands in ("auto", "as_given", "copy_a", "copy_b") and _swap_pays(precision, self.M, self.N, B, self.tile):
             b_transpose = "swap"
         a_major, b_major = _layouts(precision, self.M, self.N, self.tile,
