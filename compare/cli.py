@@ -18,13 +18,12 @@ from .harness.errors import UsageError
 from .harness.files import write_atomically
 # The shape catalogue (every default and named set) is compare/harness/shapes.py.
 from .harness.shapes import GROUP_DEFAULTS as DEFAULT_SHAPES, INTERPRET_DEFAULTS as INTERPRET_SHAPES
-
-# -o FILE without --format: the format its suffix names (anything else gets the table).
-SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+from .outputs.selection import SUFFIX_FORMATS   # -o FILE's suffix -> its format
 
 EPILOG = """\
 options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them);
-  without KERNEL: it applies to every selected kernel that declares NAME. Every result row
+  without KERNEL: it applies to every selected kernel that declares NAME (refused where their
+  declarations differ: name the kernel). Every result row
   records the configuration that ran (the config column / field).
 sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes) run every
   selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /

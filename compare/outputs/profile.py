@@ -40,6 +40,7 @@ from .profile_counters import (  # noqa: F401  (re-exported: the profile's one n
     CLAIMS, COUNTERS, MARKER, METRIC_BY_KEY, METRICS, Claim, Counter, Metric, build_rows, choose_metrics,
     claim_text, claims_text, evaluate_claim, fill_metrics, join_window, min_dram_bytes, parse_query_metrics,
     parse_raw_csv, split_windows)
+from .selection import SUFFIX_FORMATS
 from .profile_render import info_lines, legend_lines, plot, to_csv, to_json, to_markdown, to_table  # noqa: F401
 
 
@@ -185,8 +186,6 @@ def _entry(k, p) -> dict:
 
 
 # --- the parent --------------------------------------------------------------------------------
-
-SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 
 
 def build_parser() -> argparse.ArgumentParser:

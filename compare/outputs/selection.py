@@ -11,6 +11,9 @@ from typing import Optional
 
 from ..harness.errors import UsageError
 
+# -o FILE without --format: the format its suffix names (anything else gets the table).
+SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+
 
 def add_flags(p: argparse.ArgumentParser, *, default_shapes: str, variants: bool = True) -> None:
     """The selection flags on ``p``; ``default_shapes`` says in --shape's help what runs without it."""
