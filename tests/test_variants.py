@@ -124,7 +124,7 @@ def test_results_hold_data_and_argument_files_only():
     data = (".json", ".jsonl", ".csv", ".png", ".svg", ".md", ".txt", ".log", ".args")
     files = [p for p in RESULTS.rglob("*") if p.is_file()]
     assert files, "results/ not found"
-    code = [str(p) for p in files if not p.name.endswith(data) and p.suffix not in (".tgz",)]
+    code = [str(p) for p in files if not p.name.endswith(data)]
     assert not code, code
     for p in files:
         if p.suffix in (".args", ".md"):
