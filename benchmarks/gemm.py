@@ -71,6 +71,7 @@ import hashlib as _hashlib
 import time as _time
 
 from compare.harness import registry as _registry
+from compare.harness import shapes as _shapes
 from compare.harness.problem import PRECISIONS as _PRECISIONS
 from compare.harness.problem import parse_shape as _parse_shape
 
@@ -78,22 +79,12 @@ from compare.harness.problem import parse_shape as _parse_shape
 # asv keeps history across commits of one benchmark version only.
 VERSION = "1"
 
-SHAPE_SETS = {
-    "quick": {"naive": ("512",), "tiled": ("1024",), "split_k": ("256x256x32768",)},
-    "default": {"naive": ("512", "1024"), "tiled": ("1024", "4096"),
-                "split_k": ("256x256x131072", "512x512x65536")},
-    "full": {"naive": ("512", "1024"), "tiled": ("1024", "4096", "8192"),
-             "split_k": ("256x256x131072", "512x512x65536")},
-}
-CLASS_NAMES = {"naive": "Naive", "tiled": "Tiled", "split_k": "SplitK"}
+SHAPE_SETS = _shapes.ASV_GROUP_SETS      # the shape catalogue: compare/harness/shapes.py
+# asv class of a ladder group (compare/harness/registry.py GROUPS): its CamelCase name.
+CLASS_NAMES = {g: "".join(w.capitalize() for w in g.split("_")) for g in _registry.GROUPS}
 TENSOR_CORE_SUFFIX = "TensorCore"
 PCT_SUFFIX = "PctCublas"
 SWEEP_CLASS_NAMES = {"cuda": "SweepCuda", "triton": "SweepTriton"}
-# Used only while compare/harness/shapes.py (the named shape sets) is absent: one or two shapes of each
-# kind (square, odd, transformer layers, skinny, long K).
-FALLBACK_SWEEP_SHAPES = ((4096, 4096, 4096), (2039, 1021, 3001), (128, 4096, 11008),
-                         (2048, 11008, 4096), (64, 4096, 8192), (512, 512, 65536))
-
 
 def bench_set() -> str:
     if _os.environ.get("GEMM_BENCH_QUICK", "").strip() not in ("", "0"):
@@ -142,11 +133,7 @@ def suites(group: str) -> list[tuple[str, list[str], list[str]]]:
 
 
 def sweep_shapes() -> list[tuple[int, int, int]]:
-    try:
-        from compare.harness.shapes import shape_set
-    except ImportError:
-        return [tuple(s) for s in FALLBACK_SWEEP_SHAPES]
-    return [tuple(int(d) for d in s) for s in shape_set("asv")]
+    return [tuple(int(d) for d in s) for s in _shapes.shape_set("asv")]
 
 
 def sweep_kernels(family: str) -> list[str]:

@@ -19,31 +19,23 @@ from typing import Optional
 
 from .harness.errors import UsageError
 from .harness.files import prove_writable, write_atomically
-
-# Default shapes per group (the square and split-K shapes of the public anchors): naive stages are slow, so small cubes; the tiled
-# ladder from 1024 to 8192 plus one odd size that exercises every tail path; split-K where K is
-# far larger than M and N, so that M*N alone has too few tiles to fill the GPU.
-DEFAULT_SHAPES = {
-    "naive": ["256", "512", "1024"],
-    "tiled": ["1024", "2048", "4096", "8192", "3001x2999x3003"],
-    "split_k": ["256x256x131072", "512x512x65536", "1024x1024x16384"],
-}
-# --interpret's default shapes, small enough for the interpreter (seconds) yet each exercising
-# what a kernel exists for: 77x65x300 has a tail on every edge (and runs split-K unsplit);
-# 40x36x2000 is one output tile with a long K, so split-K splits it (3 ways on 132 SMs) and
-# stream-K spreads its K iterations over several programs.
-INTERPRET_SHAPES = ["77x65x300", "40x36x2000"]
-# -o FILE without --format: the format its suffix names (anything else gets the table).
-SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+# The shape catalogue (every default and named set) is compare/harness/shapes.py.
+from .harness.shapes import GROUP_DEFAULTS as DEFAULT_SHAPES, INTERPRET_DEFAULTS as INTERPRET_SHAPES
+from .outputs.selection import SUFFIX_FORMATS   # -o FILE's suffix -> its format
 
 EPILOG = """\
 options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them);
-  without KERNEL: it applies to every selected kernel that declares NAME. Every result row
-  records the configuration that ran (the config field of JSON/CSV; --show config prints it).
+  without KERNEL: it applies to every selected kernel that declares NAME (refused where their
+  declarations differ: name the kernel). Every result row records the configuration that ran
+  (the config field of JSON/CSV; --show config prints it).
 sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes) run every
   selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /
   best % of cuBLAS); with --plot, the sweep plot.
 -o FILE without --format writes the format its suffix names (.json, .csv, .md; else the table).
+variants: --variant KERNEL[:NAME=VALUE,...] runs KERNEL with those options as a kernel of its own
+  (rows and summary labelled KERNEL[NAME=VALUE,...]); NAME=V1|V2 gives one variant per value,
+  NAME=* one per value the option declares, several NAME=... the cross product.
+  @FILE reads arguments from FILE, one per line (# comments), e.g. results/**/*.args.
 isolation: kernels run in a worker process; a kernel that poisons the CUDA context (illegal
   address, trap, ...) or kills the worker is a FAULT row with a compute-sanitizer command that
   reproduces it, one that gives no row within --kernel-timeout a HUNG row; either way a fresh
@@ -57,30 +49,13 @@ exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .harness.registry import GROUPS, FAMILIES, stage_choices
-    from .harness.problem import PRECISIONS
     p = argparse.ArgumentParser(
         prog="python -m compare",
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stage", default="all", metavar="STAGE",
-                   help=f"a group ({', '.join(GROUPS)}), a stage name, or all; one of: {', '.join(stage_choices())}")
-    p.add_argument("--shape", action="append", metavar="MxNxK",
-                   help="problem shape, repeatable; one number means a cube (default: the group's shapes)")
-    p.add_argument("--sweep", action="append", metavar="NAME",
-                   help=f"a named shape set ({_shape_set_names()}); repeatable or comma-separated; not with --shape")
-    p.add_argument("--shapes-file", metavar="FILE", help="shapes from a file (format: compare/harness/shapes.py); not with --shape")
-    p.add_argument("--precision", action="append", metavar="P",
-                   help=f"{' | '.join(PRECISIONS)}; repeatable (default fp32)")
-    p.add_argument("--family", action="append", metavar="F",
-                   help=f"{' | '.join(FAMILIES)}; repeatable or comma-separated (cuBLAS is always kept as the baseline)")
-    p.add_argument("--kernel", action="append", metavar="NAME",
-                   help="only these kernels (registry names; each must be in the --stage/--family selection); repeatable")
-    p.add_argument("--opt", action="append", metavar="[KERNEL:]NAME=VALUE",
-                   help="set a kernel option (repeatable); without KERNEL: for every selected kernel that declares NAME")
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--beta", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
+    p.convert_arg_line_to_args = _arg_file_line
+    from .outputs import selection
+    selection.add_flags(p, default_shapes="the group's shapes")
     p.add_argument("--list", action="store_true", help="print the stage ladder and the registered kernels, then exit")
     p.add_argument("--profile", action="store_true",
                    help="Nsight Compute counters (coalescing, bank conflicts, FMA/tensor pipe, occupancy, "
@@ -143,60 +118,50 @@ def _fraction(text: str) -> float:
     return x
 
 
-def _shape_set_names() -> str:
-    try:
-        from .harness.shapes import SHAPE_SETS
-    except ImportError:
-        return "see compare/harness/shapes.py"
-    return ", ".join(SHAPE_SETS)
+def _expand_arg_files(argv: list) -> list:
+    """@FILE arguments replaced by the file's arguments, so --profile inside a file is seen and
+    the recorded command is the full one. A missing file is left for argparse to report."""
+    out = []
+    for a in argv:
+        if a.startswith("@") and os.path.isfile(a[1:]):
+            with open(a[1:], encoding="utf-8") as f:
+                out += _expand_arg_files([x for line in f for x in _arg_file_line(line)])
+        else:
+            out.append(a)
+    return out
 
 
-def _split(values: Optional[list]) -> list:
-    from .harness.problem import split_flags
-    return split_flags(values)
+def _arg_file_line(line: str) -> list[str]:
+    """@FILE: one argument per line; blank lines and lines starting with # are skipped."""
+    line = line.strip()
+    return [] if not line or line.startswith("#") else [line]
 
 
 def _shape_texts(args, kernels) -> list[str]:
     """The shape strings this run uses: --shape, --sweep/--shapes-file, or the groups' defaults."""
-    from .harness.registry import STAGE_BY_NAME
-    if args.shape:
-        return list(args.shape)   # not comma-split: "64,64,1024" is an error that says MxNxK
-    if _is_sweep(args):
-        return [f"{M}x{N}x{K}" for M, N, K in _sweep_shapes(args)]
+    from .harness.registry import GROUPS, STAGE_BY_NAME
+    from .outputs import selection
     if args.interpret:
-        return INTERPRET_SHAPES
-    groups = {k.group for k in kernels if k.family != "cublas"}
-    if args.stage in STAGE_BY_NAME:
-        groups.add(STAGE_BY_NAME[args.stage].group)
-    texts = []
-    for g in ("naive", "tiled", "split_k"):
-        if g in groups or args.stage in (g, "all"):
-            texts += [t for t in DEFAULT_SHAPES[g] if t not in texts]
-    return texts
+        defaults = INTERPRET_SHAPES
+    else:
+        groups = {k.group for k in kernels if k.family != "cublas"}
+        if args.stage in STAGE_BY_NAME:
+            groups.add(STAGE_BY_NAME[args.stage].group)
+        defaults = []
+        for g in GROUPS:
+            if g in groups or args.stage in (g, "all"):
+                defaults += [t for t in DEFAULT_SHAPES[g] if t not in defaults]
+    return selection.shape_texts(args, defaults)
 
 
 def _is_sweep(args) -> bool:
-    return bool(args.sweep or args.shapes_file)
-
-
-def _sweep_shapes(args) -> list[tuple]:
-    """--sweep sets and --shapes-file shapes, in order, duplicates dropped."""
-    from .harness import shapes
-    return shapes.sweep_shapes(args.sweep, args.shapes_file)
+    from .outputs.selection import is_sweep
+    return is_sweep(args)
 
 
 def _problems(args, kernels) -> list:
-    from .harness.problem import Problem, ProblemError, parse_precisions, parse_shape
-    problems = []
-    try:
-        precisions = parse_precisions(args.precision)
-        for t in _shape_texts(args, kernels):
-            M, N, K = parse_shape(t)
-            for pr in precisions:
-                problems.append(Problem(M, N, K, precision=pr, alpha=args.alpha, beta=args.beta, seed=args.seed))
-    except ProblemError as e:
-        raise UsageError(str(e)) from None
-    return problems
+    from .outputs import selection
+    return selection.problems(args, _shape_texts(args, kernels))
 
 
 def _pairs(args, kernels, problems):
@@ -215,41 +180,13 @@ def _pairs(args, kernels, problems):
 
 
 def _select(args) -> list:
-    """--stage / --family / --kernel -> the kernels to run. A --kernel outside the stage and family
-    selection is an error naming both (it used to be dropped without a word)."""
-    from .harness import registry
-    families = _split(args.family) or None
-    try:
-        selected = registry.select(args.stage, families)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if args.interpret and families and not any(k.interpretable for k in selected):
-        raise UsageError(f"--interpret runs the Triton kernels only (the Triton interpreter on CPU tensors); "
-                         f"--family {','.join(families)} selects none of them, so nothing would be checked")
-    if args.kernel:
-        names = _split(args.kernel)
-        known = {k.name for k in registry.kernels()}
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise UsageError(f"unknown kernel {unknown[0]!r}; known: {', '.join(sorted(known))}")
-        in_sel = {k.name for k in selected}
-        outside = [n for n in names if n not in in_sel]
-        if outside:
-            fam = f" --family {','.join(families)}" if families else ""
-            raise UsageError(f"--kernel {outside[0]} is not in the selection of --stage {args.stage}{fam}; "
-                             f"pick a --stage that shows it (e.g. --stage {registry.get(outside[0]).stage}) "
-                             f"or drop --stage")
-        selected = [k for k in selected if k.name in names or k.family == "cublas"]
-    return selected
+    from .outputs import selection
+    return selection.kernels(args, interpret=args.interpret)
 
 
 def _options(args, selected) -> dict:
-    """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
-    from .harness import registry
-    raw = registry.opt_flags(args.opt, selected)
-    by_name = {k.name: k for k in selected}
-    # parse_options raises UsageError naming the kernel, the option and what is wrong
-    return {kname: by_name[kname].parse_options(opts) for kname, opts in raw.items()}
+    from .outputs import selection
+    return selection.options(args, selected)
 
 
 def _check_something_runs(pairs, skip, selected) -> None:
@@ -414,7 +351,7 @@ def verdict(results) -> int:
 
 
 def main(argv: Optional[list] = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _expand_arg_files(sys.argv[1:] if argv is None else list(argv))
     if "--profile" in argv:
         # Nsight Compute counters beside each time: its own entry point with the same selection flags.
         from .outputs.profile import main as profile_main
@@ -466,9 +403,6 @@ def _main(args) -> int:
 
     from .harness import worker as _worker
     pool = None if args.in_process else _worker.start_for_run(args)   # imports overlap the checks below
-
-    if args.shape and _is_sweep(args):
-        raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
     selected = _select(args)
     options = _options(args, selected)
     problems = _problems(args, selected)
@@ -545,11 +479,12 @@ def _filter_loaded(results, args) -> list:
         precisions = set(parse_precisions(args.precision)) if args.precision else None
     except ProblemError as e:
         raise UsageError(str(e)) from None
+    from .outputs import selection
     kernels = None
     if args.kernel or args.family or args.stage != "all":
         # the live registry's selection, as a run would make it; cuBLAS only where asked for by
         # name (else its rows stay as the baseline of the rows kept)
-        kernels = {k.name for k in _select(args) if k.family != "cublas" or "cublas" in _split(args.kernel)}
+        kernels = {k.name for k in _select(args) if k.family != "cublas" or "cublas" in selection.split(args.kernel)}
     from .outputs import report
     kept = report.filter_rows(results, shapes, precisions, kernels)
     if not any(r.family != "cublas" for r in kept) and any(r.family != "cublas" for r in results):
@@ -564,7 +499,7 @@ def _report(results, env: dict, args, judge: bool = True) -> int:
     the same for a measured run and a recorded one (an interrupted one: no exit code, ``judge``
     False)."""
     summary = None
-    if _is_sweep(args):
+    if _is_sweep(args) or getattr(args, "variant", None):
         from .outputs import sweep
         summary = sweep.summarize(results)
     render(results, env, args, summary)

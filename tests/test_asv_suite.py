@@ -106,11 +106,8 @@ def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch)
     assert sweeps["SweepTriton"].params[0] == ["triton.stream_k"]
     assert sweeps["SweepTriton"].params[1] == ["fp32", "tf32", "tf32x3"]
     want = [gemm._shape_text(s) for s in gemm.sweep_shapes()]
-    try:
-        from compare.harness.shapes import shape_set
-        assert want == [gemm._shape_text(s) for s in shape_set("asv")]
-    except ImportError:
-        assert want == [gemm._shape_text(s) for s in gemm.FALLBACK_SWEEP_SHAPES]
+    from compare.harness.shapes import shape_set
+    assert want == [gemm._shape_text(s) for s in shape_set("asv")]
     for c in sweeps.values():
         assert c.shapes == want
         assert c.version.endswith(gemm._digest(want))       # a new shape set is a new measurement
@@ -435,6 +432,8 @@ def test_pct_track_hands_asv_per_sample_pcts_whose_median_is_the_value(monkeypat
     assert sorted(got["samples"])[2] == pytest.approx(50.0)          # the median is the value
     assert max(got["samples"]) == pytest.approx(50.0 / 0.98)        # a fast sample is a higher %
     assert cache["pct"][("fake", "fp32")]["value"] == pytest.approx(50.0)
+
+
 def test_tensor_core_stage_gets_tf32_and_tf32x3_points(monkeypatch):
     """Stage 12 (tiled group, precisions tf32 and tf32x3 only) is timed in the tiled tensor-core
     class beside cuBLAS and Triton, and stays out of the fp32 class."""
@@ -445,3 +444,12 @@ def test_tensor_core_stage_gets_tf32_and_tf32x3_points(monkeypatch):
     assert tc and fp32
     assert all("cuda.12_tf32_mma" in c.params[0] and {"tf32", "tf32x3"} <= set(c.params[2]) for c in tc)
     assert all("cuda.12_tf32_mma" not in c.params[0] for c in fp32)
+
+
+def test_benchmark_names_are_the_recorded_ones(monkeypatch):
+    """asv keys its history by benchmark name: the classes (read from the ladder's groups and
+    the registry) keep the names recorded so far."""
+    gemm = _suite(monkeypatch)
+    assert sorted(gemm._CLASSES) == [
+        "Naive", "NaivePctCublas", "SplitK", "SplitKPctCublas", "SplitKTensorCore", "SplitKTensorCorePctCublas",
+        "SweepCuda", "SweepTriton", "Tiled", "TiledPctCublas", "TiledTensorCore", "TiledTensorCorePctCublas"]

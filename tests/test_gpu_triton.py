@@ -187,5 +187,5 @@ def test_autotuned_config_is_reported():
     assert r.status == OK and r.config["chosen_by"] == "autotune"
     assert r.config["config"] in {_gemm.config_name(c) for c in tiled.CONFIGS["ieee"]}
     # the reported config reproduces: passed back as an option, it runs and is reported unchanged
-    r2 = run_kernel(tiled.KERNEL, p, timing=False, device="cuda", options={"config": r.config["config"]})
+    r2 = run_kernel(tiled.KERNEL, p, timing=False, device="cuda", options={"tile": r.config["config"]})
     assert r2.status == OK and r2.config["config"] == r.config["config"] and r2.config["chosen_by"] == "user"

@@ -345,7 +345,7 @@ def test_tensor_core_stage_claims_are_absolute():
     """Stage 12 runs tf32 problems no FFMA stage runs: its claims need no base row. The tensor
     pipe claim holds from its floor up and fails on an FFMA-like reading; missing is 'not measured'."""
     tc = next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "tensor_pct")
-    assert P.evaluate_claim(tc, P.TF32_MMA_MIN_TENSOR_PCT + 1, None) is True
+    assert P.evaluate_claim(tc, tc.at_least + 1, None) is True
     assert P.evaluate_claim(tc, 0.1, None) is False
     assert P.evaluate_claim(tc, None, None) is None
     assert P.claim_text(tc, 55.0, None, True).startswith("holds: TC % 55.0 >= ")
@@ -365,5 +365,5 @@ def test_stage_12_claims_hold_on_the_h100_recording():
     P.fill_metrics(rows)
     assert {r["precision"] for r in rows} == {"tf32", "tf32x3"}
     for r in rows:
-        assert r["metrics"]["tensor_pct"] >= P.TF32_MMA_MIN_TENSOR_PCT
+        assert r["metrics"]["tensor_pct"] >= next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "tensor_pct").at_least
         assert [c["holds"] for c in r["claims"]] == [True, True], r["claims"]

@@ -12,6 +12,7 @@ from compare.harness import registry
 from compare.outputs import report
 from compare.cli import main
 from compare.harness.runner import Result
+from compare.harness.errors import UsageError
 
 HAVE_GPU = __import__("torch").cuda.is_available()
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -160,3 +161,77 @@ def test_interpret_split_k_end_to_end(tmp_path):
     assert all(r.rel_err < 1e-5 for r in triton_rows)
     others = [r for r in rows if r.family != "triton"]
     assert others and all(r.status == "skipped" and "needs a GPU" in r.reason for r in others)
+
+
+def test_cuda_readme_table_matches_the_ladder():
+    """cuda_kernels/README.md's stage table is checked against the one ladder: every registered
+    CUDA kernel has a row with its stage number and an existing .cu file, and every row names a
+    registered kernel."""
+    import os
+    import re
+    from compare.harness import registry
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(root, "cuda_kernels", "README.md"), encoding="utf-8").read()
+    rows = {m.group(2): (int(m.group(1)), m.group(3))
+            for m in re.finditer(r"^\| (\d+) \| `(cuda\.[\w.]+)` \| (\w+\.cu)", text, re.M)}
+    cuda = {k.name: k for k in registry.kernels() if k.family == "cuda"}
+    assert set(rows) == set(cuda), set(rows) ^ set(cuda)
+    for name, (number, cu) in rows.items():
+        assert number == cuda[name].number, name
+        assert os.path.exists(os.path.join(root, "cuda_kernels", cu)), cu
+
+
+def test_front_ends_share_one_set_of_selection_flags():
+    """python -m compare and its --profile read the same selection flags from one module: the
+    profile takes --sweep now, and both refuse the same bad selection with the same message."""
+    from compare import cli
+    from compare.harness.errors import UsageError
+    from compare.outputs import profile, selection
+
+    def flags(parser):
+        return {s for a in parser._actions for s in a.option_strings}
+    shared = {"--stage", "--shape", "--sweep", "--shapes-file", "--precision", "--family", "--kernel", "--opt",
+              "--alpha", "--beta", "--seed"}
+    assert shared <= flags(cli.build_parser()) and shared <= flags(profile.build_parser())
+    assert "--variant" in flags(cli.build_parser())
+    args = profile.build_parser().parse_args(["--sweep", "odd", "--kernel", "cuda.08_warptile"])
+    pairs = profile.select_pairs(args)
+    from compare.harness.shapes import shape_set
+    assert [(p.M, p.N, p.K) for _, p in pairs] == shape_set("odd")
+    for argv in (["--stage", "nope"], ["--shape", "64", "--sweep", "odd"], ["--kernel", "cuda.nope"]):
+        msgs = []
+        for parser in (cli.build_parser(), profile.build_parser()):
+            a = parser.parse_args(argv)
+            with pytest.raises(UsageError) as e:
+                selection.problems(a, selection.shape_texts(a, ["64"])) if "--shape" in argv else selection.kernels(a)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "'config' was renamed: use tile"),
+    (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "'config' was renamed: use tile"),
+    (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "'sk' was renamed: use mode"),
+    (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "'sk' was renamed: use mode"),
+])
+def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
+    from compare import cli
+    assert cli.main(argv + ["--shape", "64"]) == 2
+    assert why in capsys.readouterr().err
+
+
+def test_unprefixed_opt_refused_where_the_name_means_different_things(capsys):
+    """operands=direct means 'as given' to triton.tiled and 'copy only where 16-byte loads are
+    impossible' to triton.stream_k (their declared values differ): without KERNEL: it is refused;
+    with it, or where every selected kernel shares the declaration, it applies."""
+    from compare import cli
+    from compare.harness import registry
+    both = [registry.get("triton.tiled"), registry.get("triton.stream_k")]
+    with pytest.raises(UsageError, match="operands means different things to triton.tiled, triton.stream_k"):
+        registry.opt_flags(["operands=direct"], both)
+    assert registry.opt_flags(["triton.stream_k:operands=direct"], both) == {"triton.stream_k": {"operands": "direct"}}
+    shared = [registry.get("triton.tiled"), registry.get("triton.split_k")]      # one declaration
+    assert registry.opt_flags(["operands=direct"], shared) == {
+        "triton.tiled": {"operands": "direct"}, "triton.split_k": {"operands": "direct"}}
+    assert cli.main(["--family", "triton", "--opt", "operands=direct", "--shape", "64"]) == 2
+    assert "name the kernel" in capsys.readouterr().err

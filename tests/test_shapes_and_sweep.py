@@ -298,3 +298,19 @@ def test_shape_order_puts_cublas_hardest_first():
             _row("cublas", "3x3x3", tflops=12.0)]
     assert sweep._shape_order(rows, {"1x1x1", "2x2x2", "3x3x3"}) == ["2x2x2", "3x3x3", "1x1x1"]
     assert math.isclose(sweep.geomean([2.0, 8.0]), 4.0)
+
+
+def test_every_default_shape_list_is_read_from_the_catalogue():
+    """One place declares shapes: the CLI's group and interpret defaults, the profile's default
+    and the asv suite's per-group sets are compare/harness/shapes.py's objects, not copies."""
+    from benchmarks import gemm
+    from compare import cli
+    from compare.harness import registry
+    from compare.outputs import profile
+    assert cli.DEFAULT_SHAPES is shapes.GROUP_DEFAULTS
+    assert cli.INTERPRET_SHAPES is shapes.INTERPRET_DEFAULTS
+    assert profile.DEFAULT_SHAPE == shapes.PROFILE_DEFAULT
+    assert gemm.SHAPE_SETS is shapes.ASV_GROUP_SETS
+    assert set(shapes.GROUP_DEFAULTS) == set(registry.GROUPS)
+    for groups in shapes.ASV_GROUP_SETS.values():
+        assert set(groups) == set(registry.GROUPS)

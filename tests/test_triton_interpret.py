@@ -156,7 +156,7 @@ def test_options_parse_and_refuse():
     k = split_k.KERNEL
     assert k.parse_options({"split_k": "4", "operands": "k_major", "autotune": "off"}) == \
         {"split_k": 4, "operands": "k_major", "autotune": False}
-    cfg = tiled.KERNEL.parse_options({"config": "128x64x32/4/3"})["config"]
+    cfg = tiled.KERNEL.parse_options({"tile": "128x64x32/4/3"})["tile"]
     assert _gemm.config_name(cfg) == "128x64x32/4/3" and cfg.kwargs["GROUP_M"] == 8
     assert _gemm.config_name(_gemm.parse_config("64x64x64/4/1/2")) == "64x64x64/4/1/2"
     for kernel, raw, msg in [(tiled.KERNEL, {"split_k": "2"}, "has no option 'split_k'"),
@@ -164,9 +164,9 @@ def test_options_parse_and_refuse():
                              (k, {"split_k": "two"}, "bad value 'two'"),
                              (tiled.KERNEL, {"operands": "presplit"}, "choose one of direct"),
                              (tiled.KERNEL, {"autotune": "maybe"}, "choose on or off"),
-                             (tiled.KERNEL, {"config": "128x128x32"}, "BMxBNxBK/warps/stages"),
-                             (tiled.KERNEL, {"config": "100x128x32/4/3"}, "BM=100 must be a power of two"),
-                             (tiled.KERNEL, {"config": "128x128x32/3/3"}, "warps=3")]:
+                             (tiled.KERNEL, {"tile": "128x128x32"}, "BMxBNxBK/warps/stages"),
+                             (tiled.KERNEL, {"tile": "100x128x32/4/3"}, "BM=100 must be a power of two"),
+                             (tiled.KERNEL, {"tile": "128x128x32/3/3"}, "warps=3")]:
         with pytest.raises(UsageError, match=msg):
             kernel.parse_options(raw)
     with pytest.raises(UsageError, match="'m_major_a' is an fp32"):
@@ -189,7 +189,7 @@ def _spy_launches(monkeypatch, chooser):
                                             (split_k.KERNEL_ATOMIC, split_k.CHOOSER)], ids=lambda x: getattr(x, "name", ""))
 def test_user_config_is_what_runs_and_what_is_reported(kernel, chooser, monkeypatch):
     seen = _spy_launches(monkeypatch, chooser)
-    r = _ok(kernel, Problem(150, 70, 65, precision="fp32", alpha=0.5, beta=-1.5), config="32x16x16/4/2/1")
+    r = _ok(kernel, Problem(150, 70, 65, precision="fp32", alpha=0.5, beta=-1.5), tile="32x16x16/4/2/1")
     assert r.config["config"] == "32x16x16/4/2/1" and r.config["chosen_by"] == "user"
     assert r.config["tile"] == "32x16x16" and r.config["autotune"] == "off"
     assert seen and {name for name, _ in seen} == {"32x16x16/4/2/1"}
@@ -389,22 +389,3 @@ def test_each_dot_names_its_input_precision():
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if "tl.dot(" in line:
                 assert "input_precision" in line, f"{path.name}:{i}: {line.strip()}"
-
-
-def test_sweep_smoke_goes_through_the_runner(tmp_path):
-    """triton_kernels.sweep times candidates as kernel options through compare.harness.runner.run_kernel;
-    under the interpreter it checks them (no timing). Every row's options parse as --opt text."""
-    import json
-
-    from triton_kernels import sweep
-    out = tmp_path / "sweep.json"
-    assert sweep.main(["--interpret-smoke", "-o", str(out)]) == 0
-    rows = [r for p in json.loads(out.read_text())["phases"] for r in p["rows"]]
-    assert len(rows) == 6 and all(r["ok"] and r["status"] == OK for r in rows)
-    for r in rows:
-        kernel = {"triton.tiled": tiled.KERNEL, "triton.split_k": split_k.KERNEL,
-                  "triton.split_k_atomic": split_k.KERNEL_ATOMIC}[r["kernel"]]
-        kernel.parse_options({k: str(v) for k, v in r["options"].items()})
-        assert r["config"]["config"] == r["options"]["config"] and r["config"]["chosen_by"] == "user"
-        if "split_k" in r["options"]:
-            assert r["config"]["split_k"] == r["options"]["split_k"] > 1

@@ -55,7 +55,7 @@ CASES = {
     "k_below_one_block": ((40, 50, 7), dict(tile="16x16x16", grid=3)),
     "tiny_m": ((1, 200, 300), dict(tile="16x64x32", grid=6)),
     "tiny_n": ((300, 1, 200), dict(tile="64x16x32", grid=6)),
-    "one": ((1, 1, 1), dict(sk="sk")),
+    "one": ((1, 1, 1), dict(mode="sk")),
     "hybrid": ((223, 30, 256), dict(tile="32x32x32", sms=3)),
     "many_segments": ((48, 48, 45), dict(tile="16x16x16", grid=2)),
 }
@@ -158,7 +158,7 @@ def test_decomposition_covers_every_iteration_once():
         assert covered == list(range(d.sk_tiles * d.iters))
         A = torch.empty(M, K)
         plan = sk._Plan(A, torch.empty(K, N), torch.empty(M, N), 1.0, 0.0, "fp32", True,
-                        {"tile": tile, "sk": "sk", "sms": sms, **({"grid": grid} if grid else {})})
+                        {"tile": tile, "mode": "sk", "sms": sms, **({"grid": grid} if grid else {})})
         for i in range(0, d.sk_tiles * d.iters, max(1, d.iters // 3)):
             lo, hi = d.range_of(plan._owner(i))
             assert lo <= i < hi
@@ -190,15 +190,15 @@ def test_heuristic_table():
 
 def test_options_parse_and_refuse():
     k = sk.KERNEL
-    opts = k.parse_options({"tile": "64x128x32/4/4", "sk": "sk", "grid": "100", "operands": "copy"})
+    opts = k.parse_options({"tile": "64x128x32/4/4", "mode": "sk", "grid": "100", "operands": "copy"})
     assert opts["tile"] == sk.Tile(64, 128, 32, 4, 4) and opts["grid"] == 100
-    for bad in ({"tile": "100x128x32"}, {"tile": "8x8x8"}, {"sk": "maybe"}, {"grid": "0"},
+    for bad in ({"tile": "100x128x32"}, {"tile": "8x8x8"}, {"mode": "maybe"}, {"grid": "0"},
                 {"operands": "sideways"}, {"nonsense": "1"}):
         with pytest.raises(UsageError):
             k.parse_options(bad)
     A, B, C = torch.empty(8, 8), torch.empty(8, 8), torch.empty(8, 8)
     with pytest.raises(UsageError, match="contradict"):
-        sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sk": "dp", "grid": 4})
+        sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"mode": "dp", "grid": 4})
 
 
 def test_registered_with_both_variants():
@@ -213,7 +213,7 @@ def test_alignment_hint_turns_4_byte_copies_into_16_byte_ones():
     1000^3 fp32, without the hint every A/B copy into shared memory is a 4-byte cp.async; with
     it they are 16-byte ones and the C stores are vectors. Fails if the hint stops working."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--ptx-check"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--ptx-check"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout.strip().splitlines()[-1])
@@ -226,7 +226,7 @@ def _compile_check(cases):
     """sk._compile_check(cases) in a subprocess without TRITON_INTERPRET (under the interpreter
     @triton.jit makes InterpretedFunctions, which can't be compiled)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--compile-check", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--compile-check", json.dumps(cases)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -481,7 +481,7 @@ def test_sk_align_option():
     with pytest.raises(UsageError, match="contradict"):
         _plan(1024, 1024, 16384, "tf32", sk_align="on", grid=100)
     with pytest.raises(UsageError, match="contradict"):
-        _plan(1024, 1024, 16384, "tf32", sk_align="on", sk="dp")
+        _plan(1024, 1024, 16384, "tf32", sk_align="on", mode="dp")
     with pytest.raises(ValueError, match="choose one of"):
         sk.KERNEL.parse_options({"sk_align": "maybe"})
 
@@ -681,7 +681,7 @@ def test_unaligned_loads_walk_the_contiguous_axis():
              [127, 8191, 1021, "fp32", {}],
              [257, 255, 65537, "tf32", {"operands": "as_given", "b_transpose": "load"}]]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k", "--load-lanes", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--load-lanes", json.dumps(cases)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     lanes = json.loads(out.stdout.strip().splitlines()[-1])
@@ -771,3 +771,31 @@ def test_stage_kernels_load_unaligned_b_along_n():
     assert out.returncode == 0, out.stderr[-2000:]
     lanes = json.loads(out.stdout.strip().splitlines()[-1])
     assert lanes == [{"a": ["k"], "b": ["n"]}] * 4
+
+
+@pytest.mark.parametrize("options, precision", [
+    ({"grid": 4, "mode": "dp"}, "fp32"), ({"grid": 4, "sk_align": "off"}, "fp32"),
+    ({"mode": "dp", "sk_align": "on"}, "fp32"), ({"b_transpose": "swap"}, "fp32"),
+    ({"b_transpose": "load", "operands": "k_major_b"}, "tf32"), ({"b_transpose": "copy", "operands": "as_given"}, "tf32"),
+    ({"tf32x3_split": "b"}, "tf32"), ({"tf32x3_split": "ab", "b_transpose": "swap"}, "tf32x3"),
+    ({"tf32x3_split": "b", "operands": "copy_a"}, "tf32x3"), ({"tf32x3_split": "ab", "operands": "copy_b"}, "tf32x3"),
+    ({"tf32x3_split": "a", "b_transpose": "load"}, "tf32x3"), ({"tf32x3_split": "a", "operands": "k_major_b"}, "tf32x3"),
+])
+def test_every_declared_conflict_refuses(options, precision):
+    """The plan's option table (stream_k_plan.CONFLICTS): each row refuses its option set, and
+    exactly one row matches each example (the table has no dead or overlapping rows here)."""
+    from triton_kernels import stream_k_plan as plan
+    o = {k: options.get(k, d) for k, d in plan.DEFAULTS.items()}
+    assert sum(bool(when(o, precision)) for when, _ in plan.CONFLICTS) == 1
+    with pytest.raises(UsageError, match="contradict|applies to"):
+        plan.resolve_options(options, precision)
+
+
+def test_implications_complete_the_options():
+    from triton_kernels import stream_k_plan as plan
+    assert plan.resolve_options({"grid": 4}, "fp32")["mode"] == "sk"
+    assert plan.resolve_options({"sk_align": "on"}, "tf32")["mode"] == "sk"
+    assert plan.resolve_options({"tf32x3_split": "b"}, "tf32x3")["b_transpose"] == "copy"
+    assert plan.resolve_options({"tf32x3_split": "a"}, "tf32x3")["b_transpose"] == "swap"
+    assert plan.resolve_options({}, "fp32") == plan.DEFAULTS
+    assert len(plan.CONFLICTS) == 12

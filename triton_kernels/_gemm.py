@@ -263,6 +263,7 @@ def parse_choice(choices: tuple):
         if v not in choices:
             raise ValueError(f"choose one of {', '.join(choices)}")
         return v
+    parse.choices = tuple(choices)
     return parse
 
 
@@ -286,9 +287,17 @@ TILE_OPTIONS = (
            f"{M_MAJOR_A_MIN_N})", parse_choice(OPERAND_MODES)),
     Option("autotune", "on (default): time the candidate configs once per tuning key, on a scratch "
            "output; off: the first candidate of the precision's list", parse_on_off),
-    Option("config", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
+    Option("tile", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
            "128x128x32/8/3: reproduces a sweep row or a reported config", parse_config),
 )
+
+
+def tile_options(configs: dict) -> tuple:
+    """TILE_OPTIONS with the tile option's candidates: every config of ``configs`` (per
+    precision, the autotune lists), as the text the option takes."""
+    import dataclasses
+    texts = tuple(dict.fromkeys(config_name(c) for cs in configs.values() for c in cs))
+    return tuple(dataclasses.replace(o, candidates=texts) if o.name == "tile" else o for o in TILE_OPTIONS)
 
 
 def read_options(options: Optional[dict], precision: str, N: Optional[int]) -> tuple:
@@ -296,12 +305,12 @@ def read_options(options: Optional[dict], precision: str, N: Optional[int]) -> t
     options = options or {}
     user_mode = options.get("operands")
     mode = operand_mode(precision, user_mode, N)
-    config = options.get("config")
+    config = options.get("tile")
     if isinstance(config, str):
         config = parse_config(config)
     autotune = options.get("autotune", True)
     if config is not None and options.get("autotune") is True:
-        raise UsageError("options config= and autotune=on contradict each other: a fixed config is not tuned")
+        raise UsageError("options tile= and autotune=on contradict each other: a fixed tile is not tuned")
     return mode, ("user" if user_mode else "heuristic"), config, autotune
 
 
@@ -370,13 +379,6 @@ class ConfigChooser:
         grid = (triton.cdiv(M, k["BLOCK_M"]) * triton.cdiv(N, k["BLOCK_N"]), *grid_extra)
         self.jit[grid](*args, **constexprs, **config.all_kwargs())
 
-    def compile_only(self, C: torch.Tensor, args: tuple, config: triton.Config, grid_extra: tuple = (),
-                     **constexprs) -> None:
-        """Compile what ``launch`` would run, without running it (tensors stand in by dtype, which
-        Triton specialises as 16-byte aligned, as torch's allocations are): fills Triton's disk
-        cache, e.g. from a worker process while the GPU times something else."""
-        stand_ins = tuple(a.dtype if isinstance(a, torch.Tensor) else a for a in args)
-        self.jit.warmup(*stand_ins, grid=(1,) + tuple(1 for _ in grid_extra), **constexprs, **config.all_kwargs())
 
 
 def even_k(K: int, block_k: int, chunk: Optional[int] = None) -> bool:

@@ -213,3 +213,103 @@ def make_operands(A: torch.Tensor, B: torch.Tensor, mode: str) -> Operands:
     if mode == M_MAJOR_A:
         return Operands(mode, A, B, _buffer(K, M, A), B, copy_b=False)
     raise ValueError(f"unknown operand mode {mode!r}; known: {DIRECT}, {K_MAJOR}, {M_MAJOR_A}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Operands: direct where a truthful 16-byte hint exists, else an aligned copy.
+
+
+@dataclass
+class _Operand:
+    """How the kernel reads one operand: ``view`` (the tensor or its aligned copy) seen as the
+    GEMM's M x K (A) or K x N (B), which axis is contiguous, and the extent its tile rows (A) or
+    columns (B) wrap at. Every layout here satisfies the kernel's 16-byte hint (the non-unit
+    stride, and the wrap extent when the wrapped axis is the contiguous one, are multiples of 4;
+    the base is 16-byte aligned)."""
+    view: torch.Tensor
+    k_contiguous: bool            # stride along K is 1 (else the M / N stride is 1)
+    wrap: int
+    layout: str                   # for the report: "direct" or "copy:<major>"
+    copy_src: Optional[torch.Tensor] = None   # fill(): transpose_into(copy_src, copy_dst[, small_dst])
+    copy_dst: Optional[torch.Tensor] = None
+    hinted: bool = True           # its strides (and wrap extent) take the 16-byte hint
+    small: Optional[torch.Tensor] = None      # split(): the TF32 small parts, laid out as view
+    small_dst: Optional[torch.Tensor] = None  # (copy_dst then holds the big parts)
+
+    def fill(self) -> None:
+        if self.copy_dst is not None:
+            transpose_into(self.copy_src, self.copy_dst, self.small_dst)
+
+    def copy_bytes(self) -> int:
+        # Read once, written once (twice when split into big and small parts).
+        per_element = 12 if self.small_dst is not None else 8
+        return 0 if self.copy_dst is None else per_element * self.copy_src.numel()
+
+    def split(self) -> "_Operand":
+        """This copy, writing the TF32 big parts into its buffer and the small parts into a
+        second buffer of the same layout (3xTF32 with the split out of the K loop)."""
+        assert self.copy_dst is not None, "only a copied operand can be split by its copy"
+        small_dst = _padded(*self.copy_dst.shape, self.copy_dst)   # copy_dst's own layout
+        # view is the buffer itself or its transpose (_prepare_a / _prepare_b).
+        small = small_dst if self.view.stride() == self.copy_dst.stride() else small_dst.t()
+        assert small.stride() == self.view.stride() and small.shape == self.view.shape
+        return _Operand(self.view, self.k_contiguous, self.wrap, self.layout + "+split", self.copy_src,
+                        self.copy_dst, self.hinted, small, small_dst)
+
+
+def _padded(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
+    """rows x cols view of a zero-filled buffer whose leading dimension is a multiple of 16
+    (as _operands._buffer, but zeroed once here: the transposing copy never writes the padding
+    and the row copy writes zeros there, so wrapped-in rows/columns read zeros, not leftover
+    bits)."""
+    ld = triton.cdiv(cols, 16) * 16
+    return torch.zeros((rows, ld), device=like.device, dtype=torch.float32)[:, :cols]
+
+
+def _aligned(t: torch.Tensor) -> bool:
+    return t.data_ptr() % 16 == 0
+
+
+def _prepare_a(A: torch.Tensor, major: str, allow_direct: bool, allow_copy: bool = True) -> _Operand:
+    """A (M x K) in the preferred ``major`` ("k": row-major, "m": M-major); read as given when
+    it already is in that layout with hintable strides, else copied (``allow_copy``), else read
+    as given (hinted only where its strides allow)."""
+    M, K = A.shape
+    if allow_direct and _aligned(A):
+        if major == "k" and A.stride(1) == 1 and A.stride(0) % 4 == 0:
+            return _Operand(A, True, M, "direct")
+        if major == "m" and A.stride(0) == 1 and A.stride(1) % 4 == 0 and M % 4 == 0:
+            return _Operand(A, False, M, "direct")
+    if not allow_copy and allow_direct and (A.stride(1) == 1 or A.stride(0) == 1):
+        k_contig = A.stride(1) == 1
+        hinted = _aligned(A) and (A.stride(0) % 4 == 0 if k_contig else (A.stride(1) % 4 == 0 and M % 4 == 0))
+        return _Operand(A, k_contig, M, "direct" if hinted else "direct:4-byte", hinted=hinted)
+    if major == "m":
+        buf = _padded(K, M, A)       # K x M, leading dimension a multiple of 16
+        return _Operand(buf.t(), False, buf.stride(0), "copy:m_major", A, buf)
+    buf = _padded(M, K, A)           # M x K, leading dimension a multiple of 16
+    return _Operand(buf, True, M, "copy:k_major", A.t(), buf)
+
+
+def _n_major_hintable(B: torch.Tensor) -> bool:
+    """B (K x N) can be read N-major as given with 16-byte loads (the kernel's B hint holds)."""
+    return _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and B.shape[1] % 4 == 0
+
+
+def _prepare_b(B: torch.Tensor, major: str, allow_direct: bool, allow_copy: bool = True) -> _Operand:
+    """B (K x N) in the preferred ``major`` ("n": row-major, "k": K-major, what wgmma reads);
+    ``allow_copy`` as for A."""
+    K, N = B.shape
+    if allow_direct and major == "n" and _n_major_hintable(B):
+        return _Operand(B, False, N, "direct")
+    if allow_direct and major == "k" and _aligned(B) and B.stride(0) == 1 and B.stride(1) % 4 == 0:
+        return _Operand(B, True, N, "direct")
+    if not allow_copy and allow_direct and (B.stride(1) == 1 or B.stride(0) == 1):
+        k_contig = B.stride(1) != 1
+        hinted = _aligned(B) and (B.stride(1) % 4 == 0 if k_contig else (B.stride(0) % 4 == 0 and N % 4 == 0))
+        return _Operand(B, k_contig, N, "direct" if hinted else "direct:4-byte", hinted=hinted)
+    if major == "k":
+        buf = _padded(N, K, B)       # N x K, leading dimension a multiple of 16
+        return _Operand(buf.t(), True, N, "copy:k_major", B, buf)
+    buf = _padded(K, N, B)           # K x N, leading dimension a multiple of 16
+    return _Operand(buf, False, buf.stride(0), "copy:n_major", B.t(), buf)

@@ -33,7 +33,7 @@ partial's write-out). That naturally prefers S with tiles*S just under a multipl
 count: 256x256x131072 -> S = 33 (132 programs, one wave); 512x512x65536 -> S = 8 (128
 programs); 4096^3 -> S = 1. Chunks are multiples of 64 so every BLOCK_K divides them.
 
-The tile config (BLOCK_M/N/K, warps, stages) is chosen like stage "tiled" (options config= /
+The tile config (BLOCK_M/N/K, warps, stages) is chosen like stage "tiled" (options tile= /
 autotune=; autotuned on a scratch C, keyed on the shape, chunk, every stride, precision and
 epilogue; cached on disk with cache_results=True) from a short list of tiles no larger than
 128x128, so the split count's tile arithmetic holds. tf32 and tf32x3 read B through the same
@@ -48,12 +48,13 @@ import torch
 import triton
 import triton.language as tl
 
+from compare.families import decompose
 from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count
-from ._gemm import (DOT_PRECISION, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs, candidates, cfg,
+from ._gemm import (DOT_PRECISION, PRECISIONS, ConfigChooser, tile_options, all_configs, candidates, cfg,
                     default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options, wrapped_range)
 
 MIN_CHUNK = 512          # smallest K chunk the heuristic gives one program
@@ -177,35 +178,18 @@ CHOOSER = ConfigChooser(_split_k_kernel, TUNE_KEY)
 
 def choose_split(M: int, N: int, K: int, sms: int, deterministic: bool = True,
                  tile: tuple[int, int] = NOMINAL_TILE) -> tuple[int, int]:
-    """(S, K_CHUNK) from the cost model in the module docstring."""
-    tiles = triton.cdiv(M, tile[0]) * triton.cdiv(N, tile[1])
-    s_max = max(1, min(K // MIN_CHUNK, MAX_SPLIT))
-    # Per-program fixed cost in K-steps (pipeline fill, partial write-out); the reduction pass
-    # reads S partials per output: bytes converted to K-steps of one SM at FFMA speed (about
-    # 84 ns per K-step for a 128x128 tile at 0.39 TFLOP/s per SM vs ~2.5 TB/s over 132 SMs).
-    overhead = 128
-    best = None
-    for s in range(1, s_max + 1):
-        chunk = _round_up(triton.cdiv(K, s), CHUNK_ALIGN)
-        s_eff = triton.cdiv(K, chunk)
-        cost = triton.cdiv(tiles * s_eff, sms) * (chunk + overhead)
-        if deterministic and s_eff > 1:
-            cost += (s_eff + 2) * M * N * 4 / 2.5e12 / 84e-9
-        if best is None or cost < best[0]:
-            best = (cost, s_eff, chunk)
-    _, s, chunk = best
-    return s, chunk
-
-
-def _round_up(x: int, m: int) -> int:
-    return (x + m - 1) // m * m
+    """(S, K_CHUNK) from the shared split-K model (compare/families/decompose.py) with this
+    family's parameters (TRITON_SPLIT_COST, chunks >= MIN_CHUNK in multiples of CHUNK_ALIGN)."""
+    p = decompose.choose_split(M, N, K, sms, tile=tile, chunk_align=CHUNK_ALIGN, min_chunk=MIN_CHUNK,
+                               max_splits=MAX_SPLIT, max_workspace_bytes=1 << 62, deterministic=deterministic,
+                               cost=decompose.TRITON_SPLIT_COST)
+    return p.splits, p.chunk
 
 
 def split_geometry(K: int, split: int) -> tuple[int, int]:
     """(S, K_CHUNK) for a requested split count: chunks rounded up to CHUNK_ALIGN, so S may come
     out smaller than asked (K=1023, 5 -> chunk 256, 4 splits)."""
-    chunk = _round_up(triton.cdiv(K, split), CHUNK_ALIGN)
-    return triton.cdiv(K, chunk), chunk
+    return decompose.split_geometry(K, split, CHUNK_ALIGN, round_unsplit=True)
 
 
 def split_for(M: int, N: int, K: int, device: torch.device, deterministic: bool,
@@ -287,17 +271,11 @@ class _Plan:
             _reduce_kernel[grid](self.W, C, self.M, self.N, self.S, C.stride(0), C.stride(1),
                                  self.alpha, self.beta, HAS_BETA=self.beta != 0, BLOCK=BLOCK, num_warps=4)
 
-    def compile_only(self):
-        """Compile the partial-product kernel for the user's ``config`` without launching
-        (triton_kernels.sweep)."""
-        CHOOSER.compile_only(self.C, self._args(self.C), self.user_config, grid_extra=(self.S,),
-                             EVEN_K=even_k(self.K, self.user_config.kwargs["BLOCK_K"], self.chunk),
-                             **self._constexprs())
 
 
 def _matmul(name, A, B, C, alpha, beta, precision, deterministic, split_k, operands, config):
     check_gemm_args(name, A, B, C, alpha, beta, precision, PRECISIONS)
-    opts = {k: v for k, v in (("split_k", split_k), ("operands", operands), ("config", config)) if v is not None}
+    opts = {k: v for k, v in (("split_k", split_k), ("operands", operands), ("tile", config)) if v is not None}
     _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
     return C
 
@@ -324,7 +302,7 @@ def _parse_split_option(text) -> int:
 
 
 SPLIT_OPTIONS = (Option("split_k", "number of K chunks (rounded so chunks are multiples of 64; default: a cost "
-                                   "model on the SM count)", _parse_split_option),) + TILE_OPTIONS
+                                   "model on the SM count)", _parse_split_option),) + tile_options(CONFIGS)
 _META = {"split": "cost model on SM count and 128x128 tiles (chunk >= 512); option split_k overrides",
          "configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
          "autotune_key": ", ".join(TUNE_KEY)}

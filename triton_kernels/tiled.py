@@ -49,7 +49,7 @@ an M-major copy for wide outputs: _operands.py, fact 3).
 
 Choosing the config
 -------------------
-Options (``--opt``): ``config=BMxBNxBK/warps/stages`` fixes one; ``autotune=off`` takes the first
+Options (``--opt``): ``tile=BMxBNxBK/warps/stages`` fixes one; ``autotune=off`` takes the first
 of the precision's list; otherwise the autotuner times the precision's list (those that fit the
 GPU's shared memory, <= 6, so an asv process that tunes once stays quick) on a scratch copy of C,
 once per tuning key (``TUNE_KEY``: shape, every stride, precision, beta != 0), and every launch
@@ -73,7 +73,7 @@ from compare.harness.registry import Kernel, register
 
 from . import _operands as ops
 from ._common import check_gemm_args
-from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, TILE_OPTIONS, ConfigChooser, all_configs,
+from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, ConfigChooser, all_configs, tile_options,
                     candidates, cfg, default_config, even_k, grouped_tile, mac, operand_mode, read_options,
                     store_c, wrapped_range)
 
@@ -183,10 +183,6 @@ class _Plan:
         CHOOSER.launch(self.C, self._args(self.C), self.tile, EVEN_K=even_k(self.K, self.tile.kwargs["BLOCK_K"]),
                        **self._constexprs())
 
-    def compile_only(self):
-        """Compile the kernel for the user's ``config`` without launching (triton_kernels.sweep)."""
-        CHOOSER.compile_only(self.C, self._args(self.C), self.user_config,
-                             EVEN_K=even_k(self.K, self.user_config.kwargs["BLOCK_K"]), **self._constexprs())
 
 
 def tiled_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float = 1.0,
@@ -197,7 +193,7 @@ def tiled_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alpha: float
     ``operands`` / ``config`` are the kernel's options (see TILE_OPTIONS). A direct call
     allocates the operand workspaces each time; ``prepare`` (the benchmark path) does it once."""
     check_gemm_args("tiled_matmul", A, B, C, alpha, beta, precision, PRECISIONS)
-    opts = {k: v for k, v in (("operands", operands), ("config", config)) if v is not None}
+    opts = {k: v for k, v in (("operands", operands), ("tile", config)) if v is not None}
     _Plan(A, B, C, alpha, beta, precision, opts).launch()
     return C
 
@@ -216,7 +212,7 @@ def _prepare(problem, inputs, options=None):
 
 KERNEL = register(Kernel(
     name="triton.tiled", family="triton", stage="tiled", precisions=PRECISIONS,
-    prepare=_prepare, interpretable=True, options=TILE_OPTIONS,
+    prepare=_prepare, interpretable=True, options=tile_options(CONFIGS),
     idea="autotuned tiles, GROUP_M launch order, num_stages pipelining; tf32/tf32x3 read a K-major copy "
          "of B, fp32 an M-major copy of A for wide outputs",
     meta={"configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},

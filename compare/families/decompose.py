@@ -1,8 +1,9 @@
 """How a GEMM's work is cut into blocks: the split-K cost model and the stream-K plan.
 
-Pure arithmetic on the problem size and the SM count, shared by every family (CUDA stages 10
-and 11; Triton's split_k / stream_k may call the same functions with their own tile, chunk
-alignment and occupancy), so "how many splits" has one model, not one per family.
+Pure arithmetic on the problem size and the SM count, shared by every family: CUDA stages 10
+and 11 and Triton's split_k / stream_k call the same functions, each with its own parameters
+(``SplitCost``: DEFAULT_SPLIT_COST / TRITON_SPLIT_COST; ``StreamKRule``: CUDA_STREAM_K /
+TRITON_STREAM_K), so "how many splits" has one model, not one per family.
 
 Split-K model
 -------------
@@ -24,11 +25,11 @@ Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix-Ma
 Multiplication on the GPU" (PPoPP'23). The MAC-loop iterations (one BK step of one tile) of the
 stream-K tiles are divided evenly over a grid of ``sms * blocks_per_sm`` blocks; the other tiles
 run data-parallel (one block each) in whole waves. The "two-tile" hybrid: with T tiles and W
-slots, T % W == 0 (or waves on average at least ``dp_fill`` full: T / (W*ceil(T/W)) >= 0.95) is pure
-data-parallel; T < W is
-pure stream-K; otherwise the last partial wave plus one full wave (W + T % W tiles) go to
-stream-K, so every stream-K block does between one and two tiles of work and the data-parallel
-tiles fill whole waves. A tile whose iterations span several blocks is fixed up by the caller
+slots, T % W == 0 (or waves on average at least ``dp_fill`` full: T / (W*ceil(T/W)) >= 0.95 for
+CUDA, 0.90 for Triton) is pure data-parallel; T < W is pure stream-K; otherwise the last partial
+wave plus ``hybrid_extra_waves`` full waves (CUDA: one, W + T % W tiles, so every stream-K block
+does between one and two tiles of work; Triton: none) go to stream-K and the data-parallel tiles
+fill whole waves. A tile whose iterations span several blocks is fixed up by the caller
 (partials summed in a fixed order, or atomics).
 """
 from __future__ import annotations
@@ -45,17 +46,32 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class SplitCost:
-    """Constants of the split-K model. Defaults: a 128x128 fp32 tile on an H100/H200 SM at about
-    0.7 of FFMA peak (2*128*128 flops per k at ~0.35 TFLOP/s per SM = 94 ns per k-step), HBM at
-    ~2.5 TB/s achieved, ~4 us for an extra launch."""
+    """Constants of the split-K model, one set per family. Defaults (the CUDA stage 10): a
+    128x128 fp32 tile on an H100/H200 SM at about 0.7 of FFMA peak (2*128*128 flops per k at
+    ~0.35 TFLOP/s per SM = 94 ns per k-step), HBM at ~2.5 TB/s achieved, ~4 us for an extra
+    launch; partials moved as 4-byte words per output element: (per split, fixed)."""
 
     tile_k_seconds: float = 2 * 128 * 128 / 0.35e12
     overhead_k: int = 96
     bytes_per_s: float = 2.5e12
     launch_s: float = 4e-6
+    # Written and read back (2 per split) plus C read and written (2), deterministic; atomic adds
+    # each partial into C once (1 per split) plus the beta pre-scale of C (2).
+    deterministic_words: tuple = (2, 2)
+    atomic_words: tuple = (1, 2)
+    # A split must beat the best so far by this factor (it adds a workspace and a launch).
+    min_gain: float = 0.99
+    # An unsplit K is one chunk of exactly K (False) or of K rounded up to the chunk alignment.
+    round_unsplit: bool = False
 
 
 DEFAULT_SPLIT_COST = SplitCost()
+# Triton's split_k: 84 ns per k-step of a 128x128 tile (0.39 TFLOP/s per SM), 128 k-steps of
+# fill and write-out; the deterministic reduction reads S partials and C once and writes C
+# (S + 2 words), the atomic variant's traffic is not counted, and the launch is free; an unsplit
+# chunk is K rounded up to 64 (every BLOCK_K divides it).
+TRITON_SPLIT_COST = SplitCost(tile_k_seconds=84e-9, overhead_k=128, launch_s=0.0, deterministic_words=(1, 2),
+                              atomic_words=(0, 0), min_gain=1.0, round_unsplit=True)
 
 
 @dataclass(frozen=True)
@@ -68,12 +84,12 @@ class SplitPlan:
         return asdict(self)
 
 
-def split_geometry(K: int, splits: int, chunk_align: int) -> tuple[int, int]:
+def split_geometry(K: int, splits: int, chunk_align: int, round_unsplit: bool = False) -> tuple[int, int]:
     """(S, chunk) for a requested split count: the chunk is rounded up to ``chunk_align`` so S
     may come out smaller than asked (K=1000, 7 splits, align 16 -> chunk 144, 7 splits)."""
     if splits < 1:
         raise ValueError(f"split count must be >= 1, got {splits}")
-    if splits == 1:
+    if splits == 1 and not round_unsplit:
         return 1, K
     chunk = cdiv(cdiv(K, min(splits, K)), chunk_align) * chunk_align
     return cdiv(K, chunk), chunk
@@ -85,26 +101,26 @@ def choose_split(M: int, N: int, K: int, sms: int, *, tile: tuple[int, int] = (1
                  cost: SplitCost = DEFAULT_SPLIT_COST, splits: int | None = None) -> SplitPlan:
     """The split count minimising the model above; ``splits`` forces one (the user's option)."""
     if splits is not None:
-        s, chunk = split_geometry(K, splits, chunk_align)
+        s, chunk = split_geometry(K, splits, chunk_align, cost.round_unsplit)
         return SplitPlan(s, chunk, "user")
     tiles = cdiv(M, tile[0]) * cdiv(N, tile[1])
     slots = max(1, sms * blocks_per_sm)
     # Two blocks sharing an SM each run at half speed: a block's k-step costs blocks_per_sm times more.
     t_k = cost.tile_k_seconds * blocks_per_sm * (tile[0] * tile[1]) / (128 * 128)
+    per_split, fixed = cost.deterministic_words if deterministic else cost.atomic_words
 
     def modeled(s: int) -> tuple[float, int, int]:
-        s_eff, chunk = split_geometry(K, s, chunk_align)
+        s_eff, chunk = split_geometry(K, s, chunk_align, cost.round_unsplit)
         t = cdiv(tiles * s_eff, slots) * (chunk + cost.overhead_k) * t_k
         if s_eff > 1:
-            moved = s_eff * M * N * 4 * (2 if deterministic else 1) + 8 * M * N
-            t += moved / cost.bytes_per_s + cost.launch_s
+            t += (per_split * s_eff + fixed) * M * N * 4 / cost.bytes_per_s + cost.launch_s
         return t, s_eff, chunk
 
     best_t, best_s, best_chunk = modeled(1)
     max_s = min(max_splits, K // max(1, min_chunk), max(1, max_workspace_bytes // max(1, 4 * M * N)))
     for s in range(2, max_s + 1):
         t, s_eff, chunk = modeled(s)
-        if t < best_t * 0.99:
+        if t < best_t * cost.min_gain:
             best_t, best_s, best_chunk = t, s_eff, chunk
     return SplitPlan(best_s, best_chunk, "heuristic")
 
@@ -144,25 +160,54 @@ class StreamKPlan:
         return start, start + self.iters_per_block + (1 if b < self.extra_iters else 0)
 
 
+@dataclass(frozen=True)
+class StreamKRule:
+    """A family's parameters of the stream-K heuristic (defaults: the CUDA stage 11).
+
+    ``dp_fill``: waves at least this full on average run data-parallel; ``fill_blocks_per_sm``:
+    the per-SM block counts the fill is measured at (the best one counts); ``min_iters_to_split``:
+    tiles of fewer iterations run data-parallel; ``hybrid_extra_waves``: full waves of tiles the
+    hybrid adds to the last partial wave (1: two-tile stream-K, every block one to two tiles of
+    work; 0: the partial wave alone); ``check_32bit``: refuse plans whose iteration count
+    overflows a 32-bit kernel counter."""
+    dp_fill: float = 0.95
+    fill_blocks_per_sm: tuple = ()
+    min_iters_to_split: int = 2
+    hybrid_extra_waves: int = 1
+    check_32bit: bool = True
+
+
+CUDA_STREAM_K = StreamKRule()
+# Triton's stream_k: its wave fill counted at one program per SM and at programs_per_sm (128
+# tiles of 32x128 on 132 SMs are 97% of a wave: data-parallel made 107% of cuBLAS tf32 at
+# 32x16384x4096, stream-K over 264 programs 97%); 0.90 full is full enough; fewer than 8
+# iterations (two programs' minimum) never split; stream-K takes the last partial wave only.
+TRITON_STREAM_K = StreamKRule(dp_fill=0.90, fill_blocks_per_sm=(1,), min_iters_to_split=8, hybrid_extra_waves=0,
+                              check_32bit=False)
+
+
 def stream_k_plan(tiles: int, iters_per_tile: int, sms: int, blocks_per_sm: int, *, mode: str | None = None,
-                  sk_blocks: int | None = None, min_iters_per_block: int = 4, dp_fill: float = 0.95) -> StreamKPlan:
-    """The decomposition described in the module docstring. ``mode`` / ``sk_blocks`` force it
-    (the user's options); otherwise: data-parallel when the last wave is full enough, stream-K
-    when there is less than one wave of tiles, the two-tile hybrid in between. Stream-K blocks
-    get at least ``min_iters_per_block`` iterations (the prologue and the partial's round trip
-    must be paid for), so a short K means fewer stream-K blocks."""
+                  sk_blocks: int | None = None, min_iters_per_block: int = 4, dp_fill: float | None = None,
+                  rule: StreamKRule = CUDA_STREAM_K) -> StreamKPlan:
+    """The decomposition described in the module docstring, with a family's ``rule``. ``mode`` /
+    ``sk_blocks`` force it (the user's options); otherwise: data-parallel when the last wave is
+    full enough, stream-K when there is less than one wave of tiles, the hybrid in between.
+    Stream-K blocks get at least ``min_iters_per_block`` iterations (the prologue and the
+    partial's round trip must be paid for), so a short K means fewer stream-K blocks."""
     if tiles < 1 or iters_per_tile < 1:
         raise ValueError(f"empty problem: {tiles} tiles of {iters_per_tile} iterations")
     if mode is not None and mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     if sk_blocks is not None and sk_blocks < 1:
         raise ValueError(f"sk_grid must be >= 1, got {sk_blocks}")
+    dp_fill = rule.dp_fill if dp_fill is None else dp_fill
     slots = max(1, sms * blocks_per_sm)
     waves = tiles / slots
     chosen_by = "user" if (mode is not None or sk_blocks is not None) else "heuristic"
     if mode is None:
         full, rem = divmod(tiles, slots)
-        if (iters_per_tile < 2 or rem == 0 or waves / cdiv(tiles, slots) >= dp_fill
+        fill = max(tiles / (cdiv(tiles, n) * n) for n in (slots, *(max(1, sms * b) for b in rule.fill_blocks_per_sm)))
+        if (iters_per_tile < rule.min_iters_to_split or rem == 0 or fill >= dp_fill
                 or tiles * iters_per_tile // max(1, min_iters_per_block) <= tiles):
             # Nothing to split, the waves are (nearly) full already, or K is too short for
             # stream-K to use more blocks than there are tiles.
@@ -177,12 +222,13 @@ def stream_k_plan(tiles: int, iters_per_tile: int, sms: int, blocks_per_sm: int,
         sk_tiles = tiles
     else:
         full, rem = divmod(tiles, slots)
-        sk_tiles = tiles if full == 0 else (slots + rem if rem else slots)
+        extra = rule.hybrid_extra_waves * slots if rem else 0
+        sk_tiles = tiles if full == 0 else (rem or slots) + extra
         sk_tiles = min(sk_tiles, tiles)
     # Say what the grid does: a forced "hybrid" with under two waves of tiles is all stream-K.
     mode = "dp" if sk_tiles == 0 else "sk" if sk_tiles == tiles else "hybrid"
     total = sk_tiles * iters_per_tile
-    if tiles * iters_per_tile >= 2 ** 31:
+    if rule.check_32bit and tiles * iters_per_tile >= 2 ** 31:
         raise ValueError(f"{tiles} tiles x {iters_per_tile} iterations do not fit the kernel's 32-bit counters")
     if sk_tiles == 0:
         nb = 0

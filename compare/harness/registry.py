@@ -21,11 +21,30 @@ FAMILIES = ("cublas", "cuda", "triton", "plugin")
 
 
 @dataclass(frozen=True)
+class Claim:
+    """What a stage's header says it improves, as a test on Nsight Compute's counters
+    (compare/outputs/profile_counters.py evaluates it): ``metric`` of ``stage`` compared (``op``:
+    "<" or ">") with the same metric of stage ``than`` on the same problem, or, when ``limit`` is
+    set, at most ``limit`` ("~0": a conflict-free kernel still shows a stray replay now and then,
+    so zero is read as under 1% of the wavefronts), or, when ``at_least`` is set, at least that (a
+    stage whose precision no earlier stage has: the tensor-core stages run tf32, the FFMA ladder
+    fp32, so there is no same-problem row to beat)."""
+    stage: str
+    metric: str
+    op: str
+    says: str
+    than: str = ""
+    limit: Optional[float] = None
+    at_least: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class Stage:
     number: int          # position in the story; Triton stages borrow the number of their group's start
     name: str
     group: str
     idea: str
+    claims: tuple = ()   # Claim rows: what --profile checks this stage improves
 
 
 # The ladder: the one description of every stage (a family's kernels name their stage; number,
@@ -37,6 +56,9 @@ STAGE_BY_NAME: dict[str, Stage] = {}
 
 def declare_stage(stage: Stage) -> Stage:
     """Add a stage to the ladder (idempotent for an identical declaration)."""
+    for c in stage.claims:
+        if c.stage != stage.name:
+            raise ValueError(f"stage {stage.name!r}: a claim names stage {c.stage!r}")
     if stage.group not in GROUPS:
         raise ValueError(f"stage {stage.name!r}: unknown group {stage.group!r}; known: {', '.join(GROUPS)}")
     old = STAGE_BY_NAME.get(stage.name)
@@ -51,24 +73,44 @@ def declare_stage(stage: Stage) -> Stage:
 
 for _s in (
     Stage(1, "naive", "naive", "one thread per C element; threadIdx.x walks M, so A and C accesses are strided"),
-    Stage(2, "coalesced", "tiled", "threadIdx.x walks N: a warp reads B and writes C in 128-byte lines"),
+    Stage(2, "coalesced", "tiled", "threadIdx.x walks N: a warp reads B and writes C in 128-byte lines",
+          (Claim("coalesced", "sectors_per_req", "<", "a warp's loads are 128-byte lines", than="naive"),)),
     Stage(3, "smem_tiled", "tiled", "32x32 tiles of A and B staged in shared memory; each global value read once "
-                                    "per block"),
-    Stage(4, "blocktile_1d", "tiled", "64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs"),
-    Stage(5, "blocktile_2d", "tiled", "128x128x8 block tile, 8x8 outer product per thread"),
-    Stage(6, "vectorized", "tiled", "float4 global and shared loads; A stored transposed in shared memory"),
+                                    "per block",
+          (Claim("smem_tiled", "ldg_mb", "<", "each global value read once per block, not once per thread",
+                 than="coalesced"),)),
+    Stage(4, "blocktile_1d", "tiled", "64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs",
+          (Claim("blocktile_1d", "fma_pct", ">", "one smem value feeds TM FMAs", than="smem_tiled"),)),
+    Stage(5, "blocktile_2d", "tiled", "128x128x8 block tile, 8x8 outer product per thread",
+          (Claim("blocktile_2d", "fma_pct", ">", "TMxTN outer product: fewer smem loads per FMA",
+                 than="blocktile_1d"),)),
+    Stage(6, "vectorized", "tiled", "float4 global and shared loads; A stored transposed in shared memory",
+          (Claim("vectorized", "load_width", ">", "float4 global loads: 128-bit loads appear", than="blocktile_2d"),)),
     Stage(7, "bank_conflict_free", "tiled", "padded transposed A tile and 4-wide thread patches: no shared-memory "
-                                            "bank conflicts"),
-    Stage(8, "warptile", "tiled", "32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape"),
+                                            "bank conflicts",
+          (Claim("bank_conflict_free", "conflicts_ld_pct", "~0", "no bank conflicts on the fragment loads", limit=1.0),
+           # 7.4% of store wavefronts still conflict at 2048^3 on an H100, down from stage 06's 36.6%.
+           Claim("bank_conflict_free", "conflicts_st_pct", "<",
+                 "padding cuts the transposed-A store conflicts of stage 06 (not to zero)", than="vectorized"))),
+    Stage(8, "warptile", "tiled", "32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape",
+          (Claim("warptile", "fma_pct", ">", "warp tiles: fragments reused, the FMA pipe busier",
+                 than="bank_conflict_free"),)),
     Stage(9, "double_buffered", "tiled", "two smem stages filled by cp.async: next tile's loads overlap this tile's "
-                                         "FFMAs, one barrier per step"),
+                                         "FFMAs, one barrier per step",
+          (Claim("double_buffered", "barrier_pct", "<", "one barrier per step: fewer barrier stalls",
+                 than="warptile"),)),
     Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; partials "
                                     "reduced after"),
     Stage(11, "stream_k", "split_k", "stream-K: every tile's K iterations spread evenly over a grid sized to the "
                                      "SMs, so no wave is left partly empty; any shape (the general-purpose kernel)"),
     Stage(12, "tf32_mma", "tiled", "TF32 tensor cores: warp-level mma.sync m16n8k8 from padded (conflict-free) "
                                    "shared memory, 3-stage cp.async pipeline; tf32, or tf32x3 (3 products of "
-                                   "big/small TF32 parts, fp32-class error)"),
+                                   "big/small TF32 parts, fp32-class error)",
+          # An FFMA kernel reads ~0 tensor pipe; 30% is well under stage 12's 45-52% on the H100.
+          (Claim("tf32_mma", "tensor_pct", ">=", "the work runs on the tensor cores (mma.sync); FFMA stages show ~0",
+                 at_least=30.0),
+           Claim("tf32_mma", "conflicts_ld_pct", "~0", "padded A and B rows: conflict-free fragment reads (ldmatrix, LDS)",
+                 limit=1.0))),
     Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
     Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
 ):
@@ -90,6 +132,44 @@ class Option:
     name: str
     help: str
     parse: Callable[[str], object] = str
+    # The values a user may pick from, as text, when the option has a closed list (a CUDA stage's
+    # compiled tiles, an operand mode): what ``--variant KERNEL:NAME=*`` expands to.
+    choices: tuple = ()
+    # Values worth trying when the option takes more than a closed list (a Triton kernel's
+    # autotune configs for its free-form tile): with ``choices``, what NAME=* expands to.
+    candidates: tuple = ()
+
+
+def declared_candidates(option: Optional[Option]) -> tuple:
+    """What ``--variant KERNEL:NAME=*`` runs: the option's candidates, else its closed list."""
+    if option is not None and option.candidates:
+        return tuple(option.candidates)
+    return declared_choices(option)
+
+
+def declared_choices(option: Optional[Option]) -> tuple:
+    """An option's declared list of values: ``Option.choices``, else the ``choices`` attribute of
+    its parser, else the tuple of strings its parser closes over (cuda_kernels.registry._choice
+    builds its parser that way: a closed list without an Option.choices field)."""
+    import inspect
+    if option is None:
+        return ()
+    if option.choices:
+        return tuple(option.choices)
+    attr = getattr(option.parse, "choices", None)
+    if attr:
+        return tuple(attr)
+    try:
+        free = inspect.getclosurevars(option.parse).nonlocals
+    except TypeError:       # a builtin (str, int): no closure
+        return ()
+    lists = [v for v in free.values() if isinstance(v, tuple) and v and all(isinstance(x, str) for x in v)]
+    return tuple(lists[0]) if len(lists) == 1 else ()
+
+
+# One concept, one option name across families. Old spellings are refused with the new one named
+# (a kernel that still declares an old name keeps it until its family is renamed).
+RENAMED = {"config": "tile", "sk": "mode", "sk_grid": "grid"}
 
 
 @dataclass(frozen=True)
@@ -129,6 +209,8 @@ class Kernel:
         known = {o.name: o for o in self.options}
         out = {}
         for name, text in raw.items():
+            if name not in known and RENAMED.get(name) in known:
+                raise UsageError(f"{self.name}: option {name!r} was renamed: use {RENAMED[name]}")
             if name not in known:
                 have = ", ".join(sorted(known)) or "none"
                 raise UsageError(f"{self.name} has no option {name!r} (its options: {have})")
@@ -306,6 +388,14 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
             targets = [by_name[kname]]
         else:
             targets = [k for k in selected if any(o.name == name for o in k.options)]
+            renamed = RENAMED.get(name)
+            if not targets and renamed and any(o.name == renamed for k in selected for o in k.options):
+                raise UsageError(f"--opt {text!r}: option {name!r} was renamed: use {renamed}")
+            meanings = {declared_choices(next(o for o in k.options if o.name == name)) for k in targets}
+            if len(meanings) > 1:
+                raise UsageError(f"--opt {text!r}: {name} means different things to "
+                                 f"{', '.join(k.name for k in targets)} (their values differ); "
+                                 f"name the kernel: --opt KERNEL:{name}={value.strip()}")
             if not targets:
                 owners: dict = {}
                 for k in selected:

@@ -118,6 +118,36 @@ SHAPE_SETS: dict[str, tuple[Shape, ...]] = {name: s.shapes for name, s in SETS.i
 SHAPE_SET_DOCS: dict[str, str] = {name: s.doc for name, s in SETS.items()}
 
 
+# --- per-group defaults: what a run uses when no shape is given -----------------------------
+# Shapes as text ("1024" is a cube), keyed by the ladder's groups (compare.harness.registry.GROUPS).
+
+# python -m compare without --shape/--sweep: the square and split-K shapes of the public anchors.
+# Naive stages are slow, so small cubes; the tiled ladder from 1024 to 8192 plus one odd size that
+# exercises every tail path; split-K where K is far larger than M and N, so that M*N alone has too
+# few tiles to fill the GPU.
+GROUP_DEFAULTS: dict[str, list[str]] = {
+    "naive": ["256", "512", "1024"],
+    "tiled": ["1024", "2048", "4096", "8192", "3001x2999x3003"],
+    "split_k": ["256x256x131072", "512x512x65536", "1024x1024x16384"],
+}
+# python -m compare --interpret without --shape: small enough for the Triton interpreter on a CPU,
+# yet each exercising what a kernel exists for: 77x65x300 has a tail on every edge (and runs
+# split-K unsplit); 40x36x2000 is one output tile with a long K, so split-K splits it (3 ways on
+# 132 SMs) and stream-K spreads its K iterations over several programs.
+INTERPRET_DEFAULTS: list[str] = ["77x65x300", "40x36x2000"]
+# python -m compare --profile without --shape: the ladder's profile size (results/profile/).
+PROFILE_DEFAULT = "2048"
+# The asv suite's per-group shapes (benchmarks/gemm.py), by GEMM_BENCH_SET; a changed shape is a
+# new benchmark point, so these stay put while recorded history depends on them.
+ASV_GROUP_SETS: dict[str, dict[str, tuple[str, ...]]] = {
+    "quick": {"naive": ("512",), "tiled": ("1024",), "split_k": ("256x256x32768",)},
+    "default": {"naive": ("512", "1024"), "tiled": ("1024", "4096"),
+                "split_k": ("256x256x131072", "512x512x65536")},
+    "full": {"naive": ("512", "1024"), "tiled": ("1024", "4096", "8192"),
+             "split_k": ("256x256x131072", "512x512x65536")},
+}
+
+
 def flops(shape: Shape) -> int:
     M, N, K = shape
     return 2 * M * N * K

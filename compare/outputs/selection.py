@@ -1,0 +1,133 @@
+"""The selection flags, once, for every front end (``python -m compare`` and its ``--profile``).
+
+``add_flags`` declares --stage, --family, --kernel, --variant, --shape, --sweep, --shapes-file,
+--precision, --opt, --alpha, --beta and --seed; ``kernels`` / ``options`` / ``shape_texts`` /
+``problems`` turn them into what runs, raising ``UsageError`` (exit 2) before any GPU work.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+from ..harness.errors import UsageError
+
+# -o FILE without --format: the format its suffix names (anything else gets the table).
+SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
+
+
+def add_flags(p: argparse.ArgumentParser, *, default_shapes: str, variants: bool = True) -> None:
+    """The selection flags on ``p``; ``default_shapes`` says in --shape's help what runs without it."""
+    from ..harness.problem import PRECISIONS
+    from ..harness.registry import FAMILIES, GROUPS, stage_choices
+    from ..harness.shapes import SHAPE_SETS
+    p.add_argument("--stage", default="all", metavar="STAGE",
+                   help=f"a group ({', '.join(GROUPS)}), a stage name, or all; one of: {', '.join(stage_choices())}")
+    p.add_argument("--shape", action="append", metavar="MxNxK",
+                   help=f"problem shape, repeatable; one number means a cube (default: {default_shapes})")
+    p.add_argument("--sweep", action="append", metavar="NAME",
+                   help=f"a named shape set ({', '.join(SHAPE_SETS)}); repeatable or comma-separated; not with --shape")
+    p.add_argument("--shapes-file", metavar="FILE",
+                   help="shapes from a file (format: compare/harness/shapes.py); not with --shape")
+    p.add_argument("--precision", action="append", metavar="P",
+                   help=f"{' | '.join(PRECISIONS)}; repeatable (default fp32)")
+    p.add_argument("--family", action="append", metavar="F",
+                   help=f"{' | '.join(FAMILIES)}; repeatable or comma-separated (cuBLAS is always kept as the baseline)")
+    p.add_argument("--kernel", action="append", metavar="NAME",
+                   help="only these kernels (registry names; each must be in the --stage/--family selection); repeatable")
+    p.add_argument("--opt", action="append", metavar="[KERNEL:]NAME=VALUE",
+                   help="set a kernel option (repeatable); without KERNEL: for every selected kernel that declares "
+                        "NAME (refused where NAME means different things to different selected kernels)")
+    p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--beta", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    if variants:
+        p.add_argument("--variant", action="append", metavar="KERNEL[:NAME=VALUE,...]",
+                       help="run KERNEL with these options as a kernel of its own (rows labelled KERNEL[NAME=VALUE]); "
+                            "repeatable; NAME=V1|V2 one variant per value, NAME=* every declared value, several "
+                            "NAME=... the cross product; replaces --kernel")
+
+
+def split(values: Optional[list]) -> list:
+    from ..harness.problem import split_flags
+    return split_flags(values)
+
+
+def kernels(args, *, interpret: bool = False) -> list:
+    """--stage / --family / --kernel / --variant -> the kernels to run (cuBLAS always kept). A
+    --kernel outside the stage and family selection is an error naming both."""
+    from ..harness import registry
+    families = split(args.family) or None
+    try:
+        selected = registry.select(args.stage, families)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if interpret and families and not any(k.interpretable for k in selected):
+        raise UsageError(f"--interpret runs the Triton kernels only (the Triton interpreter on CPU tensors); "
+                         f"--family {','.join(families)} selects none of them, so nothing would be checked")
+    if args.kernel:
+        names = split(args.kernel)
+        known = {k.name for k in registry.kernels()}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UsageError(f"unknown kernel {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        in_sel = {k.name for k in selected}
+        outside = [n for n in names if n not in in_sel]
+        if outside:
+            fam = f" --family {','.join(families)}" if families else ""
+            raise UsageError(f"--kernel {outside[0]} is not in the selection of --stage {args.stage}{fam}; "
+                             f"pick a --stage that shows it (e.g. --stage {registry.get(outside[0]).stage}) "
+                             f"or drop --stage")
+        selected = [k for k in selected if k.name in names or k.family == "cublas"]
+    if getattr(args, "variant", None):
+        from ..harness.variants import resolve
+        if args.kernel:
+            raise UsageError("--variant names its kernels; drop --kernel")
+        pairs = resolve(args.variant, {k.name: k for k in registry.kernels()})
+        in_sel = {k.name for k in selected}
+        outside = [k.name for k, _ in pairs if k.name not in in_sel]
+        if outside:
+            raise UsageError(f"--variant {outside[0]} is not in the --stage {args.stage} / --family selection; "
+                             f"drop or widen them")
+        selected = [k for k in selected if k.family == "cublas"] + [v for _, v in pairs]
+    return selected
+
+
+def options(args, selected: list) -> dict:
+    """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
+    from ..harness import registry
+    raw = registry.opt_flags(args.opt, selected)
+    by_name = {k.name: k for k in selected}
+    # parse_options raises UsageError naming the kernel, the option and what is wrong
+    return {kname: by_name[kname].parse_options(opts) for kname, opts in raw.items()}
+
+
+def is_sweep(args) -> bool:
+    return bool(getattr(args, "sweep", None) or getattr(args, "shapes_file", None))
+
+
+def shape_texts(args, defaults: list) -> list[str]:
+    """--shape (not comma-split: "64,64,1024" is an error that says MxNxK), else --sweep /
+    --shapes-file (in order, duplicates dropped), else ``defaults``."""
+    from ..harness import shapes
+    if args.shape and is_sweep(args):
+        raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
+    if args.shape:
+        return list(args.shape)
+    if is_sweep(args):
+        return [shapes.shape_text(s) for s in shapes.sweep_shapes(args.sweep, args.shapes_file)]
+    return list(defaults)
+
+
+def problems(args, texts: list[str]) -> list:
+    """Every shape text at every --precision, with --alpha/--beta/--seed."""
+    from ..harness.problem import Problem, ProblemError, parse_precisions, parse_shape
+    out = []
+    try:
+        precisions = parse_precisions(args.precision)
+        for t in texts:
+            M, N, K = parse_shape(t)
+            for pr in precisions:
+                out.append(Problem(M, N, K, precision=pr, alpha=args.alpha, beta=args.beta, seed=args.seed))
+    except ProblemError as e:
+        raise UsageError(str(e)) from None
+    return out

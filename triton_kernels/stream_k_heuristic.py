@@ -1,0 +1,290 @@
+"""Triton stream_k's per-shape heuristic: tile, decomposition, operand layouts and copies,
+the swapped product and the tf32x3 split, as a cuBLAS-style table of (M, N, K, precision) ->
+choice (``choose_plan`` and the rules below it). Every entry can be overridden by an option
+(stream_k_plan.OPTIONS); what was measured behind each number is in docs/findings.md.
+
+===============  ==========================================================================
+tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 32, 4 warps.
+                 fp32: long K (K >= 4*max(M, N)) 128x128x32/8/3 or FP32_FEW_ROWS_TILE where
+                 64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
+                 a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
+                 else 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90% of a wave, else
+                 TF32_MID_TILE for M > 512 and K < 4*max(M, N), else 128x128x32/8/4. tf32x3:
+                 128x128x32/8/3.
+decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
+                 programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
+                 (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
+operands         worth_copying / _layouts / _k_major_b.
+b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
+sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
+tf32x3_split     x3_split_plan.
+===============  ==========================================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import triton
+
+from compare.families import decompose as model
+
+from ._common import DEFAULT_L2_BYTES
+from ._operands import _n_major_hintable
+
+PRECISIONS = ("fp32", "tf32", "tf32x3")
+DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
+STAGES = {"fp32": 3, "tf32": 4, "tf32x3": 3}
+BLOCK_K = 32
+# A stream-K program gets at least this many K-iterations: fewer and the pipeline fill plus the
+# partial's write-out cost more than the balance gains.
+MIN_SK_ITERS = 4
+# Data-parallel waves at least this full need no stream-K (the shared model's TRITON_STREAM_K rule).
+DP_WAVE_EFFICIENCY = model.TRITON_STREAM_K.dp_fill
+# Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
+ALIGN_MAX_IDLE = 0.05
+DECOMPOSITIONS = ("dp", "sk")
+# The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
+# at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
+# [FIX_PIECE_MIN, FIX_PIECE_MAX], at most FIX_N wide): a 16-partial step where one tile has
+# hundreds of partials, a 2-partial step over 1024 elements where each of 64 tiles has 2 or 3
+# (1000^3: more, smaller steps there cost more programs than the sums they save).
+FIX_SEGS_MAX, FIX_ELEMS, FIX_PIECE_MIN, FIX_PIECE_MAX, FIX_N = 16, 4096, 256, 1024, 64
+
+
+def fixup_shape(max_partials: int, bm: int, bn: int) -> tuple[int, int, int]:
+    """(segs, FIX_M, FIX_N) of the fixup for tiles of at most ``max_partials`` partials."""
+    segs = min(FIX_SEGS_MAX, triton.next_power_of_2(max(2, max_partials)))
+    piece = min(FIX_PIECE_MAX, max(FIX_PIECE_MIN, FIX_ELEMS // segs))
+    fn = min(bn, FIX_N)
+    return segs, min(bm, max(1, piece // fn)), fn
+# Under TRITON_INTERPRET=1 the heuristic sees this many "SMs" unless told otherwise, so the small
+# test shapes get real stream-K splits (132 SMs would make every test tile a whole range).
+INTERPRET_SMS = 132
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: tile, warps, stages, decomposition.
+
+
+@dataclass(frozen=True)
+class Tile:
+    bm: int
+    bn: int
+    bk: int
+    warps: int
+    stages: int
+    group_m: int = 8
+
+    @property
+    def name(self) -> str:
+        return f"{self.bm}x{self.bn}x{self.bk}/{self.warps}/{self.stages}"
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """How the T = tiles_m * tiles_n tiles are shared out over the grid."""
+    tiles: int          # T
+    iters: int          # I = cdiv(K, BLOCK_K), iterations per tile
+    sk_tiles: int       # the first sk_tiles tiles (launch order) are stream-K
+    sk_programs: int    # G programs share their sk_tiles * I iterations
+    max_segments: int   # most tiles one stream-K range touches (workspace slots per program)
+    aligned: bool = False  # G is a multiple of T: every tile's k-th range starts at one K offset
+
+    @property
+    def mode(self) -> str:
+        return "sk" if self.sk_tiles else "dp"
+
+    @property
+    def dp_tiles(self) -> int:
+        return self.tiles - self.sk_tiles
+
+    @property
+    def grid(self) -> int:
+        return self.sk_programs + self.dp_tiles
+
+    def range_of(self, g: int) -> tuple[int, int]:
+        """[start, end) of stream-K program g in the stream-K iteration space."""
+        total = self.sk_tiles * self.iters
+        q, r = divmod(total, self.sk_programs)
+        start = g * q + min(g, r)
+        return start, start + q + (1 if g < r else 0)
+
+
+def programs_per_sm(tile: Tile) -> int:
+    """Stream-K programs per SM: 2 for 4-warp tiles (one leaves 60 of an SM's 64 warp slots
+    empty: 6% warps active at 64x8192x28672 fp32, docs/findings.md), else 1 (~230 registers a thread)."""
+    return 2 if tile.warps <= 4 else 1
+
+
+def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] = None,
+              sk_programs: Optional[int] = None, align: bool = False) -> Decomposition:
+    """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "sk" | None (heuristic);
+    ``sk_programs`` overrides G. Waves and the stream-K grid count ``programs_per_sm`` slots
+    per SM. ``align``: when every tile is a stream-K tile, shrink G to a multiple of the tile
+    count (at most ALIGN_MAX_IDLE of it left idle) so the ranges line up across tiles
+    (``align_pays``)."""
+    T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
+    I = triton.cdiv(K, tile.bk)
+    # The shared model (compare/families/decompose.py) with this family's rule: "sk" here is
+    # its hybrid (the last partial wave's tiles stream-K, all of them below one wave).
+    plan = model.stream_k_plan(T, I, sms, programs_per_sm(tile), mode={"sk": "hybrid"}.get(mode, mode),
+                                   sk_blocks=sk_programs or None, min_iters_per_block=MIN_SK_ITERS,
+                                   rule=model.TRITON_STREAM_K)
+    if plan.sk_tiles == 0:
+        return Decomposition(T, I, 0, 0, 0)
+    sk_tiles, work, G = plan.sk_tiles, plan.sk_tiles * I, plan.sk_blocks
+    aligned = False
+    if align and not sk_programs and sk_tiles == T >= 2:
+        per_tile = G // T
+        if per_tile >= 2 and G - per_tile * T <= ALIGN_MAX_IDLE * G:
+            G, aligned = per_tile * T, True
+    q = work // G
+    # A range of at most q+1 iterations touches at most cdiv(q, I) + 1 tiles.
+    return Decomposition(T, I, sk_tiles, G, triton.cdiv(q, I) + 1, aligned)
+
+
+def align_pays(precision: str, M: int, N: int, K: int, tile: Tile, l2: int) -> bool:
+    """Line the stream-K ranges up across tiles (``decompose(align=True)``)? For tf32 when A and B
+    together overflow the L2 and the operand bytes more than one tile reads are at least a quarter
+    of it: tiles sharing A rows or B columns then read them at the same K offsets
+    (1024x1024x16384 DRAM reads 710 -> 145 MB, docs/findings.md)."""
+    shared = (4 * M * K if N > tile.bn else 0) + (4 * K * N if M > tile.bm else 0)
+    return precision == "tf32" and 4 * K * (M + N) > l2 and 4 * shared >= l2
+
+
+def _small(n: int) -> int:
+    """Block size for a dimension of at most 64: the next of 16, 32, 64."""
+    return 16 if n <= 16 else 32 if n <= 32 else 64
+
+
+def _small_m_tile(M: int, precision: str) -> Tile:
+    return Tile(_small(M), 128, 32, 4, STAGES[precision])
+
+
+# fp32 64-row tiles where 128x128 tiles are under a wave or pad more rows at long K (257x255x65537
+# 58.8% -> 82.9% of cuBLAS; docs/findings.md).
+FP32_FEW_ROWS_TILE = Tile(64, 128, 16, 4, 4)
+
+
+# tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with: 128x64 data-parallel
+# (1024^3 0.0340 -> 0.0240 ms; docs/findings.md).
+TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
+
+
+def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
+    """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100),
+    and the decomposition the tile was measured with ("dp"), or None for decompose's wave rule."""
+    if M <= 64:
+        t = _small_m_tile(M, precision)
+        return (t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)), None
+    if N <= 64:
+        return Tile(128, _small(N), 32, 4, STAGES[precision]), None
+    t128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    long_k = K >= 4 * max(M, N)
+    if precision == "fp32":
+        if long_k:
+            # 64-row tiles where they pad fewer rows (257 rows: 320 instead of 384).
+            pads_less = triton.cdiv(M, 64) < 2 * triton.cdiv(M, 128)
+            return (FP32_FEW_ROWS_TILE if pads_less else Tile(128, 128, 32, 8, 3)), None
+        if t128 >= 900:
+            return Tile(64, 128, 32, 4, 4), None
+        if t128 < sms and decompose(M, N, K, FP32_FEW_ROWS_TILE, sms).mode == "dp":
+            # Less than a wave of 128x128 tiles, which 64-row tiles fill data-parallel.
+            return FP32_FEW_ROWS_TILE, "dp"
+        return Tile(128, 128, 16, 8, 4), None
+    if precision == "tf32":
+        if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
+            return Tile(128, 256, 32, 8, 3), None
+        if M > SWAP_MAX_M and not long_k:
+            return TF32_MID_TILE, "dp"
+        return Tile(128, 128, 32, 8, 4), None
+    return Tile(128, 128, 32, 8, 3), None
+
+
+def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
+                mode: Optional[str] = None, sk_programs: Optional[int] = None,
+                align: Optional[bool] = None, l2: int = DEFAULT_L2_BYTES) -> tuple[Tile, Decomposition]:
+    """The heuristic table of the module docstring: (tile, decomposition). ``align`` None: the
+    heuristic (``align_pays`` on an ``l2``-byte L2)."""
+    if tile is None:
+        tile, preferred = heuristic_plan(M, N, K, precision, sms)
+        if mode is None and sk_programs is None:
+            mode = preferred
+    if align is None:
+        align = align_pays(precision, M, N, K, tile, l2)
+    return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align)
+
+
+# fp32 (FFMA) reads A M-major from this N up (triton.tiled's measured rule, _gemm.M_MAJOR_A_MIN_N).
+M_MAJOR_A_MIN_N = 2048
+# tf32/tf32x3 copy B K-major (for wgmma) where it paid: tf32 from M > 128, tf32x3 from M > 32 with
+# N > 64 (1000^3 tf32 51% vs 32% of cuBLAS; docs/findings.md).
+def _k_major_b(precision: str, M: int, N: int) -> bool:
+    if precision == "tf32":
+        return M > 128
+    return M > 32 and N > 64
+
+
+OPERAND_CHOICES = ("auto", "direct", "as_given", "k_major_b", "copy", "copy_a", "copy_b")
+# How a B that is not K-major reaches wgmma at tf32/tf32x3 (_dot): a K-major copy ("copy"), the
+# compiler's 4-byte async copies ("load") or the swapped product ("swap", SWAP_AB).
+B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
+# tf32x3: where the TF32 big/small split happens (_dot_x3). in_loop: Triton's built-in, both
+# tiles split at every k-step; b: B split once by its K-major copy, A in the loop; ab: both
+# split by copies; a (the swapped product): A split by a copy, B^T in the loop.
+X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab")
+# The split paths go without the built-in's NaN mask between the small and big products: it
+# cost most of the gain (4096^3 b 1.481 ms without, 1.637 with); an inf input can then give NaN
+# where IEEE gives +-inf (docs/findings.md).
+X3_MASK_NAN = False
+# "auto" swaps (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M (1024 for tf32 with
+# 128x128 tiles), N > 64, and at any M for 33..64 columns: 128x4096x11008 tf32 0.171 -> 0.102 ms
+# (docs/findings.md).
+SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
+
+
+def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> bool:
+    if precision == "fp32" or not _n_major_hintable(B):
+        return False
+    if tile.bm == 128 and tile.bn == 64 and 32 < N <= 64:
+        return True
+    max_m = SWAP_MAX_M_TF32_128 if precision == "tf32" and tile.bn == 128 else SWAP_MAX_M
+    return SWAP_MIN_M < M <= max_m and N > 64
+
+# An operand is copied (aligned, or to the preferred layout: 8 bytes moved per element) only where
+# the GEMM does this many flops per copied byte (fp32 256: the fastest or within 1% on all nine
+# unaligned sweep shapes of round 11; docs/findings.md).
+COPY_MIN_FLOPS_PER_BYTE = {"fp32": 256, "tf32": 128, "tf32x3": 8}
+
+
+# tf32x3_split=auto (x3_split_plan): the split out of the loop where B is copied K-major anyway
+# and M > 512 (4096^3 1.724 -> 1.413 ms with ab), A too from N = 4096; never at long K
+# (docs/findings.md).
+X3_SPLIT_MIN_M, X3_SPLIT_A_MIN_N = 512, 4096
+
+
+def x3_split_plan(M: int, N: int, K: int, b_layout: str, swapped: bool) -> str:
+    """tf32x3_split=auto: the built-in (in_loop) at long K; for the swapped product "a" from
+    N = 4096; otherwise, where B goes through a K-major copy anyway (which then writes 12 bytes
+    per element of B instead of 8) and M > 512, "ab" from N = 4096, else "b"."""
+    if K >= 4 * max(M, N):
+        return "in_loop"
+    if swapped:
+        return "a" if N >= X3_SPLIT_A_MIN_N else "in_loop"
+    if b_layout != "copy:k_major" or M <= X3_SPLIT_MIN_M:
+        return "in_loop"
+    return "ab" if N >= X3_SPLIT_A_MIN_N else "b"
+
+
+def worth_copying(precision: str, M: int, N: int, K: int, operand: str) -> bool:
+    per_byte = (N if operand == "a" else M) / 4
+    return per_byte >= COPY_MIN_FLOPS_PER_BYTE[precision]
+
+
+def _layouts(precision: str, M: int, N: int, tile: Tile, k_major_b: bool = False) -> tuple[str, str]:
+    """(A major, B major) the kernel prefers: "k"/"m" for A, "n"/"k" for B."""
+    if precision == "fp32":
+        return ("m" if N >= M_MAJOR_A_MIN_N else "k"), ("k" if k_major_b else "n")
+    return "k", ("k" if k_major_b or _k_major_b(precision, M, N) else "n")

@@ -1,0 +1,279 @@
+"""Triton stream_k's plan: the options (OPTIONS), what they imply and where they contradict each
+other, and ``_Plan``, which resolves a problem with the heuristic (stream_k_heuristic.py) and
+launches the kernels (stream_k_kernels.py) with aligned operand copies (_operands.py)."""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from compare.families.decompose import most_partials
+from compare.harness.errors import UsageError
+from compare.harness.registry import Option
+
+from ._common import interpreting, l2_bytes, sm_count
+from ._gemm import parse_choice, parse_on_off
+from ._operands import _aligned, _prepare_a, _prepare_b
+from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS, DOT_PRECISION,
+                                 INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
+                                 Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
+                                 worth_copying, x3_split_plan)
+from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
+
+# ---------------------------------------------------------------------------------------------
+# Plan and launch.
+
+
+_TILE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
+
+
+def parse_tile(text: str) -> Tile:
+    m = _TILE_RE.match(str(text).strip())
+    if not m:
+        raise ValueError("expected BMxBNxBK[/warps[/stages]], e.g. 128x128x32/8/3")
+    bm, bn, bk = (int(g) for g in m.groups()[:3])
+    for nm, v in (("BM", bm), ("BN", bn), ("BK", bk)):
+        if v < 16 or v & (v - 1) or v > 256:
+            raise ValueError(f"{nm}={v} must be a power of two in 16..256")
+    warps = int(m.group(4)) if m.group(4) else (8 if bm * bn >= 128 * 128 else 4)
+    if warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    stages = int(m.group(5)) if m.group(5) else 3
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages={stages} must be 1..8")
+    return Tile(bm, bn, bk, warps, stages)
+
+
+def _parse_positive(text) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(f"{n} is not a positive number")
+    return n
+
+
+OPTIONS = (
+    Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
+           parse_tile),
+    Option("mode", "decomposition: dp (one program per tile) or sk (hybrid data-parallel + stream-K "
+           "for the last partial wave); default: the heuristic", parse_choice(DECOMPOSITIONS)),
+    Option("grid", "number of stream-K programs (default: up to the SM count, >= "
+           f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
+    Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
+    Option("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
+           "grid that is a multiple of the tile count (every tile's k-th range starts at the same "
+           "K offset, so tiles sharing A rows or B columns read them from L2 together; at most "
+           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies mode=sk), off: the full grid",
+           parse_choice(("auto", "on", "off"))),
+    Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
+           "unhinted, for comparison)", parse_on_off),
+    Option("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
+           "loads, plus fp32's M-major A for N >= 2048 and tf32/tf32x3's K-major B for large M; "
+           "either only where the GEMM has enough flops per copied byte), "
+           "direct (the layouts as given; a copy only where 16-byte loads are impossible), "
+           "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
+           "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
+           "into aligned buffers), copy_a / copy_b (A / B copied wherever it can't be read in the "
+           "layout auto prefers with 16-byte loads, the other never copied)", parse_choice(OPERAND_CHOICES)),
+    Option("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
+           "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
+           "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
+           "(computes C^T = B^T A^T with B^T as the register operand)", parse_choice(B_TRANSPOSE_CHOICES)),
+    Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
+           "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
+           "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
+           "and B once, by copies), a (A once, by a copy, for the swapped product C^T = B^T A^T; "
+           "implies b_transpose=swap)", parse_choice(X3_SPLIT_CHOICES)),
+)
+
+
+# Options that contradict each other: (when, message), checked in this order on the options as
+# given (``o``: every option, None or its default where unset; ``p``: the precision).
+CONFLICTS = (
+    (lambda o, p: o["grid"] is not None and o["mode"] == "dp",
+     "options grid= and mode=dp contradict each other: grid is the stream-K program count"),
+    (lambda o, p: o["grid"] is not None and o["sk_align"] != "auto",
+     "options grid= and sk_align={sk_align} contradict each other: grid sets the program count"),
+    (lambda o, p: o["mode"] == "dp" and o["sk_align"] == "on",
+     "options mode=dp and sk_align=on contradict each other: sk_align shapes the stream-K grid"),
+    (lambda o, p: o["b_transpose"] != "auto" and p == "fp32",
+     "option b_transpose applies to tf32 and tf32x3 (tensor cores); fp32 uses FFMA"),
+    (lambda o, p: o["b_transpose"] not in ("auto", "copy") and o["operands"] == "k_major_b",
+     "options operands=k_major_b and b_transpose={b_transpose} contradict each other"),
+    (lambda o, p: o["b_transpose"] == "copy" and o["operands"] in ("as_given", "copy_a"),
+     "options operands={operands} (B not copied) and b_transpose=copy contradict each other"),
+    (lambda o, p: o["tf32x3_split"] != "auto" and p != "tf32x3",
+     "option tf32x3_split applies to precision tf32x3, not {precision}"),
+    # b / ab: B is split by its K-major copy.
+    (lambda o, p: o["tf32x3_split"] in ("b", "ab") and o["b_transpose"] in ("load", "swap"),
+     "options tf32x3_split={tf32x3_split} (B split by a K-major copy) and b_transpose={b_transpose} "
+     "contradict each other"),
+    (lambda o, p: o["tf32x3_split"] in ("b", "ab") and o["operands"] in ("as_given", "copy_a"),
+     "options tf32x3_split={tf32x3_split} (copies) and operands={operands} (no copy of B) contradict each other"),
+    (lambda o, p: o["tf32x3_split"] == "ab" and o["operands"] == "copy_b",
+     "options tf32x3_split={tf32x3_split} (copies) and operands={operands} (no copy of A) contradict each other"),
+    # a: A^T, the swapped product's shared-memory operand, is split by a copy of A.
+    (lambda o, p: o["tf32x3_split"] == "a" and o["b_transpose"] in ("load", "copy"),
+     "option tf32x3_split=a (the swapped product, A split by a copy) contradicts b_transpose={b_transpose}"),
+    (lambda o, p: o["tf32x3_split"] == "a" and o["operands"] in ("as_given", "k_major_b", "copy_b"),
+     "option tf32x3_split=a (the swapped product, A split by a copy) contradicts operands={operands}"),
+)
+# What an option set implies for another, applied in order after the conflicts: (when, option, value).
+IMPLIES = (
+    (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
+    (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
+    (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
+    (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
+)
+DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
+            "tf32x3_split": "auto"}
+
+
+def resolve_options(options: dict, precision: str) -> dict:
+    """The plan options with defaults, refused where they contradict (CONFLICTS, a UsageError
+    naming both) and completed by what they imply (IMPLIES)."""
+    o = {k: (options.get(k) if options.get(k) is not None else d) for k, d in DEFAULTS.items()}
+    for when, message in CONFLICTS:
+        if when(o, precision):
+            raise UsageError(message.format(precision=precision, **o))
+    for when, name, value in IMPLIES:
+        if when(o):
+            o[name] = value
+    return o
+
+
+class _Plan:
+    def __init__(self, A, B, C, alpha, beta, precision, deterministic, options=None):
+        options = dict(options or {})
+        self.M, self.K = A.shape
+        self.N = B.shape[1]
+        self.C, self.alpha, self.beta, self.precision = C, float(alpha), float(beta), precision
+        self.deterministic = deterministic
+        sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
+        o = resolve_options(options, precision)
+        mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
+        tile = options.get("tile")
+        if isinstance(tile, str):
+            tile = parse_tile(tile)
+        align = None if sk_align == "auto" else sk_align == "on"
+        self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid, align,
+                                        l2_bytes(A.device))
+
+        operands, b_transpose, x3_split = o["operands"], o["b_transpose"], o["tf32x3_split"]
+        if b_transpose == "auto" and operands in ("auto", "as_given", "copy_a", "copy_b") and _swap_pays(precision, self.M, self.N, B, self.tile):
+            b_transpose = "swap"
+        a_major, b_major = _layouts(precision, self.M, self.N, self.tile,
+                                    k_major_b=operands == "k_major_b" or b_transpose == "copy")
+        if b_transpose in ("load", "swap"):
+            b_major = "n"
+        if operands in ("direct", "as_given"):
+            # The layouts as given.
+            a_major = "m" if A.stride(0) == 1 and A.stride(1) != 1 else "k"
+            b_major = "k" if B.stride(0) == 1 and B.stride(1) != 1 else "n"
+        # A copy is taken only where it pays for itself (worth_copying), always with
+        # operands=copy/direct/k_major_b (copy_a / copy_b: for that operand), never with
+        # as_given (4-byte loads where unaligned).
+        M, N, K = self.M, self.N, self.K
+        copy_a = operands in ("copy", "direct", "k_major_b", "copy_a") or (
+            operands == "auto" and worth_copying(precision, M, N, K, "a"))
+        copy_b = operands in ("copy", "direct", "k_major_b", "copy_b") or b_transpose == "copy" or (
+            operands == "auto" and worth_copying(precision, M, N, K, "b"))
+        self.a = _prepare_a(A, a_major, allow_direct=operands != "copy", allow_copy=copy_a)
+        self.b = _prepare_b(B, b_major, allow_direct=operands != "copy", allow_copy=copy_b)
+        # The swapped product only where B reaches the dot N-major.
+        self.swap_ab = b_transpose == "swap" and precision != "fp32" and not self.b.k_contiguous
+        if precision == "tf32x3" and x3_split == "auto":
+            x3_split = x3_split_plan(M, N, K, self.b.layout, self.swap_ab)
+        if x3_split in ("b", "ab"):
+            if not (self.b.copy_dst is not None and self.b.k_contiguous):
+                self.b = _prepare_b(B, "k", allow_direct=False)
+            self.b = self.b.split()
+        if x3_split == "a" and not self.swap_ab:
+            raise UsageError("tf32x3_split=a needs the swapped product, which reads B N-major; this B "
+                             f"is read {self.b.layout} K-major: use tf32x3_split=b or ab")
+        if x3_split in ("ab", "a"):
+            if not (self.a.copy_dst is not None and self.a.k_contiguous):
+                self.a = _prepare_a(A, "k", allow_direct=False)
+            self.a = self.a.split()
+        self.x3_split = x3_split if precision == "tf32x3" else "n/a"
+        # The 16-byte hints where true (every copy satisfies them; an operand read as given
+        # only when its strides do); hint=off only to compare with what Triton does unhinted
+        # (python -m triton_kernels.stream_k_study --ptx).
+        self.hint = bool(options.get("hint", True))
+        self.a_hint = self.hint and self.a.hinted
+        self.b_hint = self.hint and self.b.hinted
+        self.c_hint = self.hint and (C.stride(1) == 1 and C.stride(0) % 4 == 0 and self.N % 4 == 0 and _aligned(C))
+
+        d, t = self.d, self.tile
+        self.sk_q, self.sk_r = (divmod(d.sk_tiles * d.iters, d.sk_programs) if d.sk_programs else (0, 0))
+        self.W = None
+        # The fixup's (partials per step, piece rows, piece columns), fixed by the plan.
+        self.fixup = fixup_shape(most_partials(d.iters, self.sk_q), t.bm, t.bn)
+        if d.sk_programs and deterministic:
+            n = d.sk_programs * d.max_segments * t.bm * t.bn
+            if n > 2**31 - 1:
+                raise UsageError(f"stream-K workspace of {n} elements exceeds 32-bit indexing; use fewer programs")
+            self.W = torch.empty(n, device=A.device, dtype=torch.float32)
+        split_tiles = sum(1 for tt in range(d.sk_tiles) if self._split(tt))
+        given = sorted(k for k, v in options.items() if v is not None)
+        self.config = {
+            "tile": f"{t.bm}x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
+            "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
+            "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,
+            "sms": sms, "programs_per_sm": programs_per_sm(t),
+            "sk_align": ("n/a" if not d.sk_programs else "on" if d.aligned else "off"), "fixup": ("none" if not split_tiles else
+                                  "workspace + fixed-order fixup kernel" if deterministic else
+                                  "beta pre-scale + atomic_add"),
+            "operands": f"A {self.a.layout}, B {self.b.layout}", "operand_copy_bytes":
+                self.a.copy_bytes() + self.b.copy_bytes(), "c_vector_hint": self.c_hint,
+            "b_transpose": ("n/a" if precision == "fp32" else "k_major" if self.b.k_contiguous else
+                            "swap" if self.swap_ab else "load"),
+            "input_precision": DOT_PRECISION[precision], "tf32x3_split": self.x3_split,
+            # What the user set (any option: operands, b_transpose and tf32x3_split change the
+            # plan as much as tile does), as the CUDA family records it.
+            "chosen_by": (f"user ({', '.join(given)}), heuristic (the rest)" if given else "heuristic"),
+        }
+
+    def _split(self, tile: int) -> bool:
+        """Host twin of the kernels' test: is stream-K tile ``tile`` shared by two programs?"""
+        lo = tile * self.d.iters
+        return self._owner(lo + self.d.iters - 1) > self._owner(lo)
+
+    def _owner(self, i: int) -> int:
+        q, r = self.sk_q, self.sk_r
+        big = r * (q + 1)
+        return i // (q + 1) if i < big else r + (i - big) // max(q, 1)
+
+    def _common(self):
+        t = self.tile
+        return dict(BLOCK_M=t.bm, BLOCK_N=t.bn, BLOCK_K=t.bk, GROUP_M=t.group_m)
+
+    def launch(self):
+        C, d, t = self.C, self.d, self.tile
+        self.a.fill()
+        self.b.fill()
+        av, bv = self.a.view, self.b.view
+        split = self.config["split_tiles"] > 0
+        atomic = split and not self.deterministic
+        if atomic:
+            _scale_tiles_kernel[(d.sk_tiles,)](C, self.M, self.N, C.stride(0), C.stride(1), self.beta, self.K,
+                                               self.sk_q, self.sk_r, BETA_ZERO=self.beta == 0, C_HINT=self.c_hint,
+                                               num_warps=4, **self._common())
+        w = self.W if self.W is not None else C
+        a_small = self.a.small if self.a.small is not None else av
+        b_small = self.b.small if self.b.small is not None else bv
+        _stream_k_kernel[(d.grid,)](
+            av, bv, C, w, a_small, b_small, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
+            av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
+            self.alpha, self.beta, 1.0, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
+            DOT_PRECISION=DOT_PRECISION[self.precision], SWAP_AB=self.swap_ab,
+            SPLIT_A=self.a.small is not None, SPLIT_B=self.b.small is not None, MASK_NAN=X3_MASK_NAN,
+            ATOMIC=atomic, HAS_BETA=self.beta != 0,
+            A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, A_HINT=self.a_hint,
+            B_HINT=self.b_hint, C_HINT=self.c_hint,
+            EVEN_K=self.K % t.bk == 0, num_warps=t.warps, num_stages=t.stages, **self._common())
+        if split and self.deterministic:
+            segs, fm, fn = self.fixup
+            _fixup_kernel[(d.sk_tiles, (t.bm // fm) * (t.bn // fn))](
+                self.W, C, self.M, self.N, self.K, C.stride(0), C.stride(1), self.alpha, self.beta,
+                self.sk_q, self.sk_r, d.max_segments, HAS_BETA=self.beta != 0, C_HINT=self.c_hint,
+                FIX_M=fm, FIX_N=fn, FIX_SEGS=segs, num_warps=4, **self._common())

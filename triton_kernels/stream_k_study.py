@@ -1,0 +1,231 @@
+"""The alignment study of triton stream_k (docs/findings.md, "Alignment"): compile for sm_90
+without a GPU and count the global copies by width, or read the load lanes from the TTGIR.
+
+    python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
+                                            | --load-lanes JSON_CASES
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import Optional
+
+import torch
+import triton
+
+from . import _operands as ops
+from .stream_k_heuristic import DOT_PRECISION, STAGES, X3_MASK_NAN, Tile
+from .stream_k_kernels import _stream_k_kernel
+from .stream_k_plan import _Plan
+
+
+
+def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: int):
+    """Compile jitted ``fn`` for sm_90 as the JIT would for these argument values (same
+    specialisation: pointers and ints divisible by 16 get tt.divisibility=16, ints equal to 1
+    become constants), without a GPU. Returns the CompiledKernel (``.asm["ptx"]``)."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend, GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+    sig, attrs, consts = {}, {}, {}
+    for i, name in enumerate(fn.arg_names):
+        if name in constexprs:
+            sig[name], consts[name] = "constexpr", constexprs[name]
+            continue
+        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
+        sig[name] = ty
+        if ty == "constexpr":
+            consts[name] = args[name]
+        if isinstance(attr, str) and attr:
+            attrs[(i,)] = BaseBackend.parse_attr(attr)
+    return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+_PTX_COUNTS = {
+    "cp.async 16B": r"cp\.async\.cg\.shared\.global[^;]*, 0x10",
+    "cp.async 8B": r"cp\.async\.ca\.shared\.global[^;]*, 0x8",
+    "cp.async 4B": r"cp\.async\.ca\.shared\.global[^;]*, 0x4",
+    "ld.global.v4": r"ld\.global[\w.]*\.v4",
+    "ld.global.b32": r"ld\.global(?:\.(?!v\d)\w+)*\.b32\s",
+    "st.global.v4": r"st\.global[\w.]*\.v4",
+    "st.global.b32": r"st\.global(?:\.(?!v\d)\w+)*\.b32\s",
+}
+
+
+def ptx_counts(ptx: str) -> dict:
+    return {k: len(re.findall(p, ptx)) for k, p in _PTX_COUNTS.items()}
+
+
+def _ptx_study(out_path: Optional[str]) -> str:
+    import os
+    from . import _gemm, tiled
+    lines = ["# PTX for sm_90 (compiled on a CPU box by python -m triton_kernels.stream_k_study --ptx),",
+             f"# triton {triton.__version__}; counts of global copy instructions in the kernel text",
+             "# (loop bodies are counted once, not per iteration).", ""]
+    for prec in ("fp32", "tf32"):
+        for n in (1024, 1000, 1001):
+            A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+            fn = _gemm.bare(tiled._tiled_kernel)
+            args = dict(a_ptr=A, b_ptr=B, c_ptr=C, M=n, N=n, K=n, stride_am=n, stride_ak=1, stride_bk=n,
+                        stride_bn=1, stride_cm=n, stride_cn=1, alpha=1.0, beta=0.0)
+            ce = dict(PRECISION=DOT_PRECISION[prec], HAS_BETA=False, BLOCK_M=128, BLOCK_N=128, BLOCK_K=32,
+                      GROUP_M=8, EVEN_K=n % 32 == 0)
+            k = compile_sm90(fn, args, ce, 8, STAGES[prec])
+            lines.append(f"triton.tiled {prec} {n}^3 (B row-major as given, 128x128x32/8): "
+                         f"{ptx_counts(k.asm['ptx'])}")
+            for hint in (False, True):
+                plan_args, plan_ce, t = _study_args(n, prec, hint)
+                k = compile_sm90(_stream_k_kernel, plan_args, plan_ce, t.warps, t.stages)
+                lines.append(f"triton.stream_k {prec} {n}^3 hint={'on' if hint else 'off'} "
+                             f"(operands {plan_ce.pop('_layout')}): {ptx_counts(k.asm['ptx'])}")
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    if out_path:
+        tmp = out_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, out_path)
+    return text
+
+
+def _study_args(n: int, prec: str, hint: bool):
+    A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+    plan = _Plan(A, B, C, 1.0, 0.0, prec, True, {"hint": hint, "sms": 132, "tile": Tile(128, 128, 32, 8, STAGES[prec])})
+    av, bv = plan.a.view, plan.b.view
+    args = dict(a_ptr=av, b_ptr=bv, c_ptr=C, w_ptr=C, a_small_ptr=av, b_small_ptr=bv, M=n, N=n, K=n, M_wrap=plan.a.wrap, N_wrap=plan.b.wrap,
+                stride_am=av.stride(0), stride_ak=av.stride(1), stride_bk=bv.stride(0), stride_bn=bv.stride(1),
+                stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, one=1.0, SK_TILES=plan.d.sk_tiles,
+                SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
+    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], SWAP_AB=plan.swap_ab, SPLIT_A=False, SPLIT_B=False, MASK_NAN=X3_MASK_NAN, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
+              B_K_CONTIG=plan.b.k_contiguous, A_HINT=plan.a_hint, B_HINT=plan.b_hint, C_HINT=plan.c_hint,
+              BLOCK_M=128, BLOCK_N=128,
+              BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
+    return args, ce, plan.tile
+
+
+def _ptx_check() -> dict:
+    """fp32 1000^3 stream-K for sm_90 with the 16-byte hint off and on: {hint: counts}
+    (tests/test_triton_stream_k.py runs it in a subprocess without TRITON_INTERPRET)."""
+    out = {}
+    for hint in (False, True):
+        args, ce, t = _study_args(1000, "fp32", hint)
+        ce.pop("_layout")
+        out["on" if hint else "off"] = ptx_counts(compile_sm90(_stream_k_kernel, args, ce, t.warps, t.stages).asm["ptx"])
+    return out
+
+
+_BLOCKED_RE = re.compile(r"^#(blocked\d*) = #ttg\.blocked<\{sizePerThread = \[([\d, ]+)\], "
+                         r"threadsPerWarp = \[([\d, ]+)\], warpsPerCTA = \[[\d, ]+\], order = \[([\d, ]+)\]", re.M)
+_TILE_LOAD_RE = re.compile(r"(?:async_copy_global_to_local|tt\.load) .*?: tensor<(\d+)x(\d+)x!tt\.ptr<f32>, #(blocked\d*)>")
+
+
+def load_lanes(ttgir: str, block_m: int, block_n: int, block_k: int) -> dict:
+    """Which axis consecutive lanes of a warp walk in a compiled kernel's global loads of
+    BLOCK_M x BLOCK_K A tiles and BLOCK_K x BLOCK_N B tiles (from its TTGIR): {"a": {"m"|"k"},
+    "b": {"k"|"n"}}. A coalesced load walks the operand's contiguous axis; a load whose lanes
+    walk the other axis touches one row (or column) per lane. The A and B tile shapes must
+    differ (BLOCK_M x BLOCK_K vs BLOCK_K x BLOCK_N) to be told apart."""
+    assert (block_m, block_k) != (block_k, block_n), "A and B tiles of one shape can't be told apart"
+    layouts = {name: ([int(x) for x in tpw.split(",")], [int(x) for x in order.split(",")])
+               for name, _, tpw, order in _BLOCKED_RE.findall(ttgir)}
+    shapes = {(block_m, block_k): ("a", "mk"), (block_k, block_n): ("b", "kn")}
+    out = {"a": set(), "b": set()}
+    for rows, cols, name in _TILE_LOAD_RE.findall(ttgir):
+        if (int(rows), int(cols)) not in shapes:
+            continue
+        operand, axes = shapes[(int(rows), int(cols))]
+        tpw, order = layouts[name]
+        fastest = next((d for d in order if tpw[d] > 1), order[0])
+        out[operand].add(axes[fastest])
+    return out
+
+
+def operand_load_lanes(M: int, N: int, K: int, precision: str, options: dict) -> dict:
+    """load_lanes of triton.stream_k's GEMM kernel for this problem and ``options`` ({name:
+    text}), compiled for sm_90 without a GPU."""
+    (fn, args, ce, warps, stages), = [s for s in launch_specs(M, N, K, precision, 1.0, 0.0, True, options)
+                                      if s[0].__name__ == "_stream_k_kernel"]
+    ttgir = compile_sm90(fn, args, ce, warps, stages).asm["ttgir"]
+    return load_lanes(ttgir, ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"])
+
+
+def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: float, deterministic: bool,
+                 options: dict) -> list:
+    """What ``prepare(...)()`` of triton.stream_k (``deterministic``) / triton.stream_k_atomic
+    launches for a contiguous problem and ``options`` ({name: text}, as the CLI takes them), as
+    ``(jitted kernel, args, constexprs, num_warps, num_stages)``: the operand copies, the
+    beta pre-scale, the GEMM kernel and the fixup, in launch order. The real ``launch()`` runs
+    with the kernels' ``[grid]`` launches recorded instead of run (no GPU needed)."""
+    from .stream_k import KERNEL, KERNEL_ATOMIC
+    kernel = KERNEL if deterministic else KERNEL_ATOMIC
+    opts = kernel.parse_options({"sms": "132", **{k: str(v) for k, v in options.items()}})
+    specs = []
+
+    class _Recorder:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __getitem__(self, grid):
+            def record(*args, **kwargs):
+                warps, stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+                named = dict(zip(self.fn.arg_names, args), **kwargs)
+                ce = {p.name: named.pop(p.name) for p in self.fn.params if p.is_constexpr}
+                specs.append((self.fn, named, ce, warps, stages))
+            return record
+
+    from . import stream_k_plan
+    g = vars(stream_k_plan)     # the names _Plan.launch looks up
+    names = ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")
+    copies = ("_transpose_kernel", "_copy_rows_kernel")
+    saved, saved_ops = {n: g[n] for n in names}, {n: getattr(ops, n) for n in copies}
+    try:
+        for n in names:
+            g[n] = _Recorder(saved[n])
+        for n in copies:
+            setattr(ops, n, _Recorder(saved_ops[n]))
+        A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
+        _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
+    finally:
+        g.update(saved)
+        for n in copies:
+            setattr(ops, n, saved_ops[n])
+    return specs
+
+
+def _compile_check(cases: list) -> list:
+    """Compile, for sm_90 (no GPU), every kernel each case's launch would run. ``cases``: [M, N,
+    K, precision, alpha, beta, deterministic, {option: text}] lists; returns, per case, a list
+    of "<kernel>: ok" / "<kernel>: <full error>" strings."""
+    out = []
+    for M, N, K, precision, alpha, beta, deterministic, options in cases:
+        rows = []
+        for fn, args, ce, warps, stages in launch_specs(M, N, K, precision, alpha, beta, deterministic, options):
+            try:
+                compile_sm90(fn, args, ce, warps, stages)
+                rows.append(f"{fn.__name__}: ok")
+            except Exception as e:          # the whole message: CompilationError's first line says little
+                rows.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+        out.append(rows)
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--ptx"]:
+        print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
+    elif sys.argv[1:2] == ["--ptx-check"]:
+        import json
+        print(json.dumps(_ptx_check()))
+    elif sys.argv[1:2] == ["--compile-check"] and len(sys.argv) == 3:
+        import json
+        print(json.dumps(_compile_check(json.loads(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--load-lanes"] and len(sys.argv) == 3:
+        import json
+        print(json.dumps([{k: sorted(v) for k, v in operand_load_lanes(*case).items()}
+                          for case in json.loads(sys.argv[2])]))
+    else:
+        print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
+              " | --load-lanes JSON_CASES",
+              file=sys.stderr)
+        sys.exit(2)
