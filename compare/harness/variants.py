@@ -83,6 +83,8 @@ def variant_kernel(kernel: Kernel, raw: dict, parsed: dict) -> Kernel:
 
     def prepare(problem, inputs, options):
         return base_prepare(problem, inputs, {**(options or {}), **parsed})
+    # What a worker process (compare.harness.worker) needs to make the same variant on its side.
+    prepare.variant_of = (kernel.name, dict(raw))
 
     rest = tuple(o for o in kernel.options if o.name not in parsed)
     return dataclasses.replace(kernel, name=label(kernel.name, raw), prepare=prepare, options=rest)

@@ -18,7 +18,7 @@ The worker runs in its own session, so the terminal's Ctrl-C reaches the parent 
 keeps the rows finished so far and kills the worker. A worker whose parent is gone exits.
 
 Protocol (pickled tuples over a socket pair): parent -> worker ``("run", kernel name, problem,
-options, timing, device, measure_kw, batch)``, ``("fits", problems)``; worker -> parent ``("ready",)``
+options, timing, device, measure_kw, batch, variant_of)``, ``("fits", problems)``; worker -> parent ``("ready",)``
 or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits", messages)`` per request,
 or ``("error", text)`` when the request itself failed (an unknown kernel, a row that can't be sent).
 """
@@ -264,7 +264,8 @@ class Worker:
         if self._broken:
             return runner.blank_row(kernel, problem, runner.ERROR, self._broken)
         try:
-            kind, *rest = self._request(("run", kernel.name, problem, options, timing, device, measure_kw, batch),
+            kind, *rest = self._request(("run", kernel.name, problem, options, timing, device, measure_kw, batch,
+                                         getattr(kernel.prepare, "variant_of", None)),
                                         self.kernel_timeout)
         except WorkerStartError as exc:
             self._broken = f"worker process could not start: {exc}"[:300]
@@ -408,9 +409,14 @@ def serve(argv: Optional[list] = None) -> int:
             if msg[0] == "fits":
                 conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
                 continue
-            _, name, problem, options, timing, device, measure_kw, batch = msg
+            _, name, problem, options, timing, device, measure_kw, batch, variant_of = msg
             try:
-                kernel = registry.get(name)
+                if variant_of:     # --variant: the same kernel with the same options fixed
+                    from .variants import variant_kernel
+                    base = registry.get(variant_of[0])
+                    kernel = variant_kernel(base, variant_of[1], base.parse_options(variant_of[1]))
+                else:
+                    kernel = registry.get(name)
             except KeyError:
                 conn.send(("error", f"the worker process has no kernel {name!r} (registered by a module it did "
                                     f"not import? pass that module with --plugin)"))
