@@ -89,6 +89,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-noise", type=float, default=0.005,
                    help="stop sampling when the median's relative standard error is below this (default 0.005)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
+    p.add_argument("--distribution", action="append", metavar="NAME[:COUNT[:SEED]]",
+                   help="a generated shape corpus (a sweep; compare/harness/shapes.py): loguniform, llm, "
+                        "interpret_tiny (--interpret only); COUNT shapes (default 100) drawn with SEED (default 0)")
+    p.add_argument("--workers", type=int, nargs="?", const=0, default=None, metavar="N",
+                   help="run the sweep on an embedded Dask cluster: one worker per GPU (N default: every "
+                        "visible GPU; with --interpret, N CPU workers, default 2). Needs the extra: pip install -e \".[dist]\"")
+    p.add_argument("--cluster", metavar="ADDRESS", help="run the sweep on a running Dask scheduler (tcp://host:8786)")
+    p.add_argument("--checkpoint", metavar="FILE.jsonl",
+                   help="distributed sweeps: stream rows here per finished shape (default: -o FILE + .checkpoint.jsonl)")
+    p.add_argument("--resume", metavar="FILE.jsonl",
+                   help="distributed sweeps: keep the shapes FILE finished, measure the rest, append to FILE "
+                        "(a missing FILE starts it)")
     return p
 
 
@@ -125,13 +138,13 @@ def _shape_texts(args, kernels) -> list[str]:
 
 
 def _is_sweep(args) -> bool:
-    return bool(args.sweep or args.shapes_file)
+    return bool(args.sweep or args.shapes_file or getattr(args, "distribution", None))
 
 
 def _sweep_shapes(args) -> list[tuple]:
     """--sweep sets and --shapes-file shapes, in order, duplicates dropped."""
     from .harness import shapes
-    return shapes.sweep_shapes(args.sweep, args.shapes_file)
+    return shapes.sweep_shapes(args.sweep, args.shapes_file, getattr(args, "distribution", None), args.interpret)
 
 
 def _problems(args, kernels) -> list:
@@ -397,6 +410,8 @@ def _main(args) -> int:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
     _validate_files(args)
+    from .outputs.distributed import check_flags
+    check_flags(args, _is_sweep(args))
     if args.from_json:
         from .outputs import report
         results, env = [], None
@@ -422,6 +437,9 @@ def _main(args) -> int:
 
     pairs = runner.baseline_pairs(_pairs(args, selected, problems))
     _check_something_runs(pairs, skip, selected)
+    if args.workers is not None or args.cluster:
+        from .outputs.distributed import run_from_cli
+        return _report(*run_from_cli(args, pairs, skip, options), args)
 
     from .harness.inputs import gpu_available
     from .harness import gpuinfo
