@@ -256,8 +256,9 @@ DISTRIBUTIONS = {
     "interpret_tiny": "M, N, K each log-uniform in 8..48, no minimum work: --interpret only (CPU tests)",
 }
 DEFAULT_COUNT = 100
-# Draws allowed per wanted shape before giving up (the llm table has a few hundred distinct shapes).
-_DRAWS_PER_SHAPE = 200
+# Rejected draws in a row after which the distribution is taken to have no more distinct shapes
+# within the bounds (a draw is accepted with probability >= 1/4 when it has many left).
+_MAX_REJECTS_IN_A_ROW = 10_000
 
 
 def parse_distribution(spec: str) -> tuple[str, int, int]:
@@ -307,15 +308,16 @@ def distribution(name: str, count: int, seed: int = 0) -> list[Shape]:
     rng = random.Random(f"{name}:{seed}")
     bounded = name != "interpret_tiny"
     out: dict = {}
-    draws = 0
+    rejects = 0
     while len(out) < count:
-        draws += 1
-        if draws > _DRAWS_PER_SHAPE * count:
+        if rejects >= _MAX_REJECTS_IN_A_ROW:
             raise UsageError(f"--distribution {name}:{count}:{seed}: only {len(out)} distinct shapes within "
-                             f"the bounds after {draws - 1} draws; ask for fewer")
+                             f"the bounds ({rejects} draws in a row found no new one); ask for fewer")
         s = _draw(name, rng)
         if s in out or (bounded and not fits_bounds(s)):
+            rejects += 1
             continue
+        rejects = 0
         out[s] = None
     return list(out)
 

@@ -320,7 +320,6 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     jobs = {s: ShapeJob(i, s, [(k.name, p) for k, p in by_shape[s]], options, skipped, timing, interpret,
                         measure_kw, plugins=tuple(os.path.abspath(p) for p in plugins))
             for i, s in enumerate(by_shape) if s not in kept}
-    ckpt = Checkpoint(checkpoint, selection, {s: v for s, v in kept.items()}) if checkpoint else None
 
     import dask
     from distributed import Client, as_completed
@@ -329,7 +328,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     envs: list = []
     retried: list = []
     started = time.perf_counter()
-    cl = None
+    cl = client = ckpt = None
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}):
         try:
@@ -342,15 +341,23 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 cl = local_cluster(n, interpret, gpus)
                 client = Client(cl)
             link = client.dashboard_link if _dashboard() or cluster else None
-            print(f"dask: {len(client.scheduler_info()['workers'])} workers at {client.scheduler.address}; "
+            print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
                   f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
+            ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
             progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
+            queue = [jobs[s] for s in todo]
+            pending = as_completed()
 
-            def submit(job):
-                return client.submit(measure_shape, job, key=f"shape-{job.index}-attempt{job.attempt}-{os.getpid()}",
-                                     pure=False)
+            def top_up():
+                # At most one shape per worker thread in flight: a worker that dies takes only the
+                # shape it was measuring with it, never shapes queued behind it.
+                capacity = max(1, sum(client.nthreads().values()))
+                while queue and pending.count() < capacity:
+                    job = queue.pop(0)
+                    pending.add(client.submit(measure_shape, job, pure=False,
+                                              key=f"shape-{job.index}-attempt{job.attempt}-{os.getpid()}"))
 
-            pending = as_completed([submit(jobs[s]) for s in todo])
+            top_up()
             for fut in pending:
                 job = _job_of(fut, jobs)
                 exc = fut.exception() if fut.status == "error" else None
@@ -360,14 +367,15 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                     envs.append(res["env"])
                     note = ""
                     if res["sticky"]:
-                        note = " (sticky CUDA error: restarting that worker)"
+                        note = " (sticky CUDA error: worker restarted)"
                         _restart(client, worker, res["sticky"])
                     meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "attempts": job.attempt}
                 elif isinstance(exc, KilledWorker) and job.attempt == 1:
                     job.attempt = 2
                     retried.append(job.shape)
-                    print(f"worker died measuring {job.shape}: starting it once more elsewhere", file=sys.stderr)
-                    pending.add(submit(job))
+                    print(f"worker died measuring {job.shape}: starting it once more", file=sys.stderr, flush=True)
+                    queue.insert(0, job)
+                    top_up()
                     continue
                 else:
                     why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
@@ -378,13 +386,12 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 if ckpt:
                     ckpt.add(job.shape, rows, **meta)
                 progress.shape_done(job.shape, worker, note)
+                top_up()
         finally:
             if ckpt:
                 ckpt.close()
-            try:
+            if client is not None:
                 client.close()
-            except Exception:
-                pass
             if cl is not None:
                 cl.close()
     results = []
