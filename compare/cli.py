@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="FILE.jsonl",
                    help="distributed sweeps: keep the shapes FILE finished, measure the rest, append to FILE "
                         "(a missing FILE starts it)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="distributed sweeps: start no shape after SECONDS; the output holds the finished shapes "
+                        "and --resume continues")
     return p
 
 

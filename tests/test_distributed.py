@@ -144,6 +144,8 @@ def test_without_dask_workers_exits_2_with_the_install_line():
     (["--interpret", "--kernel", "triton.stream_k", "--workers", "2"], "run a sweep"),
     (SWEEP + ["--workers", "2", "--cluster", "tcp://127.0.0.1:1"], "use one"),
     (SWEEP + ["--resume", "x.jsonl"], "add --workers"),
+    (SWEEP + ["--time-limit", "5"], "add --workers"),
+    (SWEEP + ["--workers", "2", "--time-limit", "0"], "> 0"),
 ])
 def test_bad_distributed_flags_exit_2(argv, says, capsys):
     assert cli.main(argv) == 2
@@ -185,3 +187,13 @@ def test_checkpoint_cut_at_any_byte_keeps_only_whole_shapes(tmp_path):
             assert [r.status for r in rows] == ["ok", "FAILED"] and done["rows"] == 2
         seen.add(len(got))
     assert seen == {0, 1, 2, 3}
+
+
+def test_time_limit_starts_no_shape_after_it(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    rc = cli.main(SWEEP + ["--workers", "2", "--time-limit", "1e-9", "--format", "json", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert f"{N_SHAPES} of {N_SHAPES} shapes not started" in err and "--resume" in err
+    assert rc == 2                      # nothing was checked: the README's exit code for that
+    lines = (tmp_path / "t.json.checkpoint.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["kind"] == dist.CHECKPOINT_KIND

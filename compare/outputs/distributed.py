@@ -293,10 +293,11 @@ class Progress:
 def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: bool, interpret: bool,
               measure_kw: dict, workers: Optional[int] = None, cluster: Optional[str] = None,
               checkpoint: Optional[str] = None, resume: bool = False, quiet: bool = False,
-              plugins: tuple = ()) -> tuple[list[Result], dict]:
+              time_limit: Optional[float] = None, plugins: tuple = ()) -> tuple[list[Result], dict]:
     """The sweep of ``pairs`` (runner order, baseline pairs included) on Dask; returns (rows in the
     sweep's shape order, environment). Everything that can make it exit 2 is checked before a
-    cluster starts."""
+    cluster starts. ``time_limit``: seconds after which no new shape is started (the ones running
+    finish); the result then holds the finished shapes only, and --resume continues."""
     require_dask()
     by_shape = group_by_shape(pairs)
     kept: dict = {}
@@ -347,10 +348,13 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
             queue = [jobs[s] for s in todo]
             pending = as_completed()
+            ready = time.perf_counter()          # the time limit counts from a running cluster
 
             def top_up():
                 # At most one shape per worker thread in flight: a worker that dies takes only the
                 # shape it was measuring with it, never shapes queued behind it.
+                if time_limit is not None and time.perf_counter() - ready > time_limit:
+                    return
                 capacity = max(1, sum(client.nthreads().values()))
                 while queue and pending.count() < capacity:
                     job = queue.pop(0)
@@ -398,7 +402,12 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     for s in by_shape:
         results += kept[s][0] if s in kept else fresh.get(s, [])
     env = dict(envs[0]) if envs else {}
+    unfinished = [s for s in by_shape if s not in kept and s not in fresh]
+    if unfinished:
+        print(f"time limit ({time_limit} s): {len(unfinished)} of {len(by_shape)} shapes not started; the output "
+              f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
     env["distributed"] = {"shapes": len(by_shape), "resumed": len(by_shape) - len(todo), "measured": len(fresh),
+                          "unfinished": len(unfinished),
                           "retried": retried, "workers": n if cluster is None else cluster,
                           "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint}
     print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
@@ -436,8 +445,8 @@ def check_flags(args, is_sweep: bool) -> None:
     """--workers/--cluster/--resume/--checkpoint, before anything else runs (exit 2 on a bad one)."""
     dist = args.workers is not None or args.cluster
     if not dist:
-        if args.resume or args.checkpoint:
-            raise UsageError("--resume/--checkpoint belong to a distributed sweep: add --workers N (or --cluster)")
+        if args.resume or args.checkpoint or args.time_limit is not None:
+            raise UsageError("--resume/--checkpoint/--time-limit belong to a distributed sweep: add --workers N (or --cluster)")
         return
     require_dask()
     if args.workers is not None and args.cluster:
@@ -446,6 +455,8 @@ def check_flags(args, is_sweep: bool) -> None:
         raise UsageError(f"--workers {args.workers}: must be >= 1 (0: one per GPU)")
     if not is_sweep:
         raise UsageError("--workers/--cluster run a sweep: add --sweep, --shapes-file or --distribution")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise UsageError(f"--time-limit {args.time_limit}: must be > 0 seconds")
     if args.resume and args.checkpoint and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint):
         raise UsageError("--resume FILE continues FILE; --checkpoint names another file: use one")
     for path in (args.resume, args.checkpoint):
@@ -463,4 +474,4 @@ def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
                      timing=not (args.check or args.interpret), interpret=args.interpret,
                      measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
                      workers=args.workers or None, cluster=args.cluster, checkpoint=checkpoint,
-                     resume=bool(args.resume), quiet=args.quiet)
+                     resume=bool(args.resume), quiet=args.quiet, time_limit=args.time_limit)
