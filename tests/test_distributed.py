@@ -197,3 +197,46 @@ def test_time_limit_starts_no_shape_after_it(tmp_path, capsys):
     assert rc == 2                      # nothing was checked: the README's exit code for that
     lines = (tmp_path / "t.json.checkpoint.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["kind"] == dist.CHECKPOINT_KIND
+
+
+STICKY_PLUGIN = '''
+from compare.harness import registry
+
+def _prepare(problem, inputs, options):
+    if problem.shape == {target!r}:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    return registry.get("triton.stream_k").prepare(problem, inputs, options)
+
+registry.register(registry.Kernel(name="triton.test_sticky", family="triton",
+                                  stage=registry.get("triton.stream_k").stage, precisions=("fp32",),
+                                  prepare=_prepare, interpretable=True))
+'''
+
+
+def test_a_sticky_cuda_error_keeps_the_rows_and_replaces_the_worker(tmp_path, capsys):
+    from compare.harness.shapes import distribution
+    shapes = distribution("interpret_tiny", 6, 2)
+    target = "x".join(map(str, shapes[0]))
+    plugin = tmp_path / "sticky.py"
+    plugin.write_text(STICKY_PLUGIN.format(target=target))
+    dist.load_plugins([str(plugin)])
+    try:
+        kernels = [registry.get("triton.test_sticky")]
+        pairs = [(k, Problem(*s)) for s in shapes for k in kernels]
+        rows, env = dist.run_sweep(pairs, selection={"test": 2}, skipped={}, options={}, timing=False,
+                                   interpret=True, measure_kw={}, workers=2, checkpoint=str(tmp_path / "ck.jsonl"),
+                                   quiet=True, plugins=(str(plugin),))
+    finally:
+        registry._REGISTRY.pop("triton.test_sticky", None)
+    err = capsys.readouterr().err
+    assert "sticky CUDA error" in err and "could not restart" not in err
+    by_shape = {r.shape: r for r in rows}
+    assert len(rows) == len(by_shape) == 6                                    # kept once, not retried
+    assert by_shape[target].status == "error" and by_shape[target].attempts == 1
+    assert all(r.status == "ok" for s, r in by_shape.items() if s != target)
+    # The worker that hit it was a fresh process for any shape it measured afterwards.
+    done = [json.loads(x) for x in (tmp_path / "ck.jsonl").read_text().splitlines()[1:] if x.startswith('{"done"')]
+    hit = next(d for d in done if d["done"] == target)
+    assert env["distributed"]["restarted"] == [hit["worker"]]
+    later = [d for d in done[done.index(hit) + 1:] if d["name"] == hit["name"]]
+    assert all(d["pid"] != hit["pid"] for d in later)    # whatever it measured next, a new process did

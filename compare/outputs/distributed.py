@@ -120,9 +120,9 @@ def measure_shape(job: ShapeJob) -> dict:
     name, uuid = gpu_identity(job.interpret)
     try:
         from distributed import get_worker
-        address = get_worker().address
+        address, label = get_worker().address, str(get_worker().name)
     except Exception:
-        address = None
+        address = label = None
     for r in rows:
         r.gpu_name, r.gpu_uuid, r.worker, r.attempts = name, uuid, address, job.attempt
         r.times_ms = []
@@ -130,7 +130,7 @@ def measure_shape(job: ShapeJob) -> dict:
     if job.interpret:
         env["gpu"] = name
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
-            "env": env, "sticky": sticky_cuda_error(rows)}
+            "label": label, "pid": os.getpid(), "env": env, "sticky": sticky_cuda_error(rows)}
 
 
 def died_rows(job: ShapeJob, why: str) -> list[Result]:
@@ -270,7 +270,8 @@ def _eta(seconds: float) -> str:
 
 
 class Progress:
-    """One stderr line per finished shape: done/total, this worker's count and every worker's, ETA."""
+    """One stderr line per finished shape: done/total, this worker's count and every worker's (by
+    worker name: gpu0, gpu1, ... on a local GPU cluster), ETA."""
 
     def __init__(self, total: int, already: int, quiet: bool):
         self.total, self.done, self.measured, self.quiet = total, already, 0, quiet
@@ -285,8 +286,8 @@ class Progress:
         if self.quiet:
             return
         rate = (time.perf_counter() - self.t0) / self.measured
-        counts = " ".join(f"{addr.rsplit(':', 1)[-1]}:{n}" for addr, n in sorted(self.per_worker.items()))
-        print(f"[{self.done}/{self.total}] {shape} on {w}{note}; per worker (port:shapes) {counts}; "
+        counts = " ".join(f"{name}:{n}" for name, n in sorted(self.per_worker.items()))
+        print(f"[{self.done}/{self.total}] {shape} on {w}{note}; shapes per worker {counts}; "
               f"ETA {_eta(rate * (self.total - self.done))}", file=sys.stderr, flush=True)
 
 
@@ -328,6 +329,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     fresh: dict = {}
     envs: list = []
     retried: list = []
+    restarted: list = []
     started = time.perf_counter()
     cl = client = ckpt = None
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
@@ -367,13 +369,14 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 exc = fut.exception() if fut.status == "error" else None
                 if exc is None:
                     res = fut.result()
-                    rows, worker = res["rows"], res["worker"]
+                    rows, worker, label = res["rows"], res["worker"], res["label"]
                     envs.append(res["env"])
                     note = ""
                     if res["sticky"]:
                         note = " (sticky CUDA error: worker restarted)"
-                        _restart(client, worker, res["sticky"])
-                    meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "attempts": job.attempt}
+                        restarted += [worker] if _restart(client, worker, res["sticky"]) else []
+                    meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
+                            "attempts": job.attempt}
                 elif isinstance(exc, KilledWorker) and job.attempt == 1:
                     job.attempt = 2
                     retried.append(job.shape)
@@ -384,12 +387,12 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 else:
                     why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
                            else f"the shape's task raised {type(exc).__name__}: {exc}")
-                    rows, worker, note = died_rows(job, why), None, f" (error rows: {why})"
+                    rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
                     meta = {"worker": None, "attempts": job.attempt}
                 fresh[job.shape] = rows
                 if ckpt:
                     ckpt.add(job.shape, rows, **meta)
-                progress.shape_done(job.shape, worker, note)
+                progress.shape_done(job.shape, label or worker, note)
                 top_up()
         finally:
             if ckpt:
@@ -408,7 +411,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
               f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
     env["distributed"] = {"shapes": len(by_shape), "resumed": len(by_shape) - len(todo), "measured": len(fresh),
                           "unfinished": len(unfinished),
-                          "retried": retried, "workers": n if cluster is None else cluster,
+                          "retried": retried, "restarted": restarted, "workers": n if cluster is None else cluster,
                           "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint}
     print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
           f"{len(fresh)} measured, {len(retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
@@ -420,13 +423,17 @@ def _job_of(fut, jobs: dict) -> ShapeJob:
     return next(j for j in jobs.values() if j.index == index)
 
 
-def _restart(client, worker: Optional[str], why: str) -> None:
+def _restart(client, worker: Optional[str], why: str) -> bool:
     """Replace a worker whose CUDA context is dead (its nanny starts a fresh process)."""
     print(f"sticky CUDA error on {worker} ({why}); restarting it", file=sys.stderr)
     try:
+        n = len(client.nthreads())
         client.restart_workers([worker])
+        client.wait_for_workers(n, timeout=120)     # so the next shapes see every worker again
+        return True
     except Exception as exc:   # a worker without a nanny (--cluster with --no-nanny) can't be restarted
         print(f"warning: could not restart {worker}: {exc}", file=sys.stderr)
+        return False
 
 
 # ---- the CLI's entry --------------------------------------------------------------------------
