@@ -79,7 +79,9 @@ def test_resume_measures_only_what_the_checkpoint_lacks(runs, tmp_path):
     # Resuming the finished file measures nothing.
     again = tmp_path / "again.json"
     assert cli.main(SWEEP + ["--workers", "2", "--resume", str(cut), "--format", "json", "-o", str(again)]) == 0
-    assert _doc(again)["environment"]["distributed"]["measured"] == 0
+    again_doc = _doc(again)
+    assert again_doc["environment"]["distributed"]["measured"] == 0
+    assert again_doc["environment"]["gpu"] and _keys(again_doc["results"]) == _keys(doc["results"])
 
 
 def test_resume_refuses_a_checkpoint_of_other_flags(runs, tmp_path, capsys):

@@ -404,13 +404,21 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     results = []
     for s in by_shape:
         results += kept[s][0] if s in kept else fresh.get(s, [])
-    env = dict(envs[0]) if envs else {}
+    if envs:
+        env = dict(envs[0])
+    else:                                   # everything came from the checkpoint: this process's view
+        from ..harness import gpuinfo
+        env = gpuinfo.environment().as_dict()
+        if interpret:
+            env["gpu"] = gpu_identity(True)[0]
     unfinished = [s for s in by_shape if s not in kept and s not in fresh]
     if unfinished:
         print(f"time limit ({time_limit} s): {len(unfinished)} of {len(by_shape)} shapes not started; the output "
               f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
     env["distributed"] = {"shapes": len(by_shape), "resumed": len(by_shape) - len(todo), "measured": len(fresh),
                           "unfinished": len(unfinished),
+                          "gpus": sorted({f"{r.gpu_name} {r.gpu_uuid}" for rows in fresh.values() for r in rows
+                                          if r.gpu_name}),
                           "retried": retried, "restarted": restarted, "workers": n if cluster is None else cluster,
                           "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint}
     print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
