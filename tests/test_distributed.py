@@ -242,3 +242,22 @@ def test_a_sticky_cuda_error_keeps_the_rows_and_replaces_the_worker(tmp_path, ca
     assert env["distributed"]["restarted"] == [hit["worker"]]
     later = [d for d in done[done.index(hit) + 1:] if d["name"] == hit["name"]]
     assert all(d["pid"] != hit["pid"] for d in later)    # whatever it measured next, a new process did
+
+
+def _visible_devices():
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def test_gpu_workers_are_each_pinned_to_one_gpu(monkeypatch):
+    """Without dask-cuda, --workers starts one nanny per GPU that sets CUDA_VISIBLE_DEVICES for its
+    worker (checked on CPU: the variable is all a worker's CUDA would see)."""
+    from distributed import Client
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)        # the fallback path, even where it is installed
+    cluster = dist.local_cluster(2, interpret=False, gpus=["3", "5", "6"])
+    try:
+        with Client(cluster) as client:
+            seen = client.run(_visible_devices)
+            names = {w["name"] for w in client.scheduler_info()["workers"].values()}
+    finally:
+        cluster.close()
+    assert sorted(seen.values()) == ["3", "5"] and names == {"gpu3", "gpu5"}

@@ -245,8 +245,10 @@ def local_cluster(n: int, interpret: bool, gpus: list):
     except ImportError:
         LocalCUDACluster = None
     if LocalCUDACluster is not None:
-        return LocalCUDACluster(n_workers=n, CUDA_VISIBLE_DEVICES=gpus[:n], threads_per_worker=1, memory_limit=0,
-                                dashboard_address=_dashboard(), silence_logs=quiet)
+        # device_memory_limit=0: no spilling of Dask data to host (a task holds its tensors itself).
+        return LocalCUDACluster(n_workers=n, CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
+                                memory_limit=0, device_memory_limit=0, dashboard_address=_dashboard(),
+                                silence_logs=quiet)
     workers = {f"gpu{d}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
                                                      "env": {"CUDA_VISIBLE_DEVICES": d}}}
                for d in gpus[:n]}
