@@ -487,6 +487,8 @@ def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
     """``python -m compare ... --workers N | --cluster ADDRESS``: the selection the CLI made, run here."""
     skipped = {k.name: why for k, _ in pairs if (why := skip(k))}
     checkpoint = args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
+    if checkpoint is None:
+        print("note: no checkpoint (no -o, --checkpoint or --resume): a stopped sweep keeps nothing", file=sys.stderr)
     return run_sweep(pairs, selection=selection_of(args, pairs), skipped=skipped, options=options,
                      timing=not (args.check or args.interpret), interpret=args.interpret,
                      measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
