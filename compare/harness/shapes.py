@@ -232,7 +232,7 @@ MAX_OPERAND_ELEMENTS = 3 * 8192**2
 
 # Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel Decomposition for Dense
 # Matrix-Matrix Multiplication on the GPU" (PPoPP 2023, arXiv 2301.03598): their corpus of 32,824
-# GEMM shapes samples m, n and k log-uniformly from 128 to 8192 (section 6, evaluation).
+# GEMM shapes samples m, n and k log-uniformly from 128 to 8192 (their evaluation section).
 LOGUNIFORM_RANGE = (128, 8192)
 
 # (model, hidden width d, FFN width f); a layer's GEMMs are (tokens x out x in): the fused QKV
