@@ -93,6 +93,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel-timeout", type=parse_timeout, default=DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
                    help=f"a kernel x shape with no result after this long (compile + check + timing) is HUNG, "
                         f"its worker killed and replaced (default {DEFAULT_KERNEL_TIMEOUT_S:g})")
+    # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
+    p.add_argument("--distribution", action="append", metavar="NAME[:COUNT[:SEED]]",
+                   help="a generated shape corpus (a sweep; compare/harness/shapes.py): loguniform, llm, "
+                        "interpret_tiny (--interpret only); COUNT shapes (default 100) drawn with SEED (default 0)")
+    p.add_argument("--workers", type=int, nargs="?", const=0, default=None, metavar="N",
+                   help="run the sweep on an embedded Dask cluster: one worker per GPU (N default: every "
+                        "visible GPU; with --interpret, N CPU workers, default 2). Needs the extra: pip install -e \".[dist]\"")
+    p.add_argument("--cluster", metavar="ADDRESS", help="run the sweep on a running Dask scheduler (tcp://host:8786)")
+    p.add_argument("--checkpoint", metavar="FILE.jsonl",
+                   help="distributed sweeps: stream rows here per finished shape (default: -o FILE + .checkpoint.jsonl)")
+    p.add_argument("--resume", metavar="FILE.jsonl",
+                   help="distributed sweeps: keep the shapes FILE finished, measure the rest, append to FILE "
+                        "(a missing FILE starts it)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="distributed sweeps: start no shape after SECONDS; the output holds the finished shapes "
+                        "and --resume continues")
     return p
 
 
@@ -388,6 +404,8 @@ def _main(args) -> int:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
     _validate_files(args)
+    from .outputs.distributed import check_flags
+    check_flags(args, _is_sweep(args))
     if args.from_json:
         from .outputs import report
         results, env = [], None
@@ -402,7 +420,9 @@ def _main(args) -> int:
         return _report(results, env, args)
 
     from .harness import worker as _worker
-    pool = None if args.in_process else _worker.start_for_run(args)   # imports overlap the checks below
+    # A Dask sweep's workers are its processes: no isolation worker of its own.
+    dask_sweep = args.workers is not None or args.cluster
+    pool = None if args.in_process or dask_sweep else _worker.start_for_run(args)   # imports overlap the checks below
     selected = _select(args)
     options = _options(args, selected)
     problems = _problems(args, selected)
@@ -414,6 +434,9 @@ def _main(args) -> int:
 
     pairs = runner.baseline_pairs(_pairs(args, selected, problems))
     _check_something_runs(pairs, skip, selected)
+    if dask_sweep:
+        from .outputs.distributed import run_from_cli
+        return _report(*run_from_cli(args, pairs, skip, options), args)
 
     from .harness.inputs import gpu_available
     from .harness import gpuinfo

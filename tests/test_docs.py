@@ -173,7 +173,8 @@ def test_readme_install_line_brings_what_the_tests_need():
     brought = {re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower() for e in chosen for req in extras[e]}
     # pytest runs the tests, matplotlib draws test_plot_from_recorded_json's plot, asv runs the
     # asv tests: none of them may be missing after the README's install.
-    assert {"pytest", "matplotlib", "asv", "asv-runner"} <= brought, brought
+    # dask: the distributed-sweep tests (tests/test_distributed.py) run in CI from the same line.
+    assert {"pytest", "matplotlib", "asv", "asv-runner", "dask"} <= brought, brought
     assert "python -m pytest -q" in _readme_section("Tests")
 
 

@@ -232,7 +232,7 @@ def test_render_table_and_markdown():
     assert "nan" not in k_c.lower() and " -" in k_c and "no timed rows" in table
     md = sweep.render_summary(summary, "markdown")
     body = [line for line in md.splitlines() if line.startswith("| k_")]
-    assert len(body) == 4 and all(line.count("|") == 12 for line in body)
+    assert len(body) == 4 and all(line.count("|") == 15 for line in body)
     assert "no kernel rows" in sweep.render_summary([], "table")
 
 

@@ -106,6 +106,13 @@ def pick(results_dir: str, base: str, head: str, machine: Optional[str], env: Op
         b, h = resolve_commit(base, known), resolve_commit(head, known)
         found[m] = (files, b, h)
     usable = [m for m, (_, b, h) in found.items() if b and h]
+    base_on = [m for m, (_, b, _h) in found.items() if b]
+    head_on = [m for m, (_, _b, h) in found.items() if h]
+    if not usable and base_on and head_on:
+        # Times from two GPUs (or two hosts) differ by more than any regression: never a verdict.
+        raise UsageError(f"base {base} was measured on {', '.join(base_on)} and head {head} on {', '.join(head_on)}: "
+                         f"the gate compares two commits on one machine only; measure both there "
+                         f"(python -m compare.ci.history --commits {base} {head})")
     if not usable:
         lines = []
         for m, (_, b, h) in found.items():

@@ -30,9 +30,21 @@ _THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 @functools.lru_cache(maxsize=None)
 def _nvml_handle(index: int = 0):
+    """The NVML handle of torch's CUDA device ``index``. NVML numbers every GPU of the host and
+    ignores CUDA_VISIBLE_DEVICES, so under CUDA_VISIBLE_DEVICES=3 (a distributed sweep's worker
+    pinned to GPU 3) torch's device 0 is NVML's GPU 3: the device's UUID says which."""
     try:
         import pynvml
         pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        import torch
+        uuid = str(torch.cuda.get_device_properties(index).uuid)
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else "GPU-" + uuid)
+    except Exception:
+        pass
+    try:
         return pynvml.nvmlDeviceGetHandleByIndex(index)
     except Exception:
         return None

@@ -72,6 +72,13 @@ class Result:
     timing_method: str = ""
     hold_us: Optional[float] = None
     hold_failures: Optional[int] = None
+    # Where a distributed sweep (compare.outputs.distributed) measured the row: the GPU's name and
+    # UUID, the Dask worker's address, and how many times its shape was started (2: its first
+    # worker died). None in a one-process run and in files written before these existed.
+    gpu_name: Optional[str] = None
+    gpu_uuid: Optional[str] = None
+    worker: Optional[str] = None
+    attempts: Optional[int] = None
     # Per-sample times, for asv's statistics (the gate's noise-aware verdict); not written to JSON.
     times_ms: list = field(default_factory=list, repr=False)
     # Batch time (compare.harness.timing.measure_batch): per launch of n back-to-back launches

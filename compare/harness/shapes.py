@@ -171,15 +171,19 @@ def describe() -> str:
     return "\n".join(f"{n:<{width}}  {len(s.shapes):3d} shapes  {s.doc}" for n, s in SETS.items())
 
 
-def sweep_shapes(set_names, shapes_file=None) -> list[Shape]:
-    """The shapes of the named sets (comma-separable flag values), then of ``shapes_file``, in
-    order, duplicates dropped; a sweep with no shape is a UsageError."""
+def sweep_shapes(set_names, shapes_file=None, distributions=None, interpret=False) -> list[Shape]:
+    """The shapes of the named sets (comma-separable flag values), then of ``shapes_file``, then
+    of each ``--distribution`` spec (compare.harness.distributions), in order, duplicates dropped;
+    a sweep with no shape is a UsageError."""
     from .problem import split_flags
     out: list = []
     for name in split_flags(set_names):
         out += shape_set(name)
     if shapes_file:
         out += load_shapes_file(shapes_file)
+    if distributions:
+        for spec in distributions:
+            out += distribution_shapes(spec, interpret=interpret)
     uniq = list(dict.fromkeys(tuple(s) for s in out))
     if not uniq:
         raise UsageError("the sweep has no shapes")
@@ -241,3 +245,117 @@ def _csv_row(text: str, columns: tuple[int, int, int], where: str) -> Shape:
             raise UsageError(f"{where}: {name} must be an integer >= 1, got {cell!r}")
         dims.append(int(cell))
     return tuple(dims)
+
+
+# ---- generated distributions ------------------------------------------------------------------
+# --distribution NAME[:COUNT[:SEED]]: a reproducible corpus of COUNT distinct shapes drawn with
+# random.Random(SEED), one shape after another, so a corpus's first n shapes are the n-shape corpus
+# of the same seed (a sweep can be extended without re-measuring). Every shape obeys MIN_FLOPS and
+# the upper bounds below; a draw that breaks one, or repeats a shape, is drawn again.
+
+# Upper bound on one shape's work: 2 * 8192^3 (1.1 TFLOP, ~50 ms a launch for fp32 cuBLAS on an
+# H100), so no generated shape costs more than the largest cube of the named sets.
+MAX_FLOPS = 2 * 8192**3
+# Upper bound on its memory: A, B and C together at most 3 * 8192^2 elements (0.8 GB in fp32, plus
+# the float64 reference of C, 0.5 GB), so a shape fits beside cuBLAS's workspace on any 16 GB GPU.
+MAX_OPERAND_ELEMENTS = 3 * 8192**2
+
+# Osama, Merrill, Cecka, Garland, Owens, "Stream-K: Work-centric Parallel Decomposition for Dense
+# Matrix-Matrix Multiplication on the GPU" (PPoPP 2023, arXiv 2301.03598): their corpus of 32,824
+# GEMM shapes samples m, n and k log-uniformly from 128 to 8192 (their evaluation section).
+LOGUNIFORM_RANGE = (128, 8192)
+
+# (model, hidden width d, FFN width f); a layer's GEMMs are (tokens x out x in): the fused QKV
+# projection (T, 3d, d), the attention output (T, d, d), FFN up/gate (T, f, d) and down (T, d, f).
+LLM_MODELS = (
+    ("llama2-7b", 4096, 11008), ("llama2-13b", 5120, 13824), ("llama3-8b", 4096, 14336),
+    ("llama3-70b", 8192, 28672), ("qwen2-1.5b", 1536, 8960), ("phi3-mini", 3072, 8192),
+)
+# Tokens per GEMM, log-uniform over this range (any integer: continuous batching mixes decode
+# batches of a few tokens with prefill chunks of thousands).
+LLM_TOKENS = (16, 8192)
+
+# Interpreter-only: the Triton interpreter runs a 64^3 GEMM in about a second on one CPU core, so
+# a CPU test of the sweep machinery gets shapes of 8..48 per side, far below MIN_FLOPS; refused
+# without --interpret (its timings would mean nothing on a GPU).
+INTERPRET_TINY_RANGE = (8, 48)
+
+DISTRIBUTIONS = {
+    "loguniform": "M, N, K each log-uniform in 128..8192 (the stream-K paper's corpus ranges)",
+    "llm": "transformer layer GEMMs: a model's widths (LLM_MODELS) x a log-uniform token count in 16..8192",
+    "interpret_tiny": "M, N, K each log-uniform in 8..48, no minimum work: --interpret only (CPU tests)",
+}
+DEFAULT_COUNT = 100
+# Rejected draws in a row after which the distribution is taken to have no more distinct shapes
+# within the bounds (a draw is accepted with probability >= 1/4 when it has many left).
+_MAX_REJECTS_IN_A_ROW = 10_000
+
+
+def parse_distribution(spec: str) -> tuple[str, int, int]:
+    """``NAME[:COUNT[:SEED]]`` -> (name, count, seed); a UsageError names what is wrong."""
+    parts = spec.strip().split(":")
+    name = parts[0]
+    if name not in DISTRIBUTIONS or len(parts) > 3:
+        raise UsageError(f"--distribution {spec!r}: expected NAME[:COUNT[:SEED]] with NAME one of "
+                         f"{', '.join(DISTRIBUTIONS)}")
+    nums = []
+    for what, text in zip(("COUNT", "SEED"), parts[1:]):
+        if not (text.isascii() and text.isdigit()):
+            raise UsageError(f"--distribution {spec!r}: {what} must be a whole number, got {text!r}")
+        nums.append(int(text))
+    count = nums[0] if nums else DEFAULT_COUNT
+    seed = nums[1] if len(nums) > 1 else 0
+    if count < 1:
+        raise UsageError(f"--distribution {spec!r}: COUNT must be at least 1")
+    return name, count, seed
+
+
+def _loguniform_int(rng, lo: int, hi: int) -> int:
+    import math
+    return min(hi, max(lo, round(math.exp(rng.uniform(math.log(lo), math.log(hi))))))
+
+
+def _draw(name: str, rng) -> Shape:
+    if name == "llm":
+        _, d, f = rng.choice(LLM_MODELS)
+        n_out, k_in = rng.choice(((3 * d, d), (d, d), (f, d), (d, f)))
+        return (_loguniform_int(rng, *LLM_TOKENS), n_out, k_in)
+    lo, hi = INTERPRET_TINY_RANGE if name == "interpret_tiny" else LOGUNIFORM_RANGE
+    return tuple(_loguniform_int(rng, lo, hi) for _ in range(3))
+
+
+def fits_bounds(shape: Shape) -> bool:
+    """MIN_FLOPS <= 2MNK <= MAX_FLOPS and M*K + K*N + M*N <= MAX_OPERAND_ELEMENTS."""
+    M, N, K = shape
+    return MIN_FLOPS <= flops(shape) <= MAX_FLOPS and M * K + K * N + M * N <= MAX_OPERAND_ELEMENTS
+
+
+def distribution(name: str, count: int, seed: int = 0) -> list[Shape]:
+    """``count`` distinct shapes of distribution ``name``, deterministic in ``seed``."""
+    import random
+    if name not in DISTRIBUTIONS:
+        raise UsageError(f"unknown distribution {name!r}; known: {', '.join(DISTRIBUTIONS)}")
+    rng = random.Random(f"{name}:{seed}")
+    bounded = name != "interpret_tiny"
+    out: dict = {}
+    rejects = 0
+    while len(out) < count:
+        if rejects >= _MAX_REJECTS_IN_A_ROW:
+            raise UsageError(f"--distribution {name}:{count}:{seed}: only {len(out)} distinct shapes within "
+                             f"the bounds ({rejects} draws in a row found no new one); ask for fewer")
+        s = _draw(name, rng)
+        if s in out or (bounded and not fits_bounds(s)):
+            rejects += 1
+            continue
+        rejects = 0
+        out[s] = None
+    return list(out)
+
+
+def distribution_shapes(spec: str, interpret: bool = False) -> list[Shape]:
+    """The shapes of one ``--distribution`` flag value; ``interpret_tiny`` only with ``interpret``."""
+    name, count, seed = parse_distribution(spec)
+    if name == "interpret_tiny" and not interpret:
+        raise UsageError(f"--distribution {spec}: interpret_tiny's shapes are below the minimum work "
+                         f"(MIN_FLOPS = {MIN_FLOPS:.0e}) a GPU timing needs; it is for --interpret runs only")
+    return distribution(name, count, seed)

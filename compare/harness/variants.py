@@ -113,3 +113,19 @@ def resolve(texts: Iterable[str], known: dict) -> list[tuple[Kernel, Kernel]]:
             seen.add(v.name)
             out.append((kernel, v))
     return out
+
+
+def wire_name(kernel: Kernel) -> tuple:
+    """How a kernel travels to another process (compare.harness.worker, a Dask worker): its name,
+    and for a variant the base kernel and the option texts it fixes."""
+    return (kernel.name, getattr(kernel.prepare, "variant_of", None))
+
+
+def from_wire(wire: tuple) -> Kernel:
+    """The kernel ``wire_name`` described, rebuilt in this process from the registry."""
+    from . import registry
+    name, variant_of = wire
+    if not variant_of:
+        return registry.get(name)
+    base = registry.get(variant_of[0])
+    return variant_kernel(base, variant_of[1], base.parse_options(variant_of[1]))

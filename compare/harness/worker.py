@@ -18,7 +18,7 @@ The worker runs in its own session, so the terminal's Ctrl-C reaches the parent 
 keeps the rows finished so far and kills the worker. A worker whose parent is gone exits.
 
 Protocol (pickled tuples over a socket pair): parent -> worker ``("run", kernel name, problem,
-options, timing, device, measure_kw, batch, variant_of)``, ``("fits", problems)``; worker -> parent ``("ready",)``
+options, timing, device, measure_kw, batch, wire)``, ``("fits", problems)``; worker -> parent ``("ready",)``
 or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits", messages)`` per request,
 or ``("error", text)`` when the request itself failed (an unknown kernel, a row that can't be sent).
 """
@@ -38,6 +38,7 @@ from multiprocessing.connection import Connection
 from typing import Optional
 
 from .errors import UsageError
+from .variants import from_wire, wire_name
 
 # A pair's compile + autotune + check + sampling: cold Triton autotuning at 8192^3 takes tens of
 # seconds; two minutes without a row is a kernel that does not return.
@@ -265,7 +266,7 @@ class Worker:
             return runner.blank_row(kernel, problem, runner.ERROR, self._broken)
         try:
             kind, *rest = self._request(("run", kernel.name, problem, options, timing, device, measure_kw, batch,
-                                         getattr(kernel.prepare, "variant_of", None)),
+                                         wire_name(kernel)),
                                         self.kernel_timeout)
         except WorkerStartError as exc:
             self._broken = f"worker process could not start: {exc}"[:300]
@@ -409,14 +410,9 @@ def serve(argv: Optional[list] = None) -> int:
             if msg[0] == "fits":
                 conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
                 continue
-            _, name, problem, options, timing, device, measure_kw, batch, variant_of = msg
+            _, name, problem, options, timing, device, measure_kw, batch, wire = msg
             try:
-                if variant_of:     # --variant: the same kernel with the same options fixed
-                    from .variants import variant_kernel
-                    base = registry.get(variant_of[0])
-                    kernel = variant_kernel(base, variant_of[1], base.parse_options(variant_of[1]))
-                else:
-                    kernel = registry.get(name)
+                kernel = from_wire(wire)     # a --variant is rebuilt from its base kernel
             except KeyError:
                 conn.send(("error", f"the worker process has no kernel {name!r} (registered by a module it did "
                                     f"not import? pass that module with --plugin)"))

@@ -19,7 +19,7 @@ REQUIRED = [f.name for f in dataclasses.fields(Result)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 # Text columns (reason, variant, timing_method, ...): empty, never None, whatever the file held.
 _TEXT = {f.name for f in dataclasses.fields(Result) if f.type in ("str", str)}
-_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures"}
+_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures", "attempts"}
 _FLOAT = {"alpha", "beta", "median_ms", "iqr_ms", "min_ms", "noise", "tflops", "pct_cublas", "pct_peak",
           "rel_err", "worst_err", "prepare_s", "hold_us"}
 

@@ -102,7 +102,8 @@ def options(args, selected: list) -> dict:
 
 
 def is_sweep(args) -> bool:
-    return bool(getattr(args, "sweep", None) or getattr(args, "shapes_file", None))
+    return bool(getattr(args, "sweep", None) or getattr(args, "shapes_file", None)
+                or getattr(args, "distribution", None))
 
 
 def shape_texts(args, defaults: list) -> list[str]:
@@ -114,7 +115,9 @@ def shape_texts(args, defaults: list) -> list[str]:
     if args.shape:
         return list(args.shape)
     if is_sweep(args):
-        return [shapes.shape_text(s) for s in shapes.sweep_shapes(args.sweep, args.shapes_file)]
+        return [shapes.shape_text(s) for s in shapes.sweep_shapes(args.sweep, args.shapes_file,
+                                                                  getattr(args, "distribution", None),
+                                                                  getattr(args, "interpret", False))]
     return list(defaults)
 
 

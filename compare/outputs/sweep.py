@@ -25,7 +25,7 @@ FORMATS = ("table", "markdown", "csv", "json")
 
 # The keys of one summary entry, in display order.
 FIELDS = ("kernel", "family", "precision", "n_shapes", "n_ok", "n_failed", "n_not_run", "n_timed",
-          "flagged", "failed_shapes", "geomean_pct", "worst_pct", "worst_shape", "best_pct",
+          "flagged", "failed_shapes", "geomean_pct", "p5_pct", "p50_pct", "p95_pct", "worst_pct", "worst_shape", "best_pct",
           "best_shape")
 
 _BAD = ("FAILED", "error", "FAULT", "HUNG")   # compare.harness.runner.BAD
@@ -59,6 +59,18 @@ def geomean(values: Iterable[float]) -> Optional[float]:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
+def percentile(values: Iterable[float], q: float) -> Optional[float]:
+    """The q-th percentile (0..100) with linear interpolation between order statistics (numpy's
+    default), so p50 of an even count is the mean of the middle two; None for no values."""
+    v = sorted(values)
+    if not v:
+        return None
+    pos = (len(v) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
 def summarize(results: Iterable[Any]) -> list[dict]:
     """One entry per (kernel, precision), cuBLAS itself left out, in the order the kernels first
     appear (the ladder order the runner used). Entry keys: ``FIELDS``.
@@ -66,7 +78,9 @@ def summarize(results: Iterable[Any]) -> list[dict]:
     ``n_shapes`` distinct shapes with a row; ``n_ok`` rows that passed the check; ``n_failed``
     rows FAILED or error (``failed_shapes`` names them, ``flagged`` is True when there is any);
     ``n_not_run`` unsupported or skipped rows; ``n_timed`` rows with a % of cuBLAS, over which
-    ``geomean_pct``, ``worst_pct``/``worst_shape`` and ``best_pct``/``best_shape`` are taken.
+    ``geomean_pct``, the percentiles ``p5_pct``/``p50_pct``/``p95_pct`` (over thousands of shapes a
+    kernel's typical and tail behaviour: 5% of its shapes are below p5), ``worst_pct``/``worst_shape``
+    and ``best_pct``/``best_shape`` are taken.
     A kernel with no timed row has None for those, never 0 or NaN: nothing was measured."""
     groups: dict[tuple, list] = {}
     for r in results:
@@ -89,7 +103,7 @@ def summarize(results: Iterable[Any]) -> list[dict]:
             "n_timed": len(timed),
             "flagged": bool(failed),
             "failed_shapes": [_get(r, "shape") for r in failed],
-            "geomean_pct": None, "worst_pct": None, "worst_shape": None,
+            "geomean_pct": None, "p5_pct": None, "p50_pct": None, "p95_pct": None, "worst_pct": None, "worst_shape": None,
             "best_pct": None, "best_shape": None,
         }
         if timed:
@@ -97,7 +111,8 @@ def summarize(results: Iterable[Any]) -> list[dict]:
             worst = min(timed, key=lambda t: t[0])
             best = max(timed, key=lambda t: t[0])
             entry.update(geomean_pct=geomean(p for p, _ in timed), worst_pct=worst[0], worst_shape=worst[1],
-                         best_pct=best[0], best_shape=best[1])
+                         best_pct=best[0], best_shape=best[1],
+                         **{f"p{q}_pct": percentile((p for p, _ in timed), q) for q in (5, 50, 95)})
         summary.append(entry)
     return summary
 
@@ -107,20 +122,22 @@ def _fmt_pct(p: Optional[float]) -> str:
 
 
 def _display_rows(summary: list[dict], pad: bool) -> tuple[list[str], list[list[str]]]:
-    header = ["kernel", "precision", "shapes", "ok", "failed", "timed", "geomean %", "worst %",
-              "worst shape", "best %", "best shape"]
+    header = ["kernel", "precision", "shapes", "ok", "failed", "timed", "geomean %", "p5 %", "p50 %", "p95 %",
+              "worst %", "worst shape", "best %", "best shape"]
     rows = []
     for e in summary:
         # pad: the plain table right-aligns the column, so unflagged counts keep the digits lined up.
         failed = str(e["n_failed"]) + (" !" if e["flagged"] else "  " if pad else "")
         rows.append([e["kernel"], e["precision"], str(e["n_shapes"]), str(e["n_ok"]), failed,
-                     str(e["n_timed"]), _fmt_pct(e["geomean_pct"]), _fmt_pct(e["worst_pct"]),
+                     str(e["n_timed"]), _fmt_pct(e["geomean_pct"]), _fmt_pct(e["p5_pct"]), _fmt_pct(e["p50_pct"]),
+                     _fmt_pct(e["p95_pct"]), _fmt_pct(e["worst_pct"]),
                      e["worst_shape"] or "-", _fmt_pct(e["best_pct"]), e["best_shape"] or "-"])
     return header, rows
 
 
 def _notes(summary: list[dict]) -> list[str]:
-    notes = ["% of cuBLAS at the same shape and precision, over the shapes each kernel was timed on"]
+    notes = ["% of cuBLAS at the same shape and precision, over the shapes each kernel was timed on; "
+             "p5/p50/p95: percentiles over those shapes (5% of them are below p5)"]
     if any(e["flagged"] for e in summary):
         notes.append("! FAILED or error on some shapes: its % are over the shapes it passed only")
     if any(e["n_timed"] == 0 for e in summary):
@@ -157,7 +174,7 @@ def render_summary(summary: list[dict], fmt: str = "table") -> str:
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
         return "\n".join(lines + [""] + [f"{n}  " for n in notes]) + "\n"
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    left = {0, 1, 8, 10}
+    left = {0, 1, 11, 13}
 
     def line(cells):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -185,13 +202,20 @@ def _shape_order(rows: list, shapes: set) -> list[str]:
     return sorted(shapes, key=lambda s: (geomean(rates.get(s, [])) or math.inf, work.get(s, 0), s))
 
 
+# Beyond this many shapes the per-shape panel drops the shape names (they would overlap).
+MAX_SHAPE_LABELS = 80
+
+
 def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     """Draw the sweep into ``path`` (.png, .svg, .pdf), written atomically; returns ``path``.
 
-    Left: % of cuBLAS per shape, one line per kernel and precision, shapes ordered by cuBLAS's
+    Top: % of cuBLAS per shape, one line per kernel and precision, shapes ordered by cuBLAS's
     own TFLOP/s (hardest first), the 100% line for reference, the geometric mean in each
-    legend label and FAILED/error points as red crosses on the axis floor. Right: each
-    kernel's distribution over the shapes (box: quartiles, whiskers: 1.5 IQR, diamond: geomean)."""
+    legend label and FAILED/error points as red crosses on the axis floor (shape names only up to
+    ``MAX_SHAPE_LABELS`` shapes). Bottom left: each kernel's distribution over the shapes (box:
+    quartiles, whiskers: 1.5 IQR, diamond: geomean). Bottom right: its empirical cumulative
+    distribution (the share of shapes at or below each % of cuBLAS), the view that compares two
+    kernels over thousands of shapes: a curve further right is better everywhere it is."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -223,8 +247,9 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     log_y = max(all_pcts) / min(all_pcts) > 20
 
     n_lines = len(plotted)
-    fig, (ax, axd) = plt.subplots(1, 2, figsize=(18, 7.5),
-                                  gridspec_kw={"width_ratios": [3, 1.3]})
+    fig = plt.figure(figsize=(18, 13))
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.15, 1], width_ratios=[1.2, 1])
+    ax, axd, axc = fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
     floor = blended_transform_factory(ax.transData, ax.transAxes)
     any_failed = False
     dist, dist_labels, dist_styles, dist_means = [], [], [], []
@@ -236,7 +261,9 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
         label = f"{labels[key]}  geomean {e['geomean_pct']:.0f}%"
         if e["n_failed"]:
             label += f", {e['n_failed']} FAILED/error"
-        ax.plot([x for x, _ in pts], [p for _, p in pts], color=colour, marker=marker, ms=5, lw=1.1, alpha=0.9,
+        many = len(order) > MAX_SHAPE_LABELS
+        ax.plot([x for x, _ in pts], [p for _, p in pts], color=colour, marker=marker, ms=2 if many else 5,
+                lw=0.6 if many else 1.1, alpha=0.9,
                 linestyle=FAMILY_LINESTYLE.get(e["family"], "-."), label=label)
         bad = [xpos[_get(r, "shape")] for r in mine if _get(r, "status") in _BAD]
         if bad:
@@ -244,6 +271,9 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
             ax.plot(bad, [0.015] * len(bad), linestyle="none", marker="x", color="red", ms=8, mew=2,
                     transform=floor, clip_on=False, zorder=6)
         dist.append([p for _, p in pts])
+        cdf_x = sorted(p for _, p in pts)
+        axc.step(cdf_x, [(i + 1) / len(cdf_x) for i in range(len(cdf_x))], where="post", color=colour, lw=1.4,
+                 linestyle=FAMILY_LINESTYLE.get(e["family"], "-."), label=f"{labels[key]}  p50 {e['p50_pct']:.0f}%")
         dist_labels.append(labels[key])
         dist_styles.append(colour)
         dist_means.append(e["geomean_pct"])
@@ -254,8 +284,9 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     if log_y:
         ax.set_yscale("log")
     _percent_axis(ax.yaxis)
-    ax.set_xticks(range(len(order)))
-    ax.set_xticklabels(order, rotation=90, fontsize=7)
+    if len(order) <= MAX_SHAPE_LABELS:
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels(order, rotation=90, fontsize=7)
     ax.set_xlim(-0.5, len(order) - 0.5)
     ax.set_xlabel("shape (MxNxK), ordered by cuBLAS TFLOP/s, slowest first")
     ax.set_ylabel("% of cuBLAS (same shape and precision)")
@@ -280,6 +311,18 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     axd.set_yticklabels(dist_labels, fontsize=7)
     axd.set_xlabel("% of cuBLAS over the shapes (box: quartiles, diamond: geomean)")
     axd.grid(True, axis="x", alpha=0.3)
+
+    axc.axvline(100, color="k", ls="--", lw=1.5)
+    for q in (0.05, 0.5, 0.95):
+        axc.axhline(q, color="grey", lw=0.6, ls=":")
+    if log_y:
+        axc.set_xscale("log")
+    _percent_axis(axc.xaxis)
+    axc.set_ylim(0, 1.02)
+    axc.set_xlabel("% of cuBLAS")
+    axc.set_ylabel("share of shapes at or below (dotted: p5, p50, p95)")
+    axc.legend(fontsize=7, loc="upper left")
+    axc.grid(True, alpha=0.3)
 
     n_shapes = len(order)
     fig.suptitle(title or f"% of cuBLAS over {n_shapes} shape{'s' if n_shapes != 1 else ''}, "

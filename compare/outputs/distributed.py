@@ -1,0 +1,486 @@
+"""Sweeps on Dask: one task per shape, over every GPU of a host (--workers) or a running cluster
+(--cluster), streamed to a JSONL checkpoint that --resume continues.
+
+The unit of work is one shape: every selected kernel and precision of that shape *and* its
+cuBLAS baseline run in one task, through ``compare.harness.runner.run``, on one worker and so one
+GPU, so a row's % of cuBLAS never compares two GPUs. Each row records the GPU's name and UUID, the
+worker's address and the attempt that measured it.
+
+Faults: a task whose worker dies (a crash, a kill, the out-of-memory killer) is started once more
+on whichever worker is free (``attempts`` = 2 on its rows); a second death makes it error rows. The
+embedded clusters run their scheduler with ``allowed-failures`` 0 and ``worker-saturation`` 1.0, so
+the scheduler itself never retries (this module counts the attempts) and a dying worker takes only
+the one shape it was running with it. A shape whose rows show a sticky CUDA error (the context is
+dead after one) is kept, and its worker is restarted by its nanny before it takes another shape.
+
+Checkpoint (JSONL, one JSON object a line, flushed and fsynced per finished shape): a header
+``{"kind": ..., "selection": {...}}`` (kernels, precisions, options, alpha/beta/seed, mode, timing
+budget), then per shape its rows ``{"shape": S, "row": {...}}`` and one ``{"done": S, "rows": n,
+...}`` line. Only shapes with their ``done`` line count when it is read back, so a file cut at
+any byte loses at most the shape being written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..harness.errors import UsageError
+from ..harness.runner import ERROR, FAULT, Result
+from ..harness.variants import from_wire, wire_name
+
+INSTALL_LINE = 'pip install -e ".[dist]"'
+CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
+
+
+def require_dask() -> None:
+    """The Dask packages are an optional extra: without them, exit 2 naming the install line."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"--workers/--cluster run the sweep on Dask, which is not installed ({exc}); "
+                         f"install the extra: {INSTALL_LINE}") from None
+
+
+def sticky_cuda_error(rows) -> Optional[str]:
+    """The first row's reason that names a sticky CUDA error, else None (one place to swap in a
+    shared classifier)."""
+    from ..harness.worker import sticky_cuda_error as sticky
+    for r in rows:
+        if r.status in (ERROR, FAULT) and sticky(r.reason or ""):
+            return f"{r.kernel} {r.shape} {r.precision}: {r.reason}"
+    return None
+
+
+# ---- the task -----------------------------------------------------------------------------------
+
+@dataclass
+class ShapeJob:
+    """Everything a worker needs to measure one shape (plain data: it travels by pickle)."""
+    index: int
+    shape: str
+    pairs: list                    # [(kernel name, Problem)] in the one-process sweep's order
+    options: dict                  # kernel name -> parsed options
+    skipped: dict                  # kernel name -> why it is skipped (e.g. not interpretable)
+    timing: bool
+    interpret: bool
+    measure_kw: dict
+    attempt: int = 1
+    # Python files imported on the worker before the kernels are looked up: kernels registered by
+    # them become selectable (the fault tests' kernel that kills its own process).
+    plugins: tuple = field(default_factory=tuple)
+
+
+def load_plugins(specs) -> None:
+    """The run's --plugin modules, imported on the worker by the registry's one loader."""
+    from ..harness import registry
+    registry.load_plugins(list(specs))
+
+
+def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
+    """(name, UUID) of the GPU this process measures on (the worker's only visible one)."""
+    if interpret:
+        return "none (Triton interpreter on CPU)", None
+    import torch
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    uuid = getattr(props, "uuid", None)
+    uuid = None if uuid is None else str(uuid)
+    if uuid and not uuid.startswith("GPU-"):
+        uuid = "GPU-" + uuid            # NVML's and nvidia-smi's spelling
+    return props.name, uuid
+
+
+def measure_shape(job: ShapeJob) -> dict:
+    """Runs on a worker: the shape's rows (runner.run), stamped with GPU, worker and attempt."""
+    if job.interpret:
+        os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
+    load_plugins(job.plugins)
+    from ..harness import gpuinfo, registry, runner
+    pairs = [(from_wire(wire), p) for wire, p in job.pairs]
+    t0 = time.perf_counter()
+    rows = runner.run(pairs, timing=job.timing, device="cpu" if job.interpret else None,
+                      skip=lambda k: job.skipped.get(k.name), options=job.options, measure_kw=job.measure_kw)
+    wall = time.perf_counter() - t0
+    name, uuid = gpu_identity(job.interpret)
+    try:
+        from distributed import get_worker
+        address, label = get_worker().address, str(get_worker().name)
+    except Exception:
+        address = label = None
+    for r in rows:
+        r.gpu_name, r.gpu_uuid, r.worker, r.attempts = name, uuid, address, job.attempt
+        r.times_ms = []
+    env = gpuinfo.environment().as_dict()
+    if job.interpret:
+        env["gpu"] = name
+    return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
+            "label": label, "pid": os.getpid(), "env": env, "sticky": sticky_cuda_error(rows)}
+
+
+def died_rows(job: ShapeJob, why: str) -> list[Result]:
+    """Error rows for a shape whose task could not finish (its worker died twice, or it raised)."""
+    from ..harness import registry
+    out = []
+    for wire, p in job.pairs:
+        k = from_wire(wire)
+        out.append(Result(kernel=k.name, family=k.family, stage=k.stage, group=k.group, variant=k.variant,
+                          shape=p.shape, M=p.M, N=p.N, K=p.K, precision=p.precision, alpha=p.alpha, beta=p.beta,
+                          status=ERROR, reason=why[:300], attempts=job.attempt))
+    return out
+
+
+# ---- checkpoint ---------------------------------------------------------------------------------
+
+def normalized(selection: dict) -> dict:
+    return json.loads(json.dumps(selection, default=str, sort_keys=True))
+
+
+def read_checkpoint(path: str, selection: dict) -> dict:
+    """{shape: (rows, done line)} of the shapes the file finished; a UsageError when it was made
+    with a different selection (or is not a checkpoint)."""
+    from .report import _from_dict
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--resume {path}: cannot read it: {exc}") from None
+    try:
+        head = json.loads(lines[0])
+    except (json.JSONDecodeError, IndexError):
+        head = None
+    if not isinstance(head, dict) or head.get("kind") != CHECKPOINT_KIND:
+        raise UsageError(f"--resume {path}: not a sweep checkpoint (its first line is no {CHECKPOINT_KIND!r} header)")
+    want, have = normalized(selection), head.get("selection") or {}
+    diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
+    if diff:
+        shown = "; ".join(f"{k}: file {have.get(k)!r}, now {want.get(k)!r}" for k in diff)
+        raise UsageError(f"--resume {path} was made with other selection flags ({shown}); "
+                         f"rerun with the same flags or start a new checkpoint")
+    rows: dict = {}
+    done: dict = {}
+    for line in lines[1:]:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue                     # the line being written when the sweep was stopped
+        if "row" in obj:
+            rows.setdefault(obj["shape"], []).append(obj["row"])
+        elif "done" in obj and len(rows.get(obj["done"], [])) == obj.get("rows"):
+            done[obj["done"]] = obj
+    return {s: ([_from_dict(d) for d in rows[s]], line) for s, line in done.items()}
+
+
+class Checkpoint:
+    """Appends each finished shape (rows, then its done line), flushed and fsynced."""
+
+    def __init__(self, path: str, selection: dict, kept: dict):
+        from ..harness.files import write_atomically
+        self.path = path
+
+        def write(tmp):
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(json.dumps({"kind": CHECKPOINT_KIND, "version": 1, "selection": normalized(selection)}) + "\n")
+                for shape, (rows, done) in kept.items():
+                    f.write(self._lines(shape, rows, done))
+        write_atomically(path, write)      # a resumed file loses its unfinished shape's lines
+        self.f = open(path, "a", encoding="utf-8")
+
+    @staticmethod
+    def _lines(shape: str, rows, done: dict) -> str:
+        out = [json.dumps({"shape": shape, "row": r.as_dict()}, default=str) for r in rows]
+        return "\n".join(out + [json.dumps(done)]) + "\n"
+
+    def add(self, shape: str, rows, **done) -> None:
+        self.f.write(self._lines(shape, rows, {"done": shape, "rows": len(rows), **done}))
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self) -> None:
+        self.f.close()
+
+
+# ---- clusters -----------------------------------------------------------------------------------
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (its own list when set)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip()]
+    import torch
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def _dashboard() -> Optional[str]:
+    import importlib.util
+    return ":0" if importlib.util.find_spec("bokeh") else None
+
+
+def local_cluster(n: int, interpret: bool, gpus: list):
+    """n single-threaded worker processes, each under a nanny that restarts it when it dies:
+    CPU workers under --interpret; else one per GPU, pinned through CUDA_VISIBLE_DEVICES."""
+    import logging
+    from distributed import LocalCluster, Nanny, Scheduler, SpecCluster
+    quiet = logging.ERROR
+    if interpret:
+        return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, memory_limit=0,
+                            dashboard_address=_dashboard(), silence_logs=quiet, env={"TRITON_INTERPRET": "1"})
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        LocalCUDACluster = None
+    if LocalCUDACluster is not None:
+        # device_memory_limit=0: no spilling of Dask data to host (a task holds its tensors itself).
+        return LocalCUDACluster(n_workers=n, CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
+                                memory_limit=0, device_memory_limit=0, dashboard_address=_dashboard(),
+                                silence_logs=quiet)
+    workers = {f"gpu{d}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
+                                                     "env": {"CUDA_VISIBLE_DEVICES": d}}}
+               for d in gpus[:n]}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": _dashboard(), "port": 0}}
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=quiet)
+
+
+# ---- the sweep ----------------------------------------------------------------------------------
+
+def group_by_shape(pairs) -> dict:
+    """{shape text: [(kernel, problem)]}, shapes in the sweep's order, pairs in runner order."""
+    out: dict = {}
+    for k, p in pairs:
+        out.setdefault(p.shape, []).append((k, p))
+    return out
+
+
+def _eta(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Progress:
+    """One stderr line per finished shape: done/total, this worker's count and every worker's (by
+    worker name: gpu0, gpu1, ... on a local GPU cluster), ETA."""
+
+    def __init__(self, total: int, already: int, quiet: bool):
+        self.total, self.done, self.measured, self.quiet = total, already, 0, quiet
+        self.t0 = time.perf_counter()
+        self.per_worker: dict = {}
+
+    def shape_done(self, shape: str, worker: Optional[str], note: str = "") -> None:
+        self.done += 1
+        self.measured += 1
+        w = worker or "?"
+        self.per_worker[w] = self.per_worker.get(w, 0) + 1
+        if self.quiet:
+            return
+        rate = (time.perf_counter() - self.t0) / self.measured
+        counts = " ".join(f"{name}:{n}" for name, n in sorted(self.per_worker.items()))
+        print(f"[{self.done}/{self.total}] {shape} on {w}{note}; shapes per worker {counts}; "
+              f"ETA {_eta(rate * (self.total - self.done))}", file=sys.stderr, flush=True)
+
+
+def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: bool, interpret: bool,
+              measure_kw: dict, workers: Optional[int] = None, cluster: Optional[str] = None,
+              checkpoint: Optional[str] = None, resume: bool = False, quiet: bool = False,
+              time_limit: Optional[float] = None, plugins: tuple = ()) -> tuple[list[Result], dict]:
+    """The sweep of ``pairs`` (runner order, baseline pairs included) on Dask; returns (rows in the
+    sweep's shape order, environment). Everything that can make it exit 2 is checked before a
+    cluster starts. ``time_limit``: seconds after which no new shape is started (the ones running
+    finish); the result then holds the finished shapes only, and --resume continues."""
+    require_dask()
+    by_shape = group_by_shape(pairs)
+    kept: dict = {}
+    if checkpoint and resume and os.path.exists(checkpoint):
+        kept = read_checkpoint(checkpoint, selection)
+        print(f"resume: {len(kept)} finished shapes in {checkpoint} ({sum(s in by_shape for s in kept)} of this "
+              f"sweep's {len(by_shape)})", file=sys.stderr)
+    elif checkpoint and os.path.exists(checkpoint):
+        raise UsageError(f"checkpoint {checkpoint} exists: continue it with --resume {checkpoint}, or remove it")
+    gpus: list = []
+    if cluster is None and not interpret:
+        from ..harness.inputs import gpu_available
+        if not gpu_available():
+            raise UsageError("--workers: no CUDA GPU found (torch.cuda.is_available() is False); "
+                             "add --interpret to run the Triton kernels on CPU workers")
+        gpus = visible_gpus()
+        if workers and workers > len(gpus):
+            raise UsageError(f"--workers {workers}: only {len(gpus)} GPU(s) visible; one worker per GPU")
+    n = workers or (2 if interpret else len(gpus))
+    todo = [s for s in by_shape if s not in kept]
+    jobs = {s: ShapeJob(i, s, [(wire_name(k), p) for k, p in by_shape[s]], options, skipped, timing, interpret,
+                        measure_kw, plugins=tuple(os.path.abspath(p) if os.path.isfile(p) else p for p in plugins))
+            for i, s in enumerate(by_shape) if s not in kept}
+
+    import dask
+    from distributed import Client, as_completed
+    from distributed.scheduler import KilledWorker
+    fresh: dict = {}
+    envs: list = []
+    retried: list = []
+    restarted: list = []
+    started = time.perf_counter()
+    cl = client = ckpt = None
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.scheduler.worker-saturation": 1.0}):
+        try:
+            if cluster:
+                try:
+                    client = Client(cluster, timeout="30s")
+                except (OSError, TimeoutError) as exc:
+                    raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
+            else:
+                cl = local_cluster(n, interpret, gpus)
+                client = Client(cl)
+            link = client.dashboard_link if _dashboard() or cluster else None
+            print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
+                  f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
+            ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
+            progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
+            queue = [jobs[s] for s in todo]
+            pending = as_completed()
+            ready = time.perf_counter()          # the time limit counts from a running cluster
+
+            def top_up():
+                # At most one shape per worker thread in flight: a worker that dies takes only the
+                # shape it was measuring with it, never shapes queued behind it.
+                if time_limit is not None and time.perf_counter() - ready > time_limit:
+                    return
+                capacity = max(1, sum(client.nthreads().values()))
+                while queue and pending.count() < capacity:
+                    job = queue.pop(0)
+                    pending.add(client.submit(measure_shape, job, pure=False,
+                                              key=f"shape-{job.index}-attempt{job.attempt}-{os.getpid()}"))
+
+            top_up()
+            for fut in pending:
+                job = _job_of(fut, jobs)
+                exc = fut.exception() if fut.status == "error" else None
+                if exc is None:
+                    res = fut.result()
+                    rows, worker, label = res["rows"], res["worker"], res["label"]
+                    envs.append(res["env"])
+                    note = ""
+                    if res["sticky"]:
+                        note = " (sticky CUDA error: worker restarted)"
+                        restarted += [worker] if _restart(client, worker, res["sticky"]) else []
+                    meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
+                            "attempts": job.attempt}
+                elif isinstance(exc, KilledWorker) and job.attempt == 1:
+                    job.attempt = 2
+                    retried.append(job.shape)
+                    print(f"worker died measuring {job.shape}: starting it once more", file=sys.stderr, flush=True)
+                    queue.insert(0, job)
+                    top_up()
+                    continue
+                else:
+                    why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
+                           else f"the shape's task raised {type(exc).__name__}: {exc}")
+                    rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
+                    meta = {"worker": None, "attempts": job.attempt}
+                fresh[job.shape] = rows
+                if ckpt:
+                    ckpt.add(job.shape, rows, **meta)
+                progress.shape_done(job.shape, label or worker, note)
+                top_up()
+        finally:
+            if ckpt:
+                ckpt.close()
+            if client is not None:
+                client.close()
+            if cl is not None:
+                cl.close()
+    results = []
+    for s in by_shape:
+        results += kept[s][0] if s in kept else fresh.get(s, [])
+    if envs:
+        env = dict(envs[0])
+    else:                                   # everything came from the checkpoint: this process's view
+        from ..harness import gpuinfo
+        env = gpuinfo.environment().as_dict()
+        if interpret:
+            env["gpu"] = gpu_identity(True)[0]
+    unfinished = [s for s in by_shape if s not in kept and s not in fresh]
+    if unfinished:
+        print(f"time limit ({time_limit} s): {len(unfinished)} of {len(by_shape)} shapes not started; the output "
+              f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
+    env["distributed"] = {"shapes": len(by_shape), "resumed": len(by_shape) - len(todo), "measured": len(fresh),
+                          "unfinished": len(unfinished),
+                          "gpus": sorted({f"{r.gpu_name} {r.gpu_uuid}" for rows in fresh.values() for r in rows
+                                          if r.gpu_name}),
+                          "retried": retried, "restarted": restarted, "workers": n if cluster is None else cluster,
+                          "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint}
+    print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
+          f"{len(fresh)} measured, {len(retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
+    return results, env
+
+
+def _job_of(fut, jobs: dict) -> ShapeJob:
+    index = int(str(fut.key).split("-")[1])
+    return next(j for j in jobs.values() if j.index == index)
+
+
+def _restart(client, worker: Optional[str], why: str) -> bool:
+    """Replace a worker whose CUDA context is dead (its nanny starts a fresh process)."""
+    print(f"sticky CUDA error on {worker} ({why}); restarting it", file=sys.stderr)
+    try:
+        n = len(client.nthreads())
+        client.restart_workers([worker])
+        client.wait_for_workers(n, timeout=120)     # so the next shapes see every worker again
+        return True
+    except Exception as exc:   # a worker without a nanny (--cluster with --no-nanny) can't be restarted
+        print(f"warning: could not restart {worker}: {exc}", file=sys.stderr)
+        return False
+
+
+# ---- the CLI's entry --------------------------------------------------------------------------
+
+def selection_of(args, pairs) -> dict:
+    """What a checkpoint's rows depend on: a --resume with other values is refused."""
+    from ..harness.problem import parse_precisions
+    return {"kernels": list(dict.fromkeys(k.name for k, _ in pairs)),
+            "precisions": parse_precisions(args.precision), "options": args.opt or [],
+            "alpha": args.alpha, "beta": args.beta, "seed": args.seed,
+            "mode": "interpret" if args.interpret else "check" if args.check else "timing",
+            "budget_s": args.budget, "target_noise": args.target_noise}
+
+
+def check_flags(args, is_sweep: bool) -> None:
+    """--workers/--cluster/--resume/--checkpoint, before anything else runs (exit 2 on a bad one)."""
+    dist = args.workers is not None or args.cluster
+    if not dist:
+        if args.resume or args.checkpoint or args.time_limit is not None:
+            raise UsageError("--resume/--checkpoint/--time-limit belong to a distributed sweep: add --workers N (or --cluster)")
+        return
+    require_dask()
+    if args.workers is not None and args.cluster:
+        raise UsageError("--workers starts a local cluster and --cluster joins one: use one")
+    if args.workers is not None and args.workers < 0:
+        raise UsageError(f"--workers {args.workers}: must be >= 1 (0: one per GPU)")
+    if not is_sweep:
+        raise UsageError("--workers/--cluster run a sweep: add --sweep, --shapes-file or --distribution")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise UsageError(f"--time-limit {args.time_limit}: must be > 0 seconds")
+    if args.resume and args.checkpoint and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint):
+        raise UsageError("--resume FILE continues FILE; --checkpoint names another file: use one")
+    for path in (args.resume, args.checkpoint):
+        if path and os.path.isdir(path):
+            raise UsageError(f"checkpoint {path} is a directory")
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise UsageError(f"checkpoint {path}: its directory does not exist")
+
+
+def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
+    """``python -m compare ... --workers N | --cluster ADDRESS``: the selection the CLI made, run here."""
+    skipped = {k.name: why for k, _ in pairs if (why := skip(k))}
+    checkpoint = args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
+    if checkpoint is None:
+        print("note: no checkpoint (no -o, --checkpoint or --resume): a stopped sweep keeps nothing", file=sys.stderr)
+    return run_sweep(pairs, selection=selection_of(args, pairs), skipped=skipped, options=options,
+                     timing=not (args.check or args.interpret), interpret=args.interpret,
+                     measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
+                     workers=args.workers or None, cluster=args.cluster, checkpoint=checkpoint,
+                     resume=bool(args.resume), quiet=args.quiet, time_limit=args.time_limit,
+                     plugins=tuple(args.plugin or ()))

@@ -1,0 +1,263 @@
+"""Sweeps on Dask (compare/outputs/distributed.py), CPU only: a local cluster of 2 CPU worker
+processes running the Triton kernels under the interpreter on the interpret_tiny distribution.
+
+Each cluster start spawns two worker processes that import torch and triton: the module runs
+three of them (the sweep, its resume, the killed worker), about a minute on two slow cores."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("distributed", reason='the Dask extra: pip install -e ".[dist]"')
+
+from compare import cli  # noqa: E402
+from compare.harness import registry, runner  # noqa: E402
+from compare.harness.problem import Problem  # noqa: E402
+from compare.harness.runner import Result  # noqa: E402
+from compare.outputs import distributed as dist  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+N_SHAPES = 6
+SWEEP = ["--interpret", "--distribution", f"interpret_tiny:{N_SHAPES}:0", "--kernel", "triton.stream_k", "-q"]
+
+
+
+def _doc(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _keys(rows):
+    return [(r["kernel"], r["shape"], r["precision"], r["status"]) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The same sweep in one process and on 2 workers."""
+    d = tmp_path_factory.mktemp("dist")
+    assert cli.main(SWEEP + ["--format", "json", "-o", str(d / "one.json")]) == 0
+    assert cli.main(SWEEP + ["--workers", "2", "--format", "json", "-o", str(d / "dist.json")]) == 0
+    return d
+
+
+def test_distributed_sweep_gives_the_one_process_rows(runs):
+    one, many = _doc(runs / "one.json"), _doc(runs / "dist.json")
+    assert _keys(many["results"]) == _keys(one["results"])          # same rows, same order
+    assert len({r["shape"] for r in many["results"]}) == N_SHAPES
+    assert all(r["status"] == "ok" for r in many["results"] if r["kernel"] == "triton.stream_k")
+    assert [(e["kernel"], e["n_ok"]) for e in many["summary"]] == [(e["kernel"], e["n_ok"]) for e in one["summary"]]
+    for r in many["results"]:
+        assert r["worker"].startswith("tcp://") and r["attempts"] == 1 and r["gpu_name"], r
+    assert len({r["worker"] for r in many["results"]}) == 2                # both workers took shapes
+    assert all(r["worker"] is None and r["attempts"] is None for r in one["results"])
+    info = many["environment"]["distributed"]
+    assert (info["shapes"], info["measured"], info["resumed"], info["retried"]) == (N_SHAPES, N_SHAPES, 0, [])
+    # The checkpoint holds every shape once, each closed by its done line.
+    lines = [json.loads(x) for x in open(runs / "dist.json.checkpoint.jsonl")]
+    assert lines[0]["kind"] == dist.CHECKPOINT_KIND
+    assert sorted(x["done"] for x in lines if "done" in x) == sorted({r["shape"] for r in one["results"]})
+
+
+def test_resume_measures_only_what_the_checkpoint_lacks(runs, tmp_path):
+    full = (runs / "dist.json.checkpoint.jsonl").read_text()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(full[: int(len(full) * 0.55)])                    # stopped mid-line
+    finished = sum(1 for x in cut.read_text().splitlines() if x.startswith('{"done"') and x.endswith("}"))
+    assert 0 < finished < N_SHAPES
+    out = tmp_path / "resumed.json"
+    assert cli.main(SWEEP + ["--workers", "2", "--resume", str(cut), "--format", "json", "-o", str(out)]) == 0
+    doc = _doc(out)
+    info = doc["environment"]["distributed"]
+    assert info["resumed"] == finished and info["measured"] == N_SHAPES - finished   # nothing measured twice
+    assert _keys(doc["results"]) == _keys(_doc(runs / "dist.json")["results"])
+    done = [json.loads(x)["done"] for x in cut.read_text().splitlines() if x.startswith('{"done"')]
+    assert sorted(done) == sorted(set(done)) and len(done) == N_SHAPES
+    # Resuming the finished file measures nothing.
+    again = tmp_path / "again.json"
+    assert cli.main(SWEEP + ["--workers", "2", "--resume", str(cut), "--format", "json", "-o", str(again)]) == 0
+    again_doc = _doc(again)
+    assert again_doc["environment"]["distributed"]["measured"] == 0
+    assert again_doc["environment"]["gpu"] and _keys(again_doc["results"]) == _keys(doc["results"])
+
+
+def test_resume_refuses_a_checkpoint_of_other_flags(runs, tmp_path, capsys):
+    src = runs / "dist.json.checkpoint.jsonl"
+    rc = cli.main(SWEEP + ["--workers", "2", "--precision", "tf32", "--resume", str(src), "-o", str(tmp_path / "x.json")])
+    assert rc == 2 and "other selection flags" in capsys.readouterr().err
+    # Without --resume, an existing checkpoint is never overwritten.
+    rc = cli.main(SWEEP + ["--workers", "2", "--checkpoint", str(src)])
+    assert rc == 2 and "--resume" in capsys.readouterr().err
+
+
+KILL_PLUGIN = '''
+import os
+from compare.harness import registry
+
+def _prepare(problem, inputs, options):
+    # Kills its worker process the first time it meets TARGET (the marker file says it did).
+    if problem.shape == {target!r} and not os.path.exists({marker!r}):
+        open({marker!r}, "w").close()
+        os._exit(17)
+    return registry.get("triton.stream_k").prepare(problem, inputs, options)
+
+registry.register(registry.Kernel(name="triton.test_kill_once", family="triton",
+                                  stage=registry.get("triton.stream_k").stage, precisions=("fp32",),
+                                  prepare=_prepare, interpretable=True))
+'''
+
+
+def test_a_killed_worker_loses_no_shape_and_measures_none_twice(tmp_path):
+    from compare.harness.shapes import distribution
+    shapes = distribution("interpret_tiny", N_SHAPES, 1)
+    target = "x".join(map(str, shapes[3]))
+    plugin = tmp_path / "kill_once.py"
+    plugin.write_text(KILL_PLUGIN.format(target=target, marker=str(tmp_path / "killed")))
+    dist.load_plugins([str(plugin)])
+    try:
+        kernels = [registry.get("cublas"), registry.get("triton.test_kill_once")]
+        pairs = runner.baseline_pairs([(k, Problem(*s)) for s in shapes for k in kernels])
+        rows, env = dist.run_sweep(pairs, selection={"test": 1}, skipped={"cublas": "needs a GPU"}, options={},
+                                   timing=False, interpret=True, measure_kw={}, workers=2,
+                                   checkpoint=str(tmp_path / "ck.jsonl"), quiet=True, plugins=(str(plugin),))
+    finally:
+        registry._REGISTRY.pop("triton.test_kill_once", None)
+    assert (tmp_path / "killed").exists()                              # a worker did die
+    mine = [r for r in rows if r.kernel == "triton.test_kill_once"]
+    assert sorted(r.shape for r in mine) == sorted("x".join(map(str, s)) for s in shapes)   # each once
+    assert all(r.status == "ok" for r in mine), [r.status_text for r in mine]
+    assert {r.shape: r.attempts for r in rows if r.attempts == 2} == {target: 2}
+    assert env["distributed"]["retried"] == [target] and env["distributed"]["measured"] == N_SHAPES
+
+
+def test_without_dask_workers_exits_2_with_the_install_line():
+    code = ("import sys; sys.modules['distributed'] = None; from compare.cli import main; "
+            f"sys.exit(main({SWEEP + ['--workers', '2']!r}))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert p.returncode == 2, p.stderr
+    assert 'pip install -e ".[dist]"' in p.stderr and "dask:" not in p.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--interpret", "--kernel", "triton.stream_k", "--workers", "2"], "run a sweep"),
+    (SWEEP + ["--workers", "2", "--cluster", "tcp://127.0.0.1:1"], "use one"),
+    (SWEEP + ["--resume", "x.jsonl"], "add --workers"),
+    (SWEEP + ["--time-limit", "5"], "add --workers"),
+    (SWEEP + ["--workers", "2", "--time-limit", "0"], "> 0"),
+])
+def test_bad_distributed_flags_exit_2(argv, says, capsys):
+    assert cli.main(argv) == 2
+    assert says in capsys.readouterr().err
+
+
+def _row(status="ok", reason="", shape="8x8x8"):
+    return Result(kernel="k", family="triton", stage="s", group="g", variant="", shape=shape, M=8, N=8, K=8,
+                  precision="fp32", alpha=1.0, beta=0.0, status=status, reason=reason)
+
+
+@pytest.mark.parametrize("reason, sticky", [
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", True),
+    ("CUDARuntimeError: cudaErrorLaunchFailure: unspecified launch failure", True),
+    ("CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address", True),
+    ("RuntimeError: device-side trap", True),
+    ("out of GPU memory: OutOfMemoryError: CUDA out of memory", False),
+    ("ValueError: trapezoid", False),
+])
+def test_sticky_cuda_errors_are_recognised(reason, sticky):
+    assert (dist.sticky_cuda_error([_row(), _row("error", reason)]) is not None) == sticky
+    assert dist.sticky_cuda_error([_row("FAILED", reason)]) is None     # only errors, never a wrong result
+
+
+def test_checkpoint_cut_at_any_byte_keeps_only_whole_shapes(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    sel = {"kernels": ["k"], "mode": "check"}
+    ck = dist.Checkpoint(str(path), sel, {})
+    for s in ("1x1x1", "2x2x2", "3x3x3"):
+        ck.add(s, [_row(shape=s), _row("FAILED", "wrong", shape=s)], worker="w", attempts=1)
+    ck.close()
+    text = path.read_text()
+    header_end = text.index("\n") + 1
+    seen = set()
+    for cut in range(header_end, len(text) + 1):
+        path.write_text(text[:cut])
+        got = dist.read_checkpoint(str(path), sel)
+        for s, (rows, done) in got.items():
+            assert [r.status for r in rows] == ["ok", "FAILED"] and done["rows"] == 2
+        seen.add(len(got))
+    assert seen == {0, 1, 2, 3}
+
+
+def test_time_limit_starts_no_shape_after_it(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    rc = cli.main(SWEEP + ["--workers", "2", "--time-limit", "1e-9", "--format", "json", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert f"{N_SHAPES} of {N_SHAPES} shapes not started" in err and "--resume" in err
+    assert rc == 2                      # nothing was checked: the README's exit code for that
+    lines = (tmp_path / "t.json.checkpoint.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["kind"] == dist.CHECKPOINT_KIND
+
+
+STICKY_PLUGIN = '''
+from compare.harness import registry
+
+def _prepare(problem, inputs, options):
+    if problem.shape == {target!r}:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    return registry.get("triton.stream_k").prepare(problem, inputs, options)
+
+registry.register(registry.Kernel(name="triton.test_sticky", family="triton",
+                                  stage=registry.get("triton.stream_k").stage, precisions=("fp32",),
+                                  prepare=_prepare, interpretable=True))
+'''
+
+
+def test_a_sticky_cuda_error_keeps_the_rows_and_replaces_the_worker(tmp_path, capsys):
+    from compare.harness.shapes import distribution
+    shapes = distribution("interpret_tiny", 6, 2)
+    target = "x".join(map(str, shapes[0]))
+    plugin = tmp_path / "sticky.py"
+    plugin.write_text(STICKY_PLUGIN.format(target=target))
+    dist.load_plugins([str(plugin)])
+    try:
+        kernels = [registry.get("triton.test_sticky")]
+        pairs = [(k, Problem(*s)) for s in shapes for k in kernels]
+        rows, env = dist.run_sweep(pairs, selection={"test": 2}, skipped={}, options={}, timing=False,
+                                   interpret=True, measure_kw={}, workers=2, checkpoint=str(tmp_path / "ck.jsonl"),
+                                   quiet=True, plugins=(str(plugin),))
+    finally:
+        registry._REGISTRY.pop("triton.test_sticky", None)
+    err = capsys.readouterr().err
+    assert "sticky CUDA error" in err and "could not restart" not in err
+    by_shape = {r.shape: r for r in rows}
+    assert len(rows) == len(by_shape) == 6                                    # kept once, not retried
+    assert by_shape[target].status == "error" and by_shape[target].attempts == 1
+    assert all(r.status == "ok" for s, r in by_shape.items() if s != target)
+    # The worker that hit it was a fresh process for any shape it measured afterwards.
+    done = [json.loads(x) for x in (tmp_path / "ck.jsonl").read_text().splitlines()[1:] if x.startswith('{"done"')]
+    hit = next(d for d in done if d["done"] == target)
+    assert env["distributed"]["restarted"] == [hit["worker"]]
+    later = [d for d in done[done.index(hit) + 1:] if d["name"] == hit["name"]]
+    assert all(d["pid"] != hit["pid"] for d in later)    # whatever it measured next, a new process did
+
+
+def _visible_devices():
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def test_gpu_workers_are_each_pinned_to_one_gpu(monkeypatch):
+    """Without dask-cuda, --workers starts one nanny per GPU that sets CUDA_VISIBLE_DEVICES for its
+    worker (checked on CPU: the variable is all a worker's CUDA would see)."""
+    from distributed import Client
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)        # the fallback path, even where it is installed
+    cluster = dist.local_cluster(2, interpret=False, gpus=["3", "5", "6"])
+    try:
+        with Client(cluster) as client:
+            seen = client.run(_visible_devices)
+            names = {w["name"] for w in client.scheduler_info()["workers"].values()}
+    finally:
+        cluster.close()
+    assert sorted(seen.values()) == ["3", "5"] and names == {"gpu3", "gpu5"}
