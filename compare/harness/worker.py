@@ -53,7 +53,7 @@ _STICKY = (
     ("illegal memory access", r"illegal memory access|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorIllegalAddress"),
     ("misaligned address", r"misaligned address|CUDA_ERROR_MISALIGNED_ADDRESS|cudaErrorMisalignedAddress"),
     ("unspecified launch failure (trap or kernel exception)",
-     r"unspecified launch failure|CUDA_ERROR_LAUNCH_FAILED|cudaErrorLaunchFailure"),
+     r"unspecified launch failure|CUDA_ERROR_LAUNCH_FAILED|cudaErrorLaunchFailure|\btrap\b"),
     ("illegal instruction", r"illegal instruction|CUDA_ERROR_ILLEGAL_INSTRUCTION|cudaErrorIllegalInstruction"),
     ("device-side assert", r"device-side assert|CUDA_ERROR_ASSERT|cudaErrorAssert"),
     ("invalid program counter", r"invalid program counter|CUDA_ERROR_INVALID_PC|cudaErrorInvalidPc"),

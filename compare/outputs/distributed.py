@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -100,7 +99,7 @@ def measure_shape(job: ShapeJob) -> dict:
     if job.interpret:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
     load_plugins(job.plugins)
-    from ..harness import gpuinfo, registry, runner
+    from ..harness import gpuinfo, runner
     pairs = [(from_wire(wire), p) for wire, p in job.pairs]
     t0 = time.perf_counter()
     rows = runner.run(pairs, timing=job.timing, device="cpu" if job.interpret else None,
@@ -124,7 +123,6 @@ def measure_shape(job: ShapeJob) -> dict:
 
 def died_rows(job: ShapeJob, why: str) -> list[Result]:
     """Error rows for a shape whose task could not finish (its worker died twice, or it raised)."""
-    from ..harness import registry
     out = []
     for wire, p in job.pairs:
         k = from_wire(wire)
