@@ -33,7 +33,7 @@ _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 _CODE_SPAN = re.compile(r"`([^`]+)`")  # a span may wrap onto the next line
 # Written at run time, never committed (.gitignore): a doc may name them without them existing.
-GENERATED = (".asv/", ".ci-venvs/", "build/")
+GENERATED = (".asv/", ".ci-venvs/", "build/", ".cache/")
 _NOT_A_PATH = re.compile(r"[*?<>{}\[\]$|=~@%,;:'\"()]")  # globs, placeholders, URLs, options
 
 
@@ -227,3 +227,15 @@ def test_no_skips_mode_turns_a_skip_into_a_failure(tmp_path):
     # a gpu-marked test is never turned into a failure: it passes (GPU box) or skips (none)
     assert "FAILED test_x.py::test_gpu" not in strict.stdout
     assert "ERROR test_gpu_mod.py" not in strict.stdout  # a gpu module skipping itself is fine
+
+
+def test_readme_first_screen_gets_a_user_to_a_working_command():
+    """The front door: at most ~120 lines, and the first 40 hold the install, the main command, the
+    CPU (interpreter) command, a sample of what the main command prints and the test command."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    assert len(lines) <= 120, len(lines)
+    first = "\n".join(lines[:40])
+    for needed in ('pip install -e ".[', "python -m compare --stage split_k", "python -m compare --interpret",
+                   "summary: % of cuBLAS", "python -m pytest -q"):
+        assert needed in first, needed
