@@ -152,7 +152,7 @@ __device__ __forceinline__ void mainloop_double_buffered(float (&acc)[8][WN / 8]
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 }
 
-// Variants (registry.PIPELINE_TILES, env CUDA_TILE_09): WN = 128 gives 8x16 per thread on a
+// Variants (registry.VARIANTS_09, the `tile` option): WN = 128 gives 8x16 per thread on a
 // 128x256 block tile (1 block per SM, up to 255 registers); GROUP is the tile rows of the
 // launch-order swizzle (tile_grouped).
 template <int BM, int BN, int BK, int STAGES, bool VEC, int WN, int GROUP>

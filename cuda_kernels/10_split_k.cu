@@ -6,7 +6,7 @@
 // parallelism left. S slices give S times more blocks, each with K/S of the work.
 // Cost: the partials travel through memory: S*M*N floats written and read again (a workspace
 // allocated once per problem), plus one small kernel launch. The split count is chosen on
-// the host from the SM count, the tile count and K (cuda_kernels/registry.py), so the
+// the host from the SM count, the tile count and K (cuda_kernels/launch.py), so the
 // partial traffic stays a few percent of the GEMM time. Per block: same registers and shared
 // memory as stage 09.
 // Determinism: split_k_reduce adds the S partials of an element in a fixed order (slice 0,

@@ -1,8 +1,10 @@
-"""Handwritten CUDA kernels, one .cu file per optimization stage (registered in registry.py here).
+"""Handwritten CUDA kernels, one .cu file per optimization stage (declared in registry.py,
+registered and launched by launch.py).
 
 Importing this package registers the kernels and needs neither a GPU nor CuPy: CuPy is imported
 on the first compile (cuda_kernels.loader).
 """
-from .registry import KERNELS, SPECS  # registers every CUDA kernel
+from .launch import KERNELS  # registers every CUDA kernel
+from .registry import SPECS
 
 __all__ = ["KERNELS", "SPECS"]

@@ -14,6 +14,7 @@ import pytest
 import cuda_kernels
 from compare.harness.problem import Problem
 from compare.harness.registry import STAGES, _REGISTRY
+from cuda_kernels import launch as cuda_launch
 from cuda_kernels import loader, registry, resources
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -226,15 +227,15 @@ def test_other_stages_take_any_shape(name):
 
 
 def test_split_plan():
-    s, chunk = registry.split_plan(256, 256, 131072, sm_count=132, bk=16)
+    s, chunk = cuda_launch.split_plan(256, 256, 131072, sm_count=132, bk=16)
     assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
-    s, chunk = registry.split_plan(512, 512, 65536, sm_count=132, bk=16)
-    assert s >= 8 and chunk >= registry.MIN_SPLIT_CHUNK
-    assert registry.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
-    assert registry.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
-    assert registry.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
+    s, chunk = cuda_launch.split_plan(512, 512, 65536, sm_count=132, bk=16)
+    assert s >= 8 and chunk >= cuda_launch.MIN_SPLIT_CHUNK
+    assert cuda_launch.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
+    assert cuda_launch.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
+    assert cuda_launch.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
     # A forced count (the split_k option) is rounded so chunks stay multiples of BK.
-    s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
+    s, chunk = cuda_launch.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
     assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
     from compare.harness.errors import UsageError
     with pytest.raises(UsageError, match="must be >= 1"):

@@ -21,6 +21,7 @@ from compare.harness.check import check
 from compare.harness.errors import UsageError
 from compare.harness.inputs import make_inputs
 from compare.harness.problem import Problem
+from cuda_kernels import launch as cuda_launch
 from cuda_kernels import loader, registry
 from cuda_kernels.emulator import EmuBackend, EmuInputs, EmulatorError, GuardedArray, compiler
 
@@ -144,18 +145,18 @@ def small_gpu(backend):
 # (shape, options, plan mode expected): 2 SMs x 2 blocks of 128x128 = 4 slots.
 STREAM_K_CASES = [
     ((260, 516, 70), {}, "hybrid"),                          # 15 tiles: 7 stream-K, 8 data-parallel
-    ((260, 516, 70), {"mode": "sk", "sk_grid": "6"}, "sk"),  # 5 iters/tile, 75 over 6 blocks: odd cuts
-    ((255, 127, 333), {"mode": "sk", "sk_grid": "5"}, "sk"),  # scalar path, K tail inside a split tile
+    ((260, 516, 70), {"mode": "sk", "grid": "6"}, "sk"),  # 5 iters/tile, 75 over 6 blocks: odd cuts
+    ((255, 127, 333), {"mode": "sk", "grid": "5"}, "sk"),  # scalar path, K tail inside a split tile
     ((300, 40, 61), {}, None),                               # N <= 64: the 128x64 tile
     ((33, 2200, 100), {}, "hybrid"),                         # M <= 64: the 64x128 tile, 18 tiles on 8 slots
-    ((129, 130, 17), {"mode": "sk", "sk_grid": "3"}, "sk"),  # two iterations per tile, one of one k
+    ((129, 130, 17), {"mode": "sk", "grid": "3"}, "sk"),  # two iterations per tile, one of one k
     ((7, 9, 3), {"mode": "sk"}, "sk"),                       # one iteration: nothing to split
     ((256, 256, 64), {"mode": "dp"}, "dp"),
-    ((20, 300, 200), {"mode": "sk", "sk_grid": "7"}, "sk"),  # M <= 32: the 32x128 tile (2 warps)
-    ((300, 20, 203), {"mode": "sk", "sk_grid": "9"}, "sk"),  # N <= 32: the 128x32 tile, scalar path
-    ((50, 60, 1000), {"mode": "sk", "sk_grid": "5"}, "sk"),  # M, N <= 64: the 64x64 tile; 5 partials on 8 fixup lanes
+    ((20, 300, 200), {"mode": "sk", "grid": "7"}, "sk"),  # M <= 32: the 32x128 tile (2 warps)
+    ((300, 20, 203), {"mode": "sk", "grid": "9"}, "sk"),  # N <= 32: the 128x32 tile, scalar path
+    ((50, 60, 1000), {"mode": "sk", "grid": "5"}, "sk"),  # M, N <= 64: the 64x64 tile; 5 partials on 8 fixup lanes
     ((100, 120, 501), {}, "sk"),                             # one 128x128 tile < 2 SMs: the 64x128 tile
-    ((70, 100, 2000), {"mode": "sk", "sk_grid": "40"}, "sk"),  # ~21 partials per tile: the 8-lane fixup, odd counts
+    ((70, 100, 2000), {"mode": "sk", "grid": "40"}, "sk"),  # ~21 partials per tile: the 8-lane fixup, odd counts
 ]
 
 
@@ -171,9 +172,9 @@ def test_stream_k_plans(small_gpu, name, case):
     assert res.ok, f"{name} {shape} {opts}: {res.message} ({cfg})"
     if mode:
         assert cfg["mode"] == mode, cfg
-    if "sk_grid" in opts and cfg["sk_tiles"]:
-        assert cfg["sk_blocks"] == min(int(opts["sk_grid"]), cfg["sk_tiles"] * cfg["iters_per_tile"])
-    assert cfg["tile"] == registry.stream_k_tile(p.M, p.N, p.K, small_gpu.sm_count())
+    if "grid" in opts and cfg["sk_tiles"]:
+        assert cfg["sk_blocks"] == min(int(opts["grid"]), cfg["sk_tiles"] * cfg["iters_per_tile"])
+    assert cfg["tile"] == cuda_launch.stream_k_tile(p.M, p.N, p.K, small_gpu.sm_count())
     assert cfg["grid"][0] == cfg["sk_blocks"] + cfg["tiles"] - cfg["sk_tiles"]
     if cfg["mode"] == "hybrid":
         assert 0 < cfg["sk_tiles"] < cfg["tiles"]
@@ -184,8 +185,8 @@ def test_stream_k_fixup_lanes_follow_the_partial_count(small_gpu):
     """Few tiles of many partials get the 8-lane fixup, many tiles of few partials the 1-lane one;
     both sum to the float64 reference (the 8-lane one is the case list's 70x100x2000)."""
     k = KERNELS["cuda.11_stream_k"]
-    for shape, opts, lanes in (((70, 100, 2000), {"mode": "sk", "sk_grid": "40"}, 8),
-                               ((260, 516, 70), {"mode": "sk", "sk_grid": "6"}, 1)):
+    for shape, opts, lanes in (((70, 100, 2000), {"mode": "sk", "grid": "40"}, 8),
+                               ((260, 516, 70), {"mode": "sk", "grid": "6"}, 1)):
         res, _, launch = run(small_gpu, k, Problem(*shape), options=opts)
         assert res.ok, res.message
         assert f"({lanes} lane" in launch.config["fixup"], launch.config
@@ -208,7 +209,7 @@ def test_stream_k_plan_covers_every_iteration_once():
 
 def test_stream_k_tile_heuristic():
     """Few 128x128 tiles: 64-row tiles, unless K is long and 64 rows pad no less than 128."""
-    t = registry.stream_k_tile
+    t = cuda_launch.stream_k_tile
     assert t(1000, 1000, 1000) == "64x128x16"            # 64 tiles < 132 SMs
     assert t(1024, 1024, 16384) == "128x128x16"          # long K, no padding saved
     assert t(257, 255, 65537) == "64x128x16"             # long K, 320 rows padded instead of 384
@@ -218,7 +219,7 @@ def test_stream_k_tile_heuristic():
 
 def test_stream_k_heuristic_on_the_headline_shapes():
     def plan(M, N, K):
-        bm, bn, bk, _, _, bps = registry.STREAM_K_TILES[registry.stream_k_tile(M, N, K)]
+        bm, bn, bk, _, _, bps = registry.STREAM_K_TILES[cuda_launch.stream_k_tile(M, N, K)]
         return decompose.stream_k_plan(decompose.cdiv(M, bm) * decompose.cdiv(N, bn), decompose.cdiv(K, bk), 132, bps)
     assert plan(1000, 1000, 1000).mode == "sk"           # 64 tiles on 264 slots
     assert plan(3000, 5000, 2000).mode == "hybrid"       # 960 tiles = 3.64 waves of 264
@@ -230,14 +231,14 @@ def test_stream_k_heuristic_on_the_headline_shapes():
 
 
 def test_split_plan():
-    s, chunk = registry.split_plan(256, 256, 131072, sm_count=132, bk=16)
+    s, chunk = cuda_launch.split_plan(256, 256, 131072, sm_count=132, bk=16)
     assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
-    s, chunk = registry.split_plan(512, 512, 65536, sm_count=132, bk=16)
+    s, chunk = cuda_launch.split_plan(512, 512, 65536, sm_count=132, bk=16)
     assert s >= 8 and chunk >= 256
-    assert registry.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
-    assert registry.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
-    assert registry.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
-    s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
+    assert cuda_launch.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
+    assert cuda_launch.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
+    assert cuda_launch.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
+    s, chunk = cuda_launch.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
     assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
 
 
@@ -246,7 +247,8 @@ def test_split_plan():
     ("cuda.10_split_k", {"split_k": "0"}, "must be >= 1"),
     ("cuda.10_split_k", {"tile": "128x256x8"}, "must be one of 128x128x16, 128x128x8, 128x128x8s3"),
     ("cuda.11_stream_k", {"mode": "fast"}, "must be one of dp, sk, hybrid"),
-    ("cuda.11_stream_k", {"sk_grid": "x"}, "must be an integer"),
+    ("cuda.11_stream_k", {"grid": "x"}, "must be an integer"),
+    ("cuda.11_stream_k", {"sk_grid": "6"}, "'sk_grid' was renamed: use grid"),
     ("cuda.08_warptile", {"tile": "128x128x8"}, "has no option 'tile'"),
 ])
 def test_options_are_checked(name, raw, msg):

@@ -213,6 +213,8 @@ def test_front_ends_share_one_set_of_selection_flags():
     (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "'config' was renamed: use tile"),
     (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "'sk' was renamed: use mode"),
     (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "'sk' was renamed: use mode"),
+    (["--kernel", "cuda.11_stream_k", "--opt", "sk_grid=6"], "'sk_grid' was renamed: use grid"),
+    (["--kernel", "cuda.11_stream_k", "--opt", "cuda.11_stream_k:sk_grid=6"], "'sk_grid' was renamed: use grid"),
 ])
 def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
     from compare import cli

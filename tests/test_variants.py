@@ -31,10 +31,10 @@ def test_parse():
 
 
 def test_resolve_parses_options_with_the_kernels_declaration():
-    (kernel, v), = variants.resolve(["cuda.11_stream_k:tile=64x64x16,sk_grid=132"], _known())
-    assert kernel.name == "cuda.11_stream_k" and v.name == "cuda.11_stream_k[tile=64x64x16,sk_grid=132]"
+    (kernel, v), = variants.resolve(["cuda.11_stream_k:tile=64x64x16,grid=132"], _known())
+    assert kernel.name == "cuda.11_stream_k" and v.name == "cuda.11_stream_k[tile=64x64x16,grid=132]"
     # the fixed options are the variant: --opt can no longer set them
-    assert {o.name for o in v.options} == {o.name for o in kernel.options} - {"tile", "sk_grid"}
+    assert {o.name for o in v.options} == {o.name for o in kernel.options} - {"tile", "grid"}
     assert v.stage == kernel.stage and v.family == kernel.family
 
 
@@ -57,8 +57,11 @@ def test_star_expands_to_the_declared_values():
     is its declared choices."""
     from cuda_kernels import registry as cuda_registry
     k = registry.get("cuda.09_double_buffered")
-    tiles = registry.declared_choices(next(o for o in k.options if o.name == "tile"))
+    tile = next(o for o in k.options if o.name == "tile")
+    tiles = registry.declared_choices(tile)
     assert tiles == tuple(cuda_registry.TILES_09) and len(tiles) > 2
+    assert tile.parse.choices == tiles   # declared on the parser, not read from its closure
+    assert _names(["cuda.11_stream_k:mode=*"]) == [f"cuda.11_stream_k[mode={m}]" for m in ("dp", "sk", "hybrid")]
     assert _names(["cuda.09_double_buffered:tile=*"]) == [f"cuda.09_double_buffered[tile={t}]" for t in tiles]
     from triton_kernels import _gemm, tiled
     want = list(dict.fromkeys(_gemm.config_name(c) for cs in tiled.CONFIGS.values() for c in cs))

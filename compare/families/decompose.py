@@ -199,7 +199,7 @@ def stream_k_plan(tiles: int, iters_per_tile: int, sms: int, blocks_per_sm: int,
     if mode is not None and mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     if sk_blocks is not None and sk_blocks < 1:
-        raise ValueError(f"sk_grid must be >= 1, got {sk_blocks}")
+        raise ValueError(f"grid must be >= 1, got {sk_blocks}")
     dp_fill = rule.dp_fill if dp_fill is None else dp_fill
     slots = max(1, sms * blocks_per_sm)
     waves = tiles / slots

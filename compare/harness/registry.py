@@ -149,26 +149,15 @@ def declared_candidates(option: Optional[Option]) -> tuple:
 
 def declared_choices(option: Optional[Option]) -> tuple:
     """An option's declared list of values: ``Option.choices``, else the ``choices`` attribute of
-    its parser, else the tuple of strings its parser closes over (cuda_kernels.registry._choice
-    builds its parser that way: a closed list without an Option.choices field)."""
-    import inspect
+    its parser (the families' choice parsers declare their list that way)."""
     if option is None:
         return ()
     if option.choices:
         return tuple(option.choices)
-    attr = getattr(option.parse, "choices", None)
-    if attr:
-        return tuple(attr)
-    try:
-        free = inspect.getclosurevars(option.parse).nonlocals
-    except TypeError:       # a builtin (str, int): no closure
-        return ()
-    lists = [v for v in free.values() if isinstance(v, tuple) and v and all(isinstance(x, str) for x in v)]
-    return tuple(lists[0]) if len(lists) == 1 else ()
+    return tuple(getattr(option.parse, "choices", None) or ())
 
 
-# One concept, one option name across families. Old spellings are refused with the new one named
-# (a kernel that still declares an old name keeps it until its family is renamed).
+# One concept, one option name across families. Old spellings are refused with the new one named.
 RENAMED = {"config": "tile", "sk": "mode", "sk_grid": "grid"}
 
 

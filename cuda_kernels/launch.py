@@ -1,0 +1,382 @@
+"""The CUDA stages launched: each :class:`~cuda_kernels.registry.StageSpec` becomes a registered
+``Kernel`` whose ``prepare`` picks one of the spec's compiled configurations for a problem and
+returns a launch of it.
+
+Three prepare paths, one per ``StageSpec.plan``: one launch over a grid of tiles
+(``_single_prepare``), split-K (``_split_k_prepare``: the split kernel then a fixed-order
+reduction, or atomicAdd into C) and stream-K (``_stream_k_prepare``: data-parallel tiles plus
+stream-K blocks, then a fixup or atomicAdd).
+
+Options (``--opt NAME=VALUE``; everything left out is chosen by the kernel's heuristic, and every
+launch reports the resolved values in ``launch.config``):
+
+* ``tile`` (stages 09, 10, 11, 12): one of the stage's compiled tiles (``StageSpec.tiles``).
+  Defaults: ``registry.DEFAULT_TILE``; stage 11 picks per shape (``stream_k_tile``).
+* ``split_k`` (stage 10): the split count, >= 1 (1 = no split); default from the split-K cost
+  model in ``compare.families.decompose``.
+* ``mode`` (stage 11): ``dp`` | ``sk`` | ``hybrid``; ``grid`` (stage 11): stream-K blocks.
+  Defaults from ``compare.families.decompose.stream_k_plan``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from compare.families import decompose
+from compare.harness.registry import Kernel, Option, register
+
+from . import loader
+from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SPECS,
+                       SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, Config,
+                       StageSpec, expressions)
+
+
+def _function(spec: StageSpec, cfg: Config):
+    return loader.backend().function(spec.file, cfg, expressions(spec.file))
+
+
+# ---------------------------------------------------------------------------------------------
+# shape rules
+
+def _aligned_rows(problem) -> bool:
+    return problem.N % 4 == 0 and problem.K % 4 == 0
+
+
+def _vec_requirement(problem) -> Optional[str]:
+    if _aligned_rows(problem):
+        return None
+    return (f"float4 path needs N % 4 == 0 and K % 4 == 0 (16-byte aligned rows of A, B and C); "
+            f"got N={problem.N}, K={problem.K}")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tiles(problem, cfg: Config) -> int:
+    bm, bn = cfg.tile
+    return _cdiv(problem.M, bm) * _cdiv(problem.N, bn)
+
+
+def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
+    """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
+    outputs get a quarter- or half-height tile (M <= 32, M <= 64) or a quarter- or half-width one
+    (N <= 32, N <= 64), and an output at most 64 on both sides the 64x64 tile. Below one wave of
+    128x128 tiles (fewer tiles than SMs) the 64x128 tile: twice the tiles and blocks per SM to
+    share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
+    127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92), except for long K
+    (K >= 4 max(M, N)) where 64 rows pad no less than 128 (the H100 sweep: 1024x1024x16384 88%
+    with 128x128, 82% with 64x128). Everything else the
+    128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
+    reading B; the 32-row tile keeps the wasted FFMAs under that time."""
+    if M <= 32:
+        return "32x128x16"
+    if M <= 64:
+        return "64x64x16" if N <= 64 else "64x128x16"
+    if N <= 32:
+        return "128x32x16"
+    if N <= 64:
+        return "128x64x16"
+    if _cdiv(M, 128) * _cdiv(N, 128) < sms:
+        # Long K already has the blocks it needs from the split of K; there the 64-row tile
+        # pays only where it pads fewer rows (257: 320 rows of 64 vs 384 of 128).
+        long_k = K >= 4 * max(M, N)
+        if not long_k or _cdiv(M, 64) * 64 < _cdiv(M, 128) * 128:
+            return "64x128x16"
+    return "128x128x16"
+
+
+# ---------------------------------------------------------------------------------------------
+# options
+
+def _choice(values: tuple) -> Callable[[str], str]:
+    """An option parser for a closed list; ``parse.choices`` declares the list (what
+    ``--variant KERNEL:NAME=*`` expands to, compare.harness.registry.declared_choices)."""
+    def parse(text: str) -> str:
+        t = text.strip()
+        if t not in values:
+            raise ValueError(f"must be one of {', '.join(values)}")
+        return t
+    parse.choices = tuple(values)
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(str(text).strip())
+    except ValueError:
+        raise ValueError("must be an integer") from None
+    if v < 1:
+        raise ValueError("must be >= 1")
+    return v
+
+
+def _options(spec: StageSpec) -> tuple:
+    out = []
+    if len(spec.tiles) > 1:
+        default = f"default {spec.default_tile}" if spec.default_tile else "default: chosen per shape"
+        if spec.precisions == tuple(TF32_PRECISIONS):
+            default = "; ".join(f"{pr}: default {TF32_DEFAULT_TILE[pr]}, any of "
+                                f"{', '.join(t for t, v in TF32_TILES.items() if pr in v[-1])}"
+                                for pr in TF32_PRECISIONS)
+        out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
+    if spec.plan == SPLIT_K:
+        out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
+                          _positive_int))
+    if spec.plan == STREAM_K:
+        out.append(Option("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
+                                  "data-parallel waves); default from the wave count", _choice(decompose.MODES)))
+        out.append(Option("grid", "stream-K blocks, >= 1 (default: SMs x blocks per SM)", _positive_int))
+    return tuple(out)
+
+
+def _chosen_by(opts: dict) -> str:
+    if not opts:
+        return "heuristic"
+    return f"user ({', '.join(sorted(opts))}), heuristic (the rest)"
+
+
+def _with_config(launch, config: dict):
+    launch.config = config
+    return launch
+
+
+# ---------------------------------------------------------------------------------------------
+# prepare / launch
+
+def _operands(problem, inputs, vec_needed: bool):
+    """CuPy views of A, B, C and whether their base addresses allow 16-byte accesses."""
+    A, B, C = inputs.cupy("A"), inputs.cupy("B"), inputs.cupy("C")
+    be = loader.backend()
+    aligned = all(be.address(x) % 16 == 0 for x in (A, B, C))
+    if vec_needed and not aligned:
+        raise ValueError("float4 path needs 16-byte aligned A, B and C; got a base address that is not")
+    return A, B, C, aligned
+
+
+def _gemm_args(problem, A, B, C):
+    return (np.int32(problem.M), np.int32(problem.N), np.int32(problem.K), np.float32(problem.alpha),
+            A, B, np.float32(problem.beta), C)
+
+
+def _launcher(*steps):
+    """A zero-argument launch of (function, grid, block, args[, dynamic shared bytes]) steps, in
+    order, each on torch's current stream as of the call (looked up per call: a CUDA graph
+    capture or a side stream that is current when the launch runs gets the work)."""
+    def launch():
+        stream = loader.backend().stream()
+        for fn, grid, block, args, *smem in steps:
+            if smem and smem[0]:
+                fn(grid, block, args, shared_mem=smem[0], stream=stream)
+            else:
+                fn(grid, block, args, stream=stream)
+    return launch
+
+
+def _geometry(cfg: Config, grid) -> dict:
+    bm, bn = cfg.tile
+    return {"BM": bm, "BN": bn, "BK": cfg.bk, "threads": cfg.threads, "grid": list(grid)}
+
+
+def _pick_config(spec: StageSpec, problem, inputs, opts: dict, suffix: str = "") -> tuple[Config, bool, str]:
+    """(configuration, float4 path?, tile label) for a single-kernel stage."""
+    vec_only = spec.operands == "float4"
+    _, _, _, aligned = _operands(problem, inputs, vec_needed=vec_only)
+    vec = vec_only or (aligned and _aligned_rows(problem))
+    if not spec.tiles:
+        return spec.configs[0], vec, spec.configs[0].label
+    tile = opts.get("tile") or spec.default_tile
+    return spec.config(f"{tile}.{'vec' if vec else 'scalar'}{suffix}"), vec, tile
+
+
+def _check_smem(spec: StageSpec, cfg: Config) -> None:
+    """A block asking for more shared memory than the GPU lets one block opt in to can't launch
+    (stage 12's 105 KiB runs on sm_80 / sm_90, not on sm_86 / sm_89 with 99 KiB): say so first."""
+    be = loader.backend()
+    if cfg.smem_dynamic > 48 * 1024 and hasattr(be, "smem_optin"):
+        have = be.smem_optin()
+        if have is not None and cfg.smem_dynamic > have:
+            from compare.harness.errors import UsageError
+            raise UsageError(f"{spec.name} tile {cfg.label} needs {cfg.smem_dynamic} bytes of shared memory per "
+                             f"block; this GPU lets a block use at most {have}")
+
+
+def _single_prepare(spec: StageSpec):
+    """One kernel launch over a 1-D grid of C tiles."""
+    def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
+        tf32 = spec.precisions == tuple(TF32_PRECISIONS)
+        suffix = TF32_PRECISIONS[problem.precision][1] if tf32 else ""
+        if tf32:
+            opts.setdefault("tile", TF32_DEFAULT_TILE[problem.precision])
+            have = [t for t, v in TF32_TILES.items() if problem.precision in v[-1]]
+            if opts["tile"] not in have:
+                from compare.harness.errors import UsageError
+                raise UsageError(f"{spec.name}: tile {opts['tile']} has no {problem.precision} configuration "
+                                 f"(its registers can't hold the split); {problem.precision} tiles: {', '.join(have)}")
+        cfg, vec, tile = _pick_config(spec, problem, inputs, opts, suffix)
+        _check_smem(spec, cfg)
+        A, B, C, _ = _operands(problem, inputs, vec_needed=False)
+        grid = (_tiles(problem, cfg), 1, 1)
+        launch = _launcher((_function(spec, cfg), grid, cfg.block, _gemm_args(problem, A, B, C), cfg.smem_dynamic))
+        config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+                  "chosen_by": _chosen_by(dict(options or {})) if len(spec.tiles) > 1 else "fixed"}
+        if len(spec.precisions) > 1:
+            config["precision_path"] = ("3xTF32: big + small TF32 parts, 3 mma per product, summed by FADD"
+                                        if suffix else "TF32: operands rounded to nearest (cvt.rna), 1 mma per product")
+        if cfg.smem_dynamic:
+            config["smem_bytes"] = cfg.smem_dynamic
+        return _with_config(launch, config)
+    return prepare
+
+
+# Stage 10's split-K geometry: each split keeps at least this much K (a multiple of BK), so the
+# pipeline fill and the partial's round trip stay small against the main loop.
+MIN_SPLIT_CHUNK = 256
+MAX_SPLITS = 512
+
+
+def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 16, atomic: bool = False,
+               splits: Optional[int] = None) -> tuple[int, int]:
+    """(splits, k_chunk) of stage 10: compare.families.decompose.choose_split with stage 10's geometry
+    (128x128 tiles, 2 blocks per SM, chunks a multiple of BK and >= MIN_SPLIT_CHUNK). ``splits`` forces the
+    count (rounded so chunks stay multiples of BK)."""
+    p = decompose.choose_split(M, N, K, sm_count, tile=(128, 128), blocks_per_sm=2, chunk_align=bk,
+                               min_chunk=MIN_SPLIT_CHUNK, max_splits=MAX_SPLITS, deterministic=not atomic,
+                               splits=splits)
+    return p.splits, p.chunk
+
+
+def _split_k_prepare(spec: StageSpec):
+    atomic = spec.variant == "atomic"
+    spec09 = next(s for s in SPECS if s.stage == "double_buffered")
+
+    def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
+        be = loader.backend()
+        M, N, K = problem.M, problem.N, problem.K
+        tile = opts.get("tile") or spec.default_tile
+        bk = PIPELINE_TILES[tile][0]
+        A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
+        vec = aligned and _aligned_rows(problem)
+        if opts.get("split_k", 1) > MAX_SPLITS:
+            from compare.harness.errors import UsageError
+            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {MAX_SPLITS} splits")
+        splits, chunk = split_plan(M, N, K, be.sm_count(), bk=bk, atomic=atomic, splits=opts.get("split_k"))
+        config = {"tile": tile, "split_k": splits, "k_chunk": chunk, "operands": "float4" if vec else "scalar",
+                  "variant": spec.variant, "chosen_by": _chosen_by(opts)}
+        if splits == 1:
+            # Nothing to split: the stage 09 kernel, no workspace, no second launch.
+            cfg = spec09.config(f"{tile}.{'vec' if vec else 'scalar'}")
+            grid = (_tiles(problem, cfg), 1, 1)
+            launch = _launcher((_function(spec09, cfg), grid, cfg.block, _gemm_args(problem, A, B, C)))
+            return _with_config(launch, {**config, **_geometry(cfg, grid), "reduction": "none (one split)"})
+
+        cfg = spec.config(f"{tile}.{'vec' if vec else 'scalar'}{'.atomic' if atomic else ''}")
+        gemm = _function(spec, cfg)
+        grid = (_tiles(problem, cfg), 1, splits)
+        MN = M * N
+        if atomic:
+            s_cfg = spec.config("scale_c")
+            s_grid = (_cdiv(MN, s_cfg.block[0]), 1, 1)
+            g_args = (np.int32(M), np.int32(N), np.int32(K), np.int32(chunk), np.float32(problem.alpha), A, B, C)
+            launch = _launcher((_function(spec, s_cfg), s_grid, s_cfg.block, (np.int32(MN), np.float32(problem.beta), C)),
+                               (gemm, grid, cfg.block, g_args))
+            return _with_config(launch, {**config, **_geometry(cfg, grid), "reduction": "atomicAdd into C"})
+
+        ws = be.empty(splits * MN)  # allocated once per prepare; every launch reuses it
+        vec4 = MN % 4 == 0 and aligned
+        red_cfg = spec.config("reduce.vec4" if vec4 else "reduce.scalar")
+        r_grid = (_cdiv(MN // 4 if vec4 else MN, red_cfg.block[0]), 1, 1)
+        g_args = (np.int32(M), np.int32(N), np.int32(K), np.int32(chunk), np.float32(1.0), A, B, ws)
+        r_args = (np.int32(MN), np.int32(splits), np.float32(problem.alpha), ws, np.float32(problem.beta), C)
+        launch = _launcher((gemm, grid, cfg.block, g_args), (_function(spec, red_cfg), r_grid, red_cfg.block, r_args))
+        return _with_config(launch, {**config, **_geometry(cfg, grid),
+                                     "reduction": "workspace, fixed order" + (" (float4)" if vec4 else "")})
+    return prepare
+
+
+def _stream_k_prepare(spec: StageSpec):
+    atomic = spec.variant == "atomic"
+
+    def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
+        be = loader.backend()
+        M, N, K = problem.M, problem.N, problem.K
+        tile = opts.get("tile") or stream_k_tile(M, N, K, be.sm_count())
+        bm, bn, bk, _, _, blocks_per_sm = STREAM_K_TILES[tile]
+        A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
+        vec = aligned and _aligned_rows(problem)
+        try:
+            plan = decompose.stream_k_plan(_cdiv(M, bm) * _cdiv(N, bn), _cdiv(K, bk), be.sm_count(), blocks_per_sm,
+                                           mode=opts.get("mode"), sk_blocks=opts.get("grid"))
+        except ValueError as exc:
+            from compare.harness.errors import UsageError
+            raise UsageError(f"{spec.name}: {exc}") from None
+        cfg = spec.config(f"{tile}.{'vec' if vec else 'scalar'}{'.atomic' if atomic else ''}")
+        grid = (plan.grid, 1, 1)
+        split = plan.sk_tiles > 0
+        ws = be.empty(plan.sk_blocks * 2 * bm * bn) if split and not atomic else C
+        g_args = (*_gemm_args(problem, A, B, C), ws, np.int32(plan.sk_tiles), np.int32(plan.sk_blocks),
+                  np.int32(plan.iters_per_block), np.int32(plan.extra_iters))
+        steps = [(_function(spec, cfg), grid, cfg.block, g_args)]
+        fix = "none (no stream-K tiles)"
+        if split and atomic:
+            p_cfg = spec.config(f"prescale.{tile}")
+            p_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.beta), C,
+                      np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
+            steps.insert(0, (_function(spec, p_cfg), (plan.sk_tiles, bm * bn // (4 * FIXUP_THREADS), 1),
+                             p_cfg.block, p_args))
+            fix = "beta*C on split tiles, then atomicAdd"
+        elif split:
+            partials = decompose.most_partials(plan.iters_per_tile, plan.iters_per_block)
+            lanes = FIXUP_LANES[-1] if partials >= FIXUP_MANY_PARTIALS else FIXUP_LANES[0]
+            f_cfg = spec.config(f"fixup.{tile}.{'vec' if vec else 'scalar'}.l{lanes}")
+            f_args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta), C,
+                      ws, np.int32(plan.iters_per_block), np.int32(plan.extra_iters), np.int32(bk))
+            cols = FIXUP_THREADS // lanes
+            steps.append((_function(spec, f_cfg), (plan.sk_tiles, bm * bn // (4 * cols), 1), f_cfg.block, f_args))
+            fix = f"workspace, summed in a fixed order ({lanes} lane{'s' if lanes > 1 else ''} per column)"
+        config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+                  "variant": spec.variant, **{k: v for k, v in plan.as_dict().items() if k not in ("chosen_by", "grid")},
+                  "fixup": fix, "chosen_by": _chosen_by(opts)}
+        launch = _launcher(*steps)
+        launch.plan = plan  # for tests
+        return _with_config(launch, config)
+    return prepare
+
+
+_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare}
+
+
+def _supports_any(problem) -> Optional[str]:
+    return None
+
+
+def _meta(spec: StageSpec) -> dict:
+    d = {"file": spec.file, "configs": [c.label for c in spec.configs],
+         "threads": sorted({c.threads for c in spec.configs if c.tile != (0, 0)}),
+         "operands": ("float4 only (N % 4 == 0 and K % 4 == 0)" if spec.operands == "float4"
+                      else "float4 when K%4==0 and N%4==0, else predicated scalar")}
+    if spec.tiles:
+        d["tiles"] = list(spec.tiles)
+    if spec.variant:
+        d["deterministic"] = spec.variant != "atomic"
+    if spec.precisions != ("fp32",):
+        d["precisions"] = list(spec.precisions)
+    if spec.not_emulated:
+        d["emulated"] = f"no: {spec.not_emulated}"
+    d.update(spec.meta)
+    return d
+
+
+def _register(spec: StageSpec) -> Kernel:
+    return register(Kernel(
+        name=spec.name, family=FAMILY, stage=spec.stage, precisions=spec.precisions,
+        prepare=_PREPARE[spec.plan](spec),
+        supports=_vec_requirement if spec.operands == "float4" else _supports_any,
+        variant=spec.variant, idea=spec.description, options=_options(spec), meta=_meta(spec)))
+
+
+KERNELS: list[Kernel] = [_register(s) for s in SPECS]
