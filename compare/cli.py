@@ -376,6 +376,7 @@ def main(argv: Optional[list] = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv
     try:
+        _start_worker_early(args)
         return _main(args)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -386,6 +387,17 @@ def main(argv: Optional[list] = None) -> int:
     finally:
         from .harness.worker import close_for_run
         close_for_run(args)
+
+
+def _start_worker_early(args) -> None:
+    """The worker process that will run the kernels starts before this process imports torch,
+    Triton and the families, so the two imports overlap instead of adding up (a run that
+    measures nothing, or a Dask sweep whose workers are its processes, starts none)."""
+    measures = not (args.list or args.resources or args.from_json or args.in_process
+                    or args.workers is not None or args.cluster)
+    if measures:
+        from .harness import worker
+        worker.start_for_run(args)
 
 
 def _main(args) -> int:
@@ -422,7 +434,7 @@ def _main(args) -> int:
     from .harness import worker as _worker
     # A Dask sweep's workers are its processes: no isolation worker of its own.
     dask_sweep = args.workers is not None or args.cluster
-    pool = None if args.in_process or dask_sweep else _worker.start_for_run(args)   # imports overlap the checks below
+    pool = getattr(args, "worker", None)      # started by _start_worker_early
     selected = _select(args)
     options = _options(args, selected)
     problems = _problems(args, selected)

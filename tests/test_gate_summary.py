@@ -70,7 +70,7 @@ def test_summary_names_the_slow_point_first(tmp_path):
     assert "**1 SLOW**" in md
     failing = md[md.index("### Points that fail the gate (1)"):md.index("<details>")]
     slow_rows = [l for l in failing.splitlines() if l.startswith("| gemm.")]
-    assert len(slow_rows) == 1 and "| 1.500 | **SLOW (> x1.1)** |" in slow_rows[0]
+    assert len(slow_rows) == 1 and "| 1.500 | **SLOW (> x1.02)** |" in slow_rows[0]
     cells = [c.strip() for c in slow_rows[0].strip("|").split("|")]
     assert cells[0].endswith("track_time") and cells[1] and cells[2]          # benchmark, kernel, shape
     assert cells[3].endswith("us") and cells[4].endswith("us")                # base and head times
