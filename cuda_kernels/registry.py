@@ -61,7 +61,7 @@ class Config:
 
 
 # What prepare does with a spec.
-SINGLE, SPLIT_K, STREAM_K = "single", "split_k", "stream_k"
+SINGLE, SPLIT_K, STREAM_K, WGMMA = "single", "split_k", "stream_k", "wgmma"
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,10 @@ class StageSpec:
     precisions: tuple = ("fp32",)     # the problem precisions it computes (Kernel.precisions)
     # None: the CPU emulator runs it; else why it can't (tests/test_cuda_emulated.py reads this).
     not_emulated: Optional[str] = None
+    # "": compiled for every arch the tests and resources ask for (sm_80, sm_90); else the one
+    # arch it is written for (stage 13: "sm_90a"), passed to NVRTC and nvcc, and the device's
+    # compute capability must match it (Kernel.why_not says so otherwise).
+    arch: str = ""
 
     @property
     def number(self) -> int:
@@ -224,6 +228,32 @@ def _tf32_configs():
                  if pr in spec[-1] for vec in (True, False))
 
 
+# Stage 13 (wgmma + TMA, sm_90a): precision -> (BN, STAGES, SPLIT3). BM = 128 (two consumer
+# warpgroups of 64 rows), BK = 32 (one 128-byte swizzle row). tf32: 128x256, 4 stages of 48 KiB;
+# tf32x3: four operand tiles a stage and a temporary beside the accumulators, so 128x128, 3 stages.
+WGMMA_TILES = {"tf32": (256, 4, False), "tf32x3": (128, 3, True)}
+WGMMA_THREADS = 384
+PREPARE_BLOCK = (32, 8, 1)
+
+
+def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
+    """Stage 13's dynamic shared memory: STAGES x (A 128x32 + B^T BNx32 floats, twice for the
+    split) + 1 KiB to align the swizzled tiles to 1024 bytes + the full/empty mbarriers."""
+    return stages * (2 if split3 else 1) * (128 + bn) * 32 * 4 + 1024 + 16 * stages
+
+
+def _wgmma_configs():
+    out = []
+    for pr, (bn, stages, split3) in WGMMA_TILES.items():
+        out.append(Config("sgemm_wgmma_tma", (bn, stages, split3), (WGMMA_THREADS, 1, 1), (128, bn),
+                          wgmma_smem_bytes(bn, stages, split3), f"128x{bn}x32s{stages}{'.x3' if split3 else ''}", 32))
+    for trans in (True, False):
+        for split in (False, True):
+            out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,
+                              label=f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}"))
+    return tuple(out)
+
+
 SPECS: tuple[StageSpec, ...] = (
     StageSpec("naive", "01_naive.cu", (_gemm("sgemm_naive", (32,), (32, 32, 1), (32, 32), "32x32"),)),
     StageSpec("coalesced", "02_coalesced.cu", (_gemm("sgemm_coalesced", (32,), (32, 32, 1), (32, 32), "32x32"),)),
@@ -274,6 +304,11 @@ SPECS: tuple[StageSpec, ...] = (
                            "result); the emulator runs a block's threads as fibers that meet only at "
                            "__syncthreads, and making a warp collective a block barrier would hide the "
                            "missing-barrier bugs it exists to find"),
+    StageSpec("wgmma_tma", "13_wgmma_tma.cu", _wgmma_configs(), plan=WGMMA, precisions=tuple(WGMMA_TILES),
+              arch="sm_90a",
+              not_emulated="wgmma is a warpgroup collective reading shared memory through descriptors, and TMA "
+                           "and mbarrier transactions are asynchronous copy-engine work: neither exists in "
+                           "the emulator's fiber-per-thread model"),
 )
 
 
@@ -305,6 +340,8 @@ def expressions(filename: str) -> tuple[str, ...]:
 
 
 def _function(spec: StageSpec, cfg: Config):
+    if spec.arch:
+        return loader.backend().function(spec.file, cfg, expressions(spec.file), arch=spec.arch)
     return loader.backend().function(spec.file, cfg, expressions(spec.file))
 
 
@@ -616,11 +653,89 @@ def _stream_k_prepare(spec: StageSpec):
     return prepare
 
 
-_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare}
+def _wgmma_prepare(spec: StageSpec):
+    """Stage 13: the operand copies (B^T always; A where K % 4 != 0, its address is not 16-byte
+    aligned, or for the split), their tensor maps, then the GEMM; all in one timed launch."""
+    def prepare(problem, inputs, options=None):
+        from compare.harness.errors import UsageError
+        why = _needs_arch(spec)(problem)
+        if why:
+            raise UsageError(f"{spec.name}: {why}")
+        from . import tma
+        be = loader.backend()
+        M, N, K = problem.M, problem.N, problem.K
+        bn, stages, split3 = WGMMA_TILES[problem.precision]
+        cfg = spec.config(f"128x{bn}x32s{stages}{'.x3' if split3 else ''}")
+        A, B, C, _ = _operands(problem, inputs, vec_needed=False)
+        kp = _cdiv(K, 4) * 4  # TMA: row strides a multiple of 16 bytes
+        if max(_cdiv(K, 32), _cdiv(M, 32)) > 65535:
+            raise UsageError(f"{spec.name}: the operand copy's grid has at most 65535 tiles of 32 rows; "
+                             f"M={M}, K={K}")
+        steps, held = [], []
+
+        def copy(src, rows, cols, trans, split):
+            out_rows = cols if trans else rows
+            big = be.empty(out_rows * kp)
+            small = be.empty(out_rows * kp) if split else big
+            held.extend((big, small))
+            p_cfg = spec.config(f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}")
+            grid = (_cdiv(cols, 32), _cdiv(rows, 32), 1)
+            steps.append((_function(spec, p_cfg), grid, p_cfg.block,
+                          (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
+            return big, small
+
+        bt, bts = copy(B, K, N, True, split3)
+        copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
+        if copied_a:
+            a, a_s = copy(A, M, K, False, split3)
+            lda = kp
+        else:
+            a, a_s, lda = A, A, K
+        maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
+                tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
+        grid = (_tiles(problem, cfg), 1, 1)
+        steps.append((_function(spec, cfg), grid, cfg.block,
+                      (*maps, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
+                       np.float32(problem.beta), C), cfg.smem_dynamic))
+        launch = _launcher(*steps)
+        launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
+        config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": stages, "smem_bytes": cfg.smem_dynamic,
+                  "b_operand": "B copied to K-major B^T (N x %d) each launch, rounded to TF32" % kp,
+                  "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
+                                else "read by TMA as given (the tensor cores truncate to TF32)"),
+                  "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
+                                     "per 32 of K, added by FADD" if split3 else
+                                     "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
+                  "chosen_by": "fixed"}
+        return _with_config(launch, config)
+    return prepare
+
+
+_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare, WGMMA: _wgmma_prepare}
 
 
 def _supports_any(problem) -> Optional[str]:
     return None
+
+
+# compute capability (major, minor) each arch-specific target runs on.
+ARCH_CC = {"sm_90a": (9, 0)}
+
+
+def _needs_arch(spec: StageSpec) -> Callable:
+    """supports() of an arch-specific stage: None on a device of that compute capability, else why."""
+    want = ARCH_CC[spec.arch]
+
+    def supports(problem) -> Optional[str]:
+        cc_of = getattr(loader.backend(), "compute_capability", None)
+        cc = cc_of() if cc_of else None
+        need = f"needs compute capability {want[0]}.{want[1]} ({spec.arch}: wgmma, setmaxnreg and TMA)"
+        if cc is None:
+            return f"{need}; no CUDA device here"
+        if tuple(cc) != want:
+            return f"{need}; this GPU is sm_{cc[0]}{cc[1]}, which has no wgmma"
+        return None
+    return supports
 
 
 def _meta(spec: StageSpec) -> dict:
@@ -636,6 +751,8 @@ def _meta(spec: StageSpec) -> dict:
         d["precisions"] = list(spec.precisions)
     if spec.not_emulated:
         d["emulated"] = f"no: {spec.not_emulated}"
+    if spec.arch:
+        d["arch"] = spec.arch
     d.update(spec.meta)
     return d
 
@@ -644,7 +761,8 @@ def _register(spec: StageSpec) -> Kernel:
     return register(Kernel(
         name=spec.name, family=FAMILY, stage=spec.stage, precisions=spec.precisions,
         prepare=_PREPARE[spec.plan](spec),
-        supports=_vec_requirement if spec.operands == "float4" else _supports_any,
+        supports=(_needs_arch(spec) if spec.arch else
+                  _vec_requirement if spec.operands == "float4" else _supports_any),
         variant=spec.variant, idea=spec.description, options=_options(spec), meta=_meta(spec)))
 
 
