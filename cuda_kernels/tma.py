@@ -44,9 +44,10 @@ def tensor_map(address: int, rows: int, cols: int, ld: int, box_rows: int) -> np
     if address % 16:
         raise ValueError(f"TMA needs a 16-byte aligned base address; got {address:#x}")
     d = _driver()
+    u32, u64 = d.cuuint32_t, d.cuuint64_t  # cuda-bindings 13 takes no bare ints for these
     err, tmap = d.cuTensorMapEncodeTiled(
-        d.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, address,
-        [cols, rows], [ld * 4], [BOX_COLS, box_rows], [1, 1],
+        d.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, u32(2), address,
+        [u64(cols), u64(rows)], [u64(ld * 4)], [u32(BOX_COLS), u32(box_rows)], [u32(1), u32(1)],
         d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         d.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
