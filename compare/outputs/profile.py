@@ -248,6 +248,9 @@ CLAIMS: tuple[Claim, ...] = (
           at_least=TF32_MMA_MIN_TENSOR_PCT),
     Claim("tf32_mma", "conflicts_ld_pct", "~0", "padded A and B rows: conflict-free fragment reads (ldmatrix, LDS)",
           limit=1.0),
+    # Stage 13 removes stage 12's latency bound: the same tf32 / tf32x3 problem, a busier tensor pipe.
+    Claim("wgmma_tma", "tensor_pct", ">", "wgmma from TMA-filled shared memory keeps the tensor pipe busier than "
+          "mma.sync", than="tf32_mma"),
 )
 
 
