@@ -1,43 +1,34 @@
 // Stage 13 - Hopper's warpgroup MMA fed by the tensor memory accelerator: wgmma.mma_async
-// m64nNk8 TF32 reading both operands from 128-byte-swizzled shared memory that TMA
-// (cp.async.bulk.tensor.2d, completing on an mbarrier) fills; one producer warpgroup, two
-// consumer warpgroups (setmaxnreg 40 / 232). What cuBLAS runs on an H100.
+// m64nNk8 TF32 from 128-byte-swizzled shared memory that TMA (cp.async.bulk.tensor.2d on
+// mbarriers) fills; one producer warpgroup, two consumer warpgroups (setmaxnreg 40 / 232).
 //
-// Bottleneck removed: stage 12's latency. mma.sync is issued warp by warp from registers that
-// ldmatrix / LDS filled (the profile: tensor pipe 57% busy, two warps per scheduler waiting on
-// fixed latencies). Here one wgmma m64n256k8 is 131072 multiply-adds issued by a warpgroup
-// straight from shared memory, asynchronous (the issuing warps go on until wgmma.wait_group),
-// and the copy engine moves the tiles: no thread computes an address or issues a load in the
-// main loop. Block tile 128 x BN x 32 (BK = 32 floats = one 128-byte swizzle row), STAGES deep
-// full/empty mbarrier pipeline; each consumer warpgroup owns 64 rows.
-//  * Operand layout: TF32 wgmma reads A and B K-major only (the transposed, MN-major layout
-//    exists for 16-bit types alone). A (M x K row-major) is K-major; B (K x N row-major) is not,
-//    and swapping roles (C^T = B^T A^T) does not help: B^T is then the M-side operand, still
-//    N-contiguous. So prepare() launches tf32_prepare first, a 32x32-tiled transposing copy of B
-//    into a K-major workspace Bt (N x Kp, Kp = K rounded up to 4 for TMA's 16-byte strides),
-//    inside the timed launch: 4096^3 costs one read and one write of B (2 x 64 MiB).
-//  * Rounding: the tensor cores read the upper 19 bits of each fp32 word (truncation). The copy
-//    of B rounds to nearest (cvt.rna); A goes to TMA as given (truncated by the tensor cores),
-//    unless K % 4 != 0 or A's address is not 16-byte aligned: then A is copied too (rounded).
-//  * SPLIT3 (precision tf32x3): the copies write big = tf32(x) and small = tf32(x - big) of A
-//    and of B^T; per 32-wide K tile a consumer runs 12 wgmma (a_s*b_b, a_b*b_s, a_b*b_b per k8)
-//    into a temporary (scale-d = 0 on the first: no zeroing) and adds it to the accumulator with
-//    FADDs: accumulating in the tensor cores over all of K truncates (stage 12 measured 2.9e-5 at
-//    K = 4096), a temporary spanning 32 of K keeps that error on a small partial sum.
-// Still there: B's copy (and A's for tf32x3): on an H100 (results/h100/tensor-core/) 14% of the
-// 4096^3 tf32 launch, 6.5% at 8192^3; a plain grid of output tiles (not persistent: the epilogue
-// is not overlapped with the next tile's loads, and 4096^2 / (128x256) = 512 tiles is 3.9 waves
-// of 132 SMs); the epilogue stores from registers (no TMA store). Measured: tf32 326 / 347
-// TFLOP/s, 84% / 93% of cuBLAS tf32 at 4096^3 / 8192^3 (the GEMM kernel alone 361 / 362);
-// tf32x3 102 / 101 TFLOP/s, 1.98x / 1.94x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7. The tensor
-// pipe is 64% / 69% busy at 2048^3 (stage 12: 53% / 45%).
-// Cost: tf32 128x256x32, 4 stages: 192 KiB of shared memory, 1 block of 384 threads per SM,
-// 128 accumulators per consumer thread. tf32x3 128x128x32, 3 stages (four operand tiles a
-// stage): 192 KiB, 64 accumulators + a 64-register temporary. Workspaces: Bt (N x Kp), and for
-// tf32x3 or an unaligned A, A's copy (M x Kp), twice for the split.
-// Requirement: sm_90a (wgmma, setmaxnreg; compiled with -arch=sm_90a, only for compute
-// capability 9.0); any M, N, K >= 1 (TMA zero-fills rows and columns past the matrix, the
-// epilogue predicates its stores).
+// Bottleneck removed: stage 12's latency (mma.sync issued warp by warp from ldmatrix / LDS
+// registers: tensor pipe 57% busy). One wgmma m64n256k8 is 131072 multiply-adds issued by a
+// warpgroup, asynchronous, and the copy engine moves the tiles: no thread computes a global
+// address in the main loop. STAGES-deep full/empty mbarrier pipeline, BK = 32 floats (one
+// 128-byte swizzle row).
+//  * B's layout: TF32 wgmma reads shared-memory operands K-major only; A (M x K) is, B (K x N) is
+//    not. tf32 with N % 4 == 0 (sgemm_wgmma_regb): C^T = B^T A^T, so A's tile is the K-major
+//    shared-memory operand and B^T the register operand, whose fragments each thread loads from
+//    B's tile as TMA stored it (4 conflict-free LDS per k8, rounded to TF32): no copy of B.
+//    Otherwise (tf32x3, N % 4 != 0: sgemm_wgmma_tma) a transposing copy of B into K-major B^T
+//    (N x Kp, Kp = K rounded up to 4 for TMA's 16-byte strides) runs first, inside the launch.
+//  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0 or its
+//    address is unaligned: then it is copied too (rounded).
+//  * SPLIT3 (tf32x3): the copies write big = tf32(x) and small = tf32(x - big) of A and B^T; per
+//    32-wide K tile 12 wgmma (a_s b_b, a_b b_s, a_b b_b per k8) go into a temporary (scale-d = 0
+//    first) added to the accumulator by FADD: the tensor cores' truncating accumulation stays on
+//    a partial sum of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
+// Still there: the copies where they run (B^T: 14% of a 4096^3 tf32 launch, 6.5% at 8192^3); a
+// non-persistent grid (the epilogue does not overlap the next tile's loads); register stores.
+// Measured on an H100 (results/h100/tensor-core/): with the copy of B, tf32 84% / 93% of cuBLAS
+// tf32 at 4096^3 / 8192^3; tf32x3 1.98x / 1.94x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7;
+// tensor pipe 64% / 69% busy at 2048^3 (stage 12: 53% / 45%).
+// Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory (4 stages of 48 KiB; tf32x3: 3 of
+// 64 KiB, four operand tiles), 128 accumulators per consumer thread (tf32x3: 64 + a 64-register
+// temporary); workspaces for the copies.
+// Requirement: sm_90a (wgmma, setmaxnreg; compiled with -arch=sm_90a, run on compute
+// capability 9.0 only); any M, N, K >= 1 (TMA zero-fills past the matrix, stores predicated).
 #include "common.cuh"
 
 namespace wgmma13 {
@@ -152,6 +143,40 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// wgmma m64n256k8 TF32 with A from registers (4 per thread: the mma.sync m16n8k8 A fragment of
+// each warp's 16 rows) and B from shared memory.
+__device__ __forceinline__ void wgmma_n256_rs(float (&d)[128], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
 template <int BN>
@@ -334,6 +359,126 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
                 } else {
                     if (col < N) c_row[col] = axpby(v0, alpha, beta, c_row + col);
                     if (col + 1 < N) c_row[col + 1] = axpby(v1, alpha, beta, c_row + col + 1);
+                }
+            }
+        }
+    }
+}
+
+// C^T = B^T A^T without a copy of B (precision tf32, N % 4 == 0): wgmma's register operand
+// (rows n, K-major by construction) is read from the B tile as TMA stored it (k rows of 32-float
+// boxes, 128-byte swizzle), and its shared-memory operand is the A tile (rows m, K-major as
+// stored). A block computes 256 rows of C (the wgmma N side) x 128 columns (64 per consumer
+// warpgroup, the wgmma M side); D[n][m] is stored transposed into C.
+template <int STAGES>
+__global__ void __launch_bounds__(wgmma13::THREADS, 1)
+sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
+                 int M, int N, int K, float alpha, float beta, float* __restrict__ C) {
+    using namespace wgmma13;
+    constexpr int TM = 256, TN = 128;              // C rows / columns per block
+    constexpr int A_BYTES = TM * BK * 4;           // 32 KiB: 256 rows of A, 128 bytes each
+    constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
+    constexpr int STAGE = A_BYTES + (TN / 32) * B_BOX;
+    constexpr int GROUP = 8;
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = smem_u32(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned bars = base + STAGES * STAGE;
+    const float* fbase = reinterpret_cast<const float*>(smem_raw + (base - raw));
+
+    const int tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN;
+    const int per_group = GROUP * tiles_n, group = blockIdx.x / per_group;
+    const int first_m = group * GROUP, gsize = min(tiles_m - first_m, GROUP);
+    const int in_group = blockIdx.x % per_group;
+    const int m0 = (first_m + in_group % gsize) * TM, n0 = (in_group / gsize) * TN;
+    const int ktiles = (K + BK - 1) / BK;
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * (STAGES + s), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+                const unsigned full = bars + 8 * s, st = base + s * STAGE;
+                mbar_expect_tx(full, STAGE);
+                tma_load(st, tA, full, kt * BK, m0);
+#pragma unroll
+                for (int j = 0; j < TN / 32; ++j) tma_load(st + A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, kt * BK);
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1;
+        const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        // This thread's fragment rows n (64 cw + 16 warp + g, + 8) sit in box (64 cw + 16 warp) / 32
+        // at columns nn and nn + 8 (nn = (16 warp) % 32 + g); k = 8 kk + t (+ 4).
+        const int box = (64 * cw + 16 * warp) / 32, nn = (16 * warp) % 32 + g;
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+
+        // Word offset (floats) of B^T[n][k] in a stage: box, row k (32 floats), 16-byte chunk
+        // swizzled with k % 8.
+        auto b_word = [&](int n_in_box, int k) {
+            return A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) + (n_in_box & 3);
+        };
+        // The fragments are loaded while no wgmma of this warpgroup is in flight (wait_group 0 ends
+        // each tile): registers written under an in-flight wgmma make ptxas serialize every wgmma
+        // (warning C7513). The other consumer warpgroup's wgmma keep the tensor pipe busy meanwhile.
+        unsigned frag[BK / 8][4];
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int s = kt % STAGES;
+            mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+            const float* st = fbase + s * (STAGE / 4);
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk) {
+                const int k0 = 8 * kk + t;
+                frag[kk][0] = __float_as_uint(st[b_word(nn, k0)]) + 0x1000u;          // (g, t)
+                frag[kk][1] = __float_as_uint(st[b_word(nn + 8, k0)]) + 0x1000u;      // (g + 8, t)
+                frag[kk][2] = __float_as_uint(st[b_word(nn, k0 + 4)]) + 0x1000u;      // (g, t + 4)
+                frag[kk][3] = __float_as_uint(st[b_word(nn + 8, k0 + 4)]) + 0x1000u;  // (g + 8, t + 4)
+            }
+            const unsigned a = base + s * STAGE;
+            fence_regs(acc);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk) wgmma_n256_rs(acc, frag[kk], sw128_desc(a + 32 * kk), 1);
+            wgmma_commit();
+            fence_regs(acc);
+            wgmma_wait<0>();
+            fence_regs(acc);
+            mbar_arrive(bars + 8 * (STAGES + s));
+        }
+        wgmma_wait<0>();
+        fence_regs(acc);
+
+        // acc[4j + 2h + e] = D[n][m]: n = 64 cw + 16 warp + g + 8h, m = 8j + 2t + e.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = n0 + 64 * cw + 16 * warp + g + 8 * h;
+            if (col >= N) continue;
+#pragma unroll
+            for (int j = 0; j < TM / 8; ++j) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = m0 + 8 * j + 2 * t + e;
+                    if (row < M) {
+                        float* p = C + (size_t)row * N + col;
+                        *p = axpby(acc[4 * j + 2 * h + e], alpha, beta, p);
+                    }
                 }
             }
         }

@@ -233,6 +233,10 @@ def _tf32_configs():
 # tf32x3: four operand tiles a stage and a temporary beside the accumulators, so 128x128, 3 stages.
 WGMMA_TILES = {"tf32": (256, 4, False), "tf32x3": (128, 3, True)}
 WGMMA_THREADS = 384
+# tf32 with B read as stored (C^T = B^T A^T, B's fragments from registers): 256 rows of C x 128
+# columns, 4 stages of 48 KiB. Needs N % 4 == 0 (TMA's 16-byte row stride on B).
+REGB_STAGES = 4
+B_OPERANDS = ("registers", "copy")
 PREPARE_BLOCK = (32, 8, 1)
 
 
@@ -247,6 +251,9 @@ def _wgmma_configs():
     for pr, (bn, stages, split3) in WGMMA_TILES.items():
         out.append(Config("sgemm_wgmma_tma", (bn, stages, split3), (WGMMA_THREADS, 1, 1), (128, bn),
                           wgmma_smem_bytes(bn, stages, split3), f"128x{bn}x32s{stages}{'.x3' if split3 else ''}", 32))
+    # 256 rows of A + 128 of B per stage: the bytes of the 128 + 256 rows of the copy path's tile.
+    out.append(Config("sgemm_wgmma_regb", (REGB_STAGES,), (WGMMA_THREADS, 1, 1), (256, 128),
+                      wgmma_smem_bytes(256, REGB_STAGES, False), f"256x128x32s{REGB_STAGES}.regb", 32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,
@@ -427,6 +434,10 @@ def _options(spec: StageSpec) -> tuple:
                                 f"{', '.join(t for t, v in TF32_TILES.items() if pr in v[-1])}"
                                 for pr in TF32_PRECISIONS)
         out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
+    if spec.plan == WGMMA:
+        out.append(Option("b_operand", "registers (tf32 with N % 4 == 0: B read as stored, its fragments loaded into "
+                                       "registers; the default there) or copy (a K-major copy of B each launch; "
+                                       "the default elsewhere)", _choice(B_OPERANDS)))
     if spec.plan == SPLIT_K:
         out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
                           _positive_int))
@@ -654,8 +665,9 @@ def _stream_k_prepare(spec: StageSpec):
 
 
 def _wgmma_prepare(spec: StageSpec):
-    """Stage 13: the operand copies (B^T always; A where K % 4 != 0, its address is not 16-byte
-    aligned, or for the split), their tensor maps, then the GEMM; all in one timed launch."""
+    """Stage 13: the operand copies (B^T unless tf32 reads B as stored; A where K % 4 != 0, its
+    address is not 16-byte aligned, or for the split), their tensor maps, then the GEMM; all in one
+    timed launch."""
     def prepare(problem, inputs, options=None):
         from compare.harness.errors import UsageError
         why = _needs_arch(spec)(problem)
@@ -684,15 +696,25 @@ def _wgmma_prepare(spec: StageSpec):
                           (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
             return big, small
 
-        bt, bts = copy(B, K, N, True, split3)
+        regb_ok = not split3 and N % 4 == 0 and be.address(B) % 16 == 0
+        b_path = (options or {}).get("b_operand") or ("registers" if regb_ok else "copy")
+        if b_path == "registers" and not regb_ok:
+            raise UsageError(f"{spec.name}: b_operand=registers needs precision tf32, N % 4 == 0 and a 16-byte "
+                             f"aligned B (TMA reads B's rows as stored); got {problem.precision}, N={N}")
+        if b_path == "copy":
+            bt, bts = copy(B, K, N, True, split3)
         copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
         if copied_a:
             a, a_s = copy(A, M, K, False, split3)
             lda = kp
         else:
             a, a_s, lda = A, A, K
-        maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
-                tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
+        if b_path == "registers":
+            cfg = spec.config(f"256x128x32s{REGB_STAGES}.regb")
+            maps = (tma.tensor_map(be.address(a), M, K, lda, 256), tma.tensor_map(be.address(B), K, N, N, 32))
+        else:
+            maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
+                    tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
         grid = (_tiles(problem, cfg), 1, 1)
         steps.append((_function(spec, cfg), grid, cfg.block,
                       (*maps, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
@@ -700,13 +722,15 @@ def _wgmma_prepare(spec: StageSpec):
         launch = _launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": stages, "smem_bytes": cfg.smem_dynamic,
-                  "b_operand": "B copied to K-major B^T (N x %d) each launch, rounded to TF32" % kp,
+                  "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32" if b_path == "copy"
+                                else "B read by TMA as stored; C^T = B^T A^T with B^T's fragments loaded from "
+                                     "shared memory into registers, rounded to TF32"),
                   "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
                                 else "read by TMA as given (the tensor cores truncate to TF32)"),
                   "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
                                      "per 32 of K, added by FADD" if split3 else
                                      "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
-                  "chosen_by": "fixed"}
+                  "chosen_by": _chosen_by(dict(options or {}))}
         return _with_config(launch, config)
     return prepare
 

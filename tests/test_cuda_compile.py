@@ -117,7 +117,7 @@ def test_wgmma_stage_compiles_for_sm90a_only_with_setmaxnreg_honoured(compiled_b
     rows = [r for r in compiled_by_arch["sm_90a"] if r["kernel"] == spec.name]
     assert len(rows) == len(spec.configs) and all(r["ok"] for r in rows)
     gemm = [r for r in rows if r["threads"] == registry.WGMMA_THREADS]
-    assert len(gemm) == len(registry.WGMMA_TILES)
+    assert len(gemm) == len(registry.WGMMA_TILES) + 1  # + the tf32 kernel that reads B as stored
     for r in gemm:
         assert r["blocks_per_sm"] == 1 and r["registers"] <= 168 and r["smem_dynamic"] > 160 * 1024, r
     cmd = resources._nvcc_command("nvcc", ["sm_90a"], "x.cu", "x")

@@ -1,6 +1,6 @@
 """What stage 13's operand copies cost: each 4096^3 / 8192^3 launch timed whole, its GEMM kernel
 alone (the copies' outputs left from the first launch) and its copies alone, with CUDA events
-(median of 5 batches of 30). Run on the GPU machine from the repository root:
+(median of 5 batches of 30); tf32 both ways (b_operand=copy and =registers, the default). Run on the GPU machine from the repository root:
 
     python results/h100/tensor-core/stage13_copy_cost.py stage13_copy_cost.json
 """
@@ -29,13 +29,13 @@ def t(fn, reps=30):
         best.append(e0.elapsed_time(e1) / reps * 1e3)
     return sorted(best)[len(best)//2]
 for n in (4096, 8192):
-    for pr in ("tf32", "tf32x3"):
+    for pr, b_path in (("tf32", "copy"), ("tf32", "registers"), ("tf32x3", "copy")):
         p = Problem(n, n, n, precision=pr)
         inp = make_inputs(p)
-        k.prepare(p, inp, {})
+        k.prepare(p, inp, {"b_operand": b_path})
         steps = cap["steps"]
-        full = t(orig(*steps)); gemm = t(orig(steps[-1])); copies = t(orig(*steps[:-1]))
-        row = dict(shape=n, precision=pr, full_us=full, gemm_us=gemm, copies_us=copies,
+        full = t(orig(*steps)); gemm = t(orig(steps[-1])); copies = t(orig(*steps[:-1])) if len(steps) > 1 else 0.0
+        row = dict(shape=n, precision=pr, b_operand=b_path, full_us=full, gemm_us=gemm, copies_us=copies,
                    copy_share=copies / full, tflops_full=2*n**3/full/1e6, tflops_gemm_only=2*n**3/gemm/1e6)
         print(row, flush=True); out.append(row)
         del inp
