@@ -2,7 +2,7 @@
 alone (the copies' outputs left from the first launch) and its copies alone, with CUDA events
 (median of 5 batches of 30); tf32 both ways (b_operand=copy and =registers, the default). Run on the GPU machine from the repository root:
 
-    python results/h100/tensor-core/stage13_copy_cost.py stage13_copy_cost.json
+    PYTHONPATH=. python results/h100/tensor-core/stage13_copy_cost.py stage13_copy_cost.json
 """
 import torch, json, sys
 import cuda_kernels.registry as R
