@@ -19,11 +19,11 @@
 //    32-wide K tile 12 wgmma (a_s b_b, a_b b_s, a_b b_b per k8) go into a temporary (scale-d = 0
 //    first) added to the accumulator by FADD: the tensor cores' truncating accumulation stays on
 //    a partial sum of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
-// Still there: the copies where they run (B^T: 14% of a 4096^3 tf32 launch, 6.5% at 8192^3); a
-// non-persistent grid (the epilogue does not overlap the next tile's loads); register stores.
-// Measured on an H100 (results/h100/tensor-core/): with the copy of B, tf32 84% / 93% of cuBLAS
-// tf32 at 4096^3 / 8192^3; tf32x3 1.98x / 1.94x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7;
-// tensor pipe 64% / 69% busy at 2048^3 (stage 12: 53% / 45%).
+// Still there: the copies where they run (B^T: 14% of a 4096^3 launch, 7% at 8192^3); the
+// register path's wait_group 0 per K tile; a non-persistent grid; register stores. Measured on
+// an H100 (results/h100/tensor-core/): tf32 92% / 96% of cuBLAS tf32 at 4096^3 / 8192^3; tf32x3
+// 2.02x / 1.95x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7; tensor pipe 76% / 69% (tf32 / tf32x3)
+// busy at 2048^3, stage 12 53% / 45%.
 // Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory (4 stages of 48 KiB; tf32x3: 3 of
 // 64 KiB, four operand tiles), 128 accumulators per consumer thread (tf32x3: 64 + a 64-register
 // temporary); workspaces for the copies.

@@ -228,9 +228,10 @@ def _tf32_configs():
                  if pr in spec[-1] for vec in (True, False))
 
 
-# Stage 13 (wgmma + TMA, sm_90a): precision -> (BN, STAGES, SPLIT3). BM = 128 (two consumer
-# warpgroups of 64 rows), BK = 32 (one 128-byte swizzle row). tf32: 128x256, 4 stages of 48 KiB;
-# tf32x3: four operand tiles a stage and a temporary beside the accumulators, so 128x128, 3 stages.
+# Stage 13 (wgmma + TMA, sm_90a), the path that copies B K-major: precision -> (BN, STAGES,
+# SPLIT3). BM = 128 (two consumer warpgroups of 64 rows), BK = 32 (one 128-byte swizzle row). tf32:
+# 128x256, 4 stages of 48 KiB; tf32x3: four operand tiles a stage and a temporary beside the
+# accumulators, so 128x128, 3 stages.
 WGMMA_TILES = {"tf32": (256, 4, False), "tf32x3": (128, 3, True)}
 WGMMA_THREADS = 384
 # tf32 with B read as stored (C^T = B^T A^T, B's fragments from registers): 256 rows of C x 128

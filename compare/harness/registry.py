@@ -70,8 +70,8 @@ for _s in (
                                    "shared memory, 3-stage cp.async pipeline; tf32, or tf32x3 (3 products of "
                                    "big/small TF32 parts, fp32-class error)"),
     Stage(13, "wgmma_tma", "tiled", "Hopper warpgroup MMA (wgmma m64nNk8 TF32) from 128B-swizzled shared memory "
-                                    "filled by TMA + mbarriers; producer / consumer warpgroups; B copied K-major "
-                                    "per launch; tf32 or tf32x3; sm_90a only"),
+                                    "filled by TMA + mbarriers; producer / consumer warpgroups; B read as stored "
+                                    "(C^T = B^T A^T, B^T from registers) or copied K-major; tf32 or tf32x3; sm_90a only"),
     Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
     Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
 ):
