@@ -174,3 +174,94 @@ def test_wgmma_stage_says_why_it_cannot_run_off_sm90(cc, ok):
             p = Problem(64, 64, 64, precision="tf32")
             with pytest.raises(UsageError, match="compute capability 9.0"):
                 k.prepare(p, None, {})
+
+
+class _Buf:
+    _next = [1 << 20]
+
+    def __init__(self, n, align=256):
+        self.n = n
+        self.addr = self._next[0]
+        self._next[0] += -(-(4 * n + 1) // align) * align
+
+
+class _Sm90Recorder(_FakeDevice):
+    """The device side of stage 13's prepare on the CPU: buffers with addresses, functions that
+    record their launches, tensor maps recorded instead of encoded."""
+
+    def __init__(self):
+        super().__init__((9, 0))
+        self.launches = []
+
+    def empty(self, n):
+        return _Buf(n)
+
+    @staticmethod
+    def address(b):
+        return b.addr
+
+    def function(self, filename, cfg, expressions, arch=""):
+        assert filename == "13_wgmma_tma.cu" and arch == "sm_90a" and cfg.expr in expressions
+        return lambda grid, block, args, **kw: self.launches.append((cfg.label, grid, block, args, kw))
+
+    def stream(self):
+        return None
+
+
+class _Inputs:
+    def __init__(self, p):
+        self.bufs = {"A": _Buf(p.M * p.K), "B": _Buf(p.K * p.N), "C": _Buf(p.M * p.N)}
+
+    def cupy(self, name):
+        return self.bufs[name]
+
+
+@pytest.mark.parametrize("shape, precision, b_operand, want", [
+    ((256, 256, 256), "tf32", None, (["256x128x32s4.regb"], "registers", False)),
+    ((300, 260, 4096), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
+    ((256, 255, 256), "tf32", None, (["prepare.transpose", "128x256x32s4"], "copy", False)),
+    ((256, 256, 255), "tf32", None, (["prepare.copy", "256x128x32s4.regb"], "registers", True)),
+    ((1000, 1003, 997), "tf32x3", None,
+     (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
+])
+def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, b_operand, want):
+    """Stage 13's prepare on a recording device: which copies run before the GEMM, in order, the
+    GEMM's grid, and the tensor maps' geometry (rows, columns, row stride in floats, box rows)
+    for the path it picked: B read as stored (tf32, N % 4 == 0), else copied K-major with rows
+    padded to a multiple of 4 floats; A copied where K % 4 != 0 or for the split."""
+    from cuda_kernels import tma
+    maps = []
+
+    def fake_map(address, rows, cols, ld, box_rows):
+        tma.check_geometry(rows, cols, ld, box_rows)
+        maps.append((address, rows, cols, ld, box_rows))
+        return len(maps)
+    monkeypatch.setattr(tma, "tensor_map", fake_map)
+    labels, b_path, a_copied = want
+    p = Problem(*shape, precision=precision, alpha=0.5, beta=2.0)
+    dev, inputs = _Sm90Recorder(), _Inputs(p)
+    k = _REGISTRY["cuda.13_wgmma_tma"]
+    with loader.use_backend(dev):
+        launch = k.prepare(p, inputs, {"b_operand": b_operand} if b_operand else {})
+        launch()
+    assert [l[0] for l in dev.launches] == labels
+    M, N, K = shape
+    kp = -(-K // 4) * 4
+    gemm = dev.launches[-1]
+    cfg = registry.SPECS[[s.stage for s in registry.SPECS].index("wgmma_tma")].config(labels[-1])
+    bm, bn = cfg.tile
+    assert gemm[1] == ((-(-M // bm)) * (-(-N // bn)), 1, 1) and gemm[2] == (384, 1, 1)
+    assert gemm[4]["shared_mem"] == cfg.smem_dynamic > 160 * 1024
+    assert gemm[3][-6:-1] == (M, N, K, 0.5, 2.0) and gemm[3][-1] is inputs.bufs["C"]
+    a_map = maps[0]
+    assert a_map[1:3] == (M, K) and a_map[3] == (kp if a_copied else K)
+    assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
+    if b_path == "registers":
+        assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32) and a_map[4] == 256 and len(maps) == 2
+    else:
+        assert maps[1][1:] == (N, K, kp, bn) and maps[1][0] != inputs.bufs["B"].addr and len(maps) == 4
+        t = dev.launches[0]
+        assert t[0].startswith("prepare.transpose") and t[1] == (-(-N // 32), -(-K // 32), 1)
+        assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
+    assert launch.config["b_operand"].startswith("B copied" if b_path == "copy" else "B read by TMA as stored")
+    assert launch.config["a_operand"].startswith("copied") == a_copied
