@@ -143,6 +143,243 @@ def test_wgmma_kernels_compile_without_serialization_or_ignored_setmaxnreg(tmp_p
     assert "C7508" not in out and "C7513" not in out and "serialized" not in out, out
 
 
+@needs_nvcc
+def test_resources_cli_prints_a_table_and_progress():
+    proc = subprocess.run([sys.executable, "-m", "cuda_kernels.resources", "--arch", "sm_80,sm_90",
+                           "--kernel", "cuda.01_naive"],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "arch sm_80" in proc.stdout and "arch sm_90" in proc.stdout
+    naive = [(s, c) for s, c in registry.all_configs() if s.name == "cuda.01_naive"]
+    for spec, cfg in naive:
+        assert proc.stdout.count(f"{spec.name}  {cfg.label}") == 2, proc.stdout
+    # Progress: a line per compile on stderr, so a full run is never silent for a minute.
+    assert f"compiling {len(naive)} CUDA configurations for sm_80,sm_90" in proc.stderr
+    assert f"[{len(naive)}/{len(naive)}] cuda.01_naive" in proc.stderr, proc.stderr
+
+
+def test_resources_cli_refuses_an_unknown_kernel_or_arch():
+    for args in (["--kernel", "cuda.99_nope"], ["--arch", "90"]):
+        proc = subprocess.run([sys.executable, "-m", "cuda_kernels.resources", *args],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+        assert proc.stdout == ""
+
+
+def test_nvcc_from_the_nvidia_wheel_is_found(tmp_path):
+    """pip's nvidia-cuda-nvcc (the `nvcc` extra) puts nvcc in site-packages/nvidia/cu13/bin."""
+    assert resources.wheel_nvcc([str(tmp_path)]) is None
+    nvcc = tmp_path / "nvidia" / "cu13" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\n")
+    nvcc.chmod(0o755)
+    assert resources.wheel_nvcc([str(tmp_path / "elsewhere"), str(tmp_path)]) == str(nvcc)
+
+
+def _find_nvrtc():
+    """libnvrtc from the environment, a CUDA toolkit, or an nvidia-cuda-nvrtc wheel; or None."""
+    cands = [os.environ.get("NVRTC_LIBRARY", "")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            cands += sorted(glob.glob(os.path.join(root, "lib64", "libnvrtc.so*")))
+    for p in sys.path:
+        cands += sorted(glob.glob(os.path.join(p, "nvidia", "*", "lib", "libnvrtc.so*")))
+        cands += sorted(glob.glob(os.path.join(p, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so*")))
+    found = ctypes.util.find_library("nvrtc")
+    if found:
+        cands.append(found)
+    for c in cands:
+        if c and "builtins" not in c and "alt" not in os.path.basename(c):
+            try:
+                return ctypes.CDLL(c)
+            except OSError:
+                continue
+    return None
+
+
+def test_sources_compile_under_nvrtc():
+    """What CuPy does at run time: NVRTC on the loader's text with the registry's name expressions."""
+    lib = _find_nvrtc()
+    if lib is None:
+        pytest.skip("libnvrtc not found (set NVRTC_LIBRARY, or install nvidia-cuda-nvrtc); nvcc tests cover the rest")
+    for fname, cfgs in registry.configs_by_file().items():
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), loader.source(fname).encode(), fname.encode(),
+                                      0, None, None) == 0
+        for c in cfgs:
+            assert lib.nvrtcAddNameExpression(prog, c.expr.encode()) == 0
+        opts = [o.encode() for o in loader.NVRTC_OPTIONS] + [b"-arch=compute_80"]
+        rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        n = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        log = ctypes.create_string_buffer(n.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        assert rc == 0, f"NVRTC failed on {fname}:\n{log.value.decode()}"
+        for c in cfgs:
+            name = ctypes.c_char_p()
+            assert lib.nvrtcGetLoweredName(prog, c.expr.encode(), ctypes.byref(name)) == 0, c.expr
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def test_every_stage_is_registered_once():
+    cuda = [k for k in cuda_kernels.KERNELS]
+    plain = [k for k in cuda if k.variant in ("", "deterministic")]
+    want = [s.name for s in STAGES if s.name not in ("naive_blocked", "tiled")]
+    assert [k.stage for k in plain] == want
+    assert [k.name for k in plain] == [f"cuda.{i:02d}_{s}" for i, s in enumerate(want, 1)]
+    for k in cuda:
+        want = ("tf32", "tf32x3") if k.stage in ("tf32_mma", "wgmma_tma") else ("fp32",)
+        assert _REGISTRY[k.name] is k and k.family == "cuda" and k.precisions == want
+    variants = [k for k in cuda if k.variant == "atomic"]
+    assert [(k.name, k.variant) for k in variants] == [("cuda.10_split_k_atomic", "atomic"),
+                                                       ("cuda.11_stream_k_atomic", "atomic")]
+
+
+def test_each_source_opens_with_a_header_comment():
+    for spec in registry.SPECS:
+        path = os.path.join(os.path.dirname(cuda_kernels.__file__), spec.file)
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(3000)
+        assert head.startswith(f"// Stage {spec.number:02d} - "), spec.file
+        body = [l for l in head.splitlines() if l.startswith("//")]
+        text = " ".join(body).lower()
+        assert len(body) >= 6, f"{spec.file}: header comment too short"
+        assert "bottleneck" in text and "cost" in text and "requirement" in text, spec.file
+
+
+def test_importing_cuda_kernels_does_not_import_cupy():
+    code = "import sys, cuda_kernels; sys.exit(1 if 'cupy' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["cuda.06_vectorized", "cuda.07_bank_conflict_free"])
+def test_float4_stages_say_why_they_refuse_unaligned_shapes(name):
+    k = _REGISTRY[name]
+    assert k.why_not(Problem(128, 128, 128)) is None
+    assert k.why_not(Problem(1, 4, 4096)) is None  # M is free
+    for M, N, K in [(128, 1001, 128), (128, 128, 1023), (7, 33, 127)]:
+        why = k.why_not(Problem(M, N, K))
+        assert why and "N % 4 == 0 and K % 4 == 0" in why and f"N={N}" in why and f"K={K}" in why, why
+
+
+@pytest.mark.parametrize("name", [k.name for k in cuda_kernels.KERNELS
+                                  if k.stage not in ("vectorized", "bank_conflict_free", "wgmma_tma")])
+def test_other_stages_take_any_shape(name):
+    k = _REGISTRY[name]
+    mine, other = (("tf32", "tf32x3"), "fp32") if k.stage == "tf32_mma" else (("fp32",), "tf32")
+    for M, N, K in [(1, 1, 1), (7, 33, 127), (4097, 1, 1023), (255, 1000, 4097)]:
+        for pr in mine:
+            assert k.why_not(Problem(M, N, K, precision=pr)) is None
+    assert f"no {other} path" in k.why_not(Problem(8, 8, 8, precision=other))
+
+
+def test_split_plan():
+    s, chunk = registry.split_plan(256, 256, 131072, sm_count=132, bk=16)
+    assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
+    s, chunk = registry.split_plan(512, 512, 65536, sm_count=132, bk=16)
+    assert s >= 8 and chunk >= registry.MIN_SPLIT_CHUNK
+    assert registry.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
+    assert registry.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
+    assert registry.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
+    # A forced count (the split_k option) is rounded so chunks stay multiples of BK.
+    s, chunk = registry.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
+    assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
+    from compare.harness.errors import UsageError
+    with pytest.raises(UsageError, match="must be >= 1"):
+        _REGISTRY["cuda.10_split_k"].parse_options({"split_k": "0"})
+
+
+def test_tile_option_is_checked():
+    from compare.harness.errors import UsageError
+    with pytest.raises(UsageError, match="must be one of 128x128x16, 128x128x8, 128x128x8s3, "):
+        _REGISTRY["cuda.09_double_buffered"].parse_options({"tile": "64x64x8"})
+    assert registry.DEFAULT_TILE[9] == "128x128x8s3" and registry.DEFAULT_TILE[10] == "128x128x16"
+    for t in registry.VARIANTS_09:  # stage-09-only variants: accepted by 09, refused by 10
+        assert _REGISTRY["cuda.09_double_buffered"].parse_options({"tile": t}) == {"tile": t}
+        with pytest.raises(UsageError, match="must be one of"):
+            _REGISTRY["cuda.10_split_k"].parse_options({"tile": t})
+
+
+def test_config_expressions_are_unique_and_declared_once():
+    exprs = [(s.file, c.expr) for s, c in registry.all_configs()]
+    assert len(exprs) == len(set(exprs))
+    for fname, cfgs in registry.configs_by_file().items():
+        src = loader.source(fname)
+        for c in cfgs:
+            assert re.search(rf"\b{c.kernel}\s*\(", src), f"{c.kernel} not defined in {fname}"
+
+
+# ---- stage 12 (TF32 mma.sync) ------------------------------------------------------------------
+
+def test_tf32_stage_declares_each_tile_for_both_precisions_once():
+    """One spec, two precisions: each tile has a .vec and a .scalar configuration for every
+    precision it declares, tf32 (SPLIT3 = false) and tf32x3 (SPLIT3 = true, label suffix .x3),
+    nothing else; each precision's default tile is among them."""
+    spec = next(s for s in registry.SPECS if s.stage == "tf32_mma")
+    assert spec.precisions == ("tf32", "tf32x3") and spec.tiles == tuple(registry.TF32_TILES)
+    got = {c.label: c.targs for c in spec.configs}
+    for pr, tile in registry.TF32_DEFAULT_TILE.items():
+        assert pr in registry.TF32_TILES[tile][-1]
+    for tile, (bm, bn, bk, wm, wn, stages, minbs) in registry.TF32_TILES.items():
+        for vec in (True, False):
+            for pr, minb in minbs.items():
+                split3, suffix = pr == "tf32x3", ".x3" if pr == "tf32x3" else ""
+                label = f"{tile}.{'vec' if vec else 'scalar'}{suffix}"
+                assert got.pop(label) == (bm, bn, bk, wm, wn, stages, minb, vec, split3), label
+                cfg = spec.config(label)
+                assert cfg.smem_dynamic == stages * (bm * (bk + 4) + bk * (bn + 8)) * 4 > 48 * 1024
+                assert cfg.threads == 32 * (bm // wm) * (bn // wn)
+    assert not got, got
+
+
+@pytest.mark.parametrize("tile", list(registry.TF32_TILES))
+def test_tf32_shared_memory_pads_make_fragment_reads_conflict_free(tile):
+    """The header's bank claims, from the tile constants: an ldmatrix phase reads 8 rows of 16
+    bytes of A (rows BK+4 floats apart) and must hit 8 disjoint 4-bank groups; the B fragment
+    read of lane (g, t) is word t*(BN+8) + g and must hit 32 distinct banks. Every row start
+    stays 16-byte aligned (cp.async 16 and ldmatrix need it)."""
+    bm, bn, bk, *_ = registry.TF32_TILES[tile]
+    a_ld, b_ld = bk + 4, bn + 8
+    for k0 in range(0, bk, 4):
+        banks = [(r * a_ld + k0 + j) % 32 for r in range(8) for j in range(4)]
+        assert len(set(banks)) == 32, (tile, k0)
+    assert len({(t * b_ld + g) % 32 for g in range(8) for t in range(4)}) == 32
+    assert a_ld % 4 == 0 and b_ld % 4 == 0 and (bm * a_ld) % 4 == 0
+
+
+def test_tf32_source_uses_the_tensor_core_instructions():
+    src = loader.source("12_tf32_mma.cu")
+    for ins in ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async"):
+        assert ins in src, ins
+
+
+def test_tf32_stage_refuses_a_gpu_with_too_little_shared_memory():
+    """Stage 12 asks for 105 KiB per block: on a GPU that allows less (sm_86 / sm_89: 99 KiB)
+    prepare says so before compiling or launching anything."""
+    from compare.harness.errors import UsageError
+
+    class SmallGpu:
+        def smem_optin(self):
+            return 99 * 1024
+
+        @staticmethod
+        def address(x):
+            return 0
+
+        def function(self, *a, **k):
+            raise AssertionError("must refuse before compiling")
+
+    class Inputs:
+        def cupy(self, name):
+            return name
+
+    k = _REGISTRY["cuda.12_tf32_mma"]
+    with loader.use_backend(SmallGpu()):
+        with pytest.raises(UsageError, match=r"needs 107520 bytes of shared memory per block; .* at most 101376"):
+            k.prepare(Problem(256, 256, 256, precision="tf32"), Inputs(), {})
+
+
 class _FakeDevice:
     """A backend that reports a compute capability (the CPU has none)."""
 
