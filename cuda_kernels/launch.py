@@ -29,10 +29,12 @@ from compare.harness.registry import Kernel, Option, register
 from . import loader
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SPECS,
                        SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, Config,
-                       StageSpec, expressions)
+                       StageSpec, expressions, WGMMA, WGMMA_TILES, REGB_STAGES, B_OPERANDS)
 
 
 def _function(spec: StageSpec, cfg: Config):
+    if spec.arch:
+        return loader.backend().function(spec.file, cfg, expressions(spec.file), arch=spec.arch)
     return loader.backend().function(spec.file, cfg, expressions(spec.file))
 
 
@@ -121,6 +123,10 @@ def _options(spec: StageSpec) -> tuple:
                                 f"{', '.join(t for t, v in TF32_TILES.items() if pr in v[-1])}"
                                 for pr in TF32_PRECISIONS)
         out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
+    if spec.plan == WGMMA:
+        out.append(Option("b_operand", "registers (tf32 with N % 4 == 0: B read as stored, its fragments loaded into "
+                                       "registers; the default there) or copy (a K-major copy of B each launch; "
+                                       "the default elsewhere)", _choice(B_OPERANDS)))
     if spec.plan == SPLIT_K:
         out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
                           _positive_int))
@@ -347,11 +353,102 @@ def _stream_k_prepare(spec: StageSpec):
     return prepare
 
 
-_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare}
+def _wgmma_prepare(spec: StageSpec):
+    """Stage 13: the operand copies (B^T unless tf32 reads B as stored; A where K % 4 != 0, its
+    address is not 16-byte aligned, or for the split), their tensor maps, then the GEMM; all in one
+    timed launch."""
+    def prepare(problem, inputs, options=None):
+        from compare.harness.errors import UsageError
+        why = _needs_arch(spec)(problem)
+        if why:
+            raise UsageError(f"{spec.name}: {why}")
+        from . import tma
+        be = loader.backend()
+        M, N, K = problem.M, problem.N, problem.K
+        bn, stages, split3 = WGMMA_TILES[problem.precision]
+        cfg = spec.config(f"128x{bn}x32s{stages}{'.x3' if split3 else ''}")
+        A, B, C, _ = _operands(problem, inputs, vec_needed=False)
+        kp = _cdiv(K, 4) * 4  # TMA: row strides a multiple of 16 bytes
+        if max(_cdiv(K, 32), _cdiv(M, 32)) > 65535:
+            raise UsageError(f"{spec.name}: the operand copy's grid has at most 65535 tiles of 32 rows; "
+                             f"M={M}, K={K}")
+        steps, held = [], []
+
+        def copy(src, rows, cols, trans, split):
+            out_rows = cols if trans else rows
+            big = be.empty(out_rows * kp)
+            small = be.empty(out_rows * kp) if split else big
+            held.extend((big, small))
+            p_cfg = spec.config(f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}")
+            grid = (_cdiv(cols, 32), _cdiv(rows, 32), 1)
+            steps.append((_function(spec, p_cfg), grid, p_cfg.block,
+                          (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
+            return big, small
+
+        regb_ok = not split3 and N % 4 == 0 and be.address(B) % 16 == 0
+        b_path = (options or {}).get("b_operand") or ("registers" if regb_ok else "copy")
+        if b_path == "registers" and not regb_ok:
+            raise UsageError(f"{spec.name}: b_operand=registers needs precision tf32, N % 4 == 0 and a 16-byte "
+                             f"aligned B (TMA reads B's rows as stored); got {problem.precision}, N={N}")
+        if b_path == "copy":
+            bt, bts = copy(B, K, N, True, split3)
+        copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
+        if copied_a:
+            a, a_s = copy(A, M, K, False, split3)
+            lda = kp
+        else:
+            a, a_s, lda = A, A, K
+        if b_path == "registers":
+            cfg = spec.config(f"256x128x32s{REGB_STAGES}.regb")
+            maps = (tma.tensor_map(be.address(a), M, K, lda, 256), tma.tensor_map(be.address(B), K, N, N, 32))
+        else:
+            maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
+                    tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
+        grid = (_tiles(problem, cfg), 1, 1)
+        steps.append((_function(spec, cfg), grid, cfg.block,
+                      (*maps, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
+                       np.float32(problem.beta), C), cfg.smem_dynamic))
+        launch = _launcher(*steps)
+        launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
+        config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": stages, "smem_bytes": cfg.smem_dynamic,
+                  "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32" if b_path == "copy"
+                                else "B read by TMA as stored; C^T = B^T A^T with B^T's fragments loaded from "
+                                     "shared memory into registers, rounded to TF32"),
+                  "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
+                                else "read by TMA as given (the tensor cores truncate to TF32)"),
+                  "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
+                                     "per 32 of K, added by FADD" if split3 else
+                                     "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
+                  "chosen_by": _chosen_by(dict(options or {}))}
+        return _with_config(launch, config)
+    return prepare
+
+
+_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare, WGMMA: _wgmma_prepare}
 
 
 def _supports_any(problem) -> Optional[str]:
     return None
+
+
+# compute capability (major, minor) each arch-specific target runs on.
+ARCH_CC = {"sm_90a": (9, 0)}
+
+
+def _needs_arch(spec: StageSpec) -> Callable:
+    """supports() of an arch-specific stage: None on a device of that compute capability, else why."""
+    want = ARCH_CC[spec.arch]
+
+    def supports(problem) -> Optional[str]:
+        cc_of = getattr(loader.backend(), "compute_capability", None)
+        cc = cc_of() if cc_of else None
+        need = f"needs compute capability {want[0]}.{want[1]} ({spec.arch}: wgmma, setmaxnreg and TMA)"
+        if cc is None:
+            return f"{need}; no CUDA device here"
+        if tuple(cc) != want:
+            return f"{need}; this GPU is sm_{cc[0]}{cc[1]}, which has no wgmma"
+        return None
+    return supports
 
 
 def _meta(spec: StageSpec) -> dict:
@@ -367,6 +464,8 @@ def _meta(spec: StageSpec) -> dict:
         d["precisions"] = list(spec.precisions)
     if spec.not_emulated:
         d["emulated"] = f"no: {spec.not_emulated}"
+    if spec.arch:
+        d["arch"] = spec.arch
     d.update(spec.meta)
     return d
 
@@ -375,7 +474,8 @@ def _register(spec: StageSpec) -> Kernel:
     return register(Kernel(
         name=spec.name, family=FAMILY, stage=spec.stage, precisions=spec.precisions,
         prepare=_PREPARE[spec.plan](spec),
-        supports=_vec_requirement if spec.operands == "float4" else _supports_any,
+        supports=(_needs_arch(spec) if spec.arch else
+                  _vec_requirement if spec.operands == "float4" else _supports_any),
         variant=spec.variant, idea=spec.description, options=_options(spec), meta=_meta(spec)))
 
 

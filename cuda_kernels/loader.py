@@ -59,9 +59,11 @@ class CupyBackend:
         self._modules: dict[str, object] = {}
         self._functions: dict[tuple[str, str], object] = {}
         self._streams: dict[int, object] = {}
+        self._cc: Optional[tuple] = None
 
-    def function(self, filename: str, config, expressions):
-        """``config``'s kernel from ``filename``, compiled (once) with every one of ``expressions``."""
+    def function(self, filename: str, config, expressions, arch: str = ""):
+        """``config``'s kernel from ``filename``, compiled (once) with every one of ``expressions``;
+        ``arch`` (e.g. "sm_90a") for a file written for one target, else CuPy's choice for the device."""
         key = (filename, config.expr)
         fn = self._functions.get(key)
         if fn is None:
@@ -70,7 +72,8 @@ class CupyBackend:
             if mod is None:
                 if config.expr not in expressions:
                     raise KeyError(f"{filename}: {config.expr} is not among the expressions to compile")
-                mod = cupy.RawModule(code=source(filename), options=NVRTC_OPTIONS,
+                options = NVRTC_OPTIONS + ((f"-arch={arch}",) if arch else ())
+                mod = cupy.RawModule(code=source(filename), options=options,
                                      name_expressions=list(expressions))
                 self._modules[filename] = mod
             fn = mod.get_function(config.expr)
@@ -98,6 +101,17 @@ class CupyBackend:
     def sm_count(self) -> int:
         import cupy
         return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+    def compute_capability(self) -> Optional[tuple[int, int]]:
+        """(major, minor) of the current device; None where CuPy or a device is missing."""
+        if self._cc is None:
+            try:
+                import cupy
+                cc = str(cupy.cuda.Device().compute_capability)
+                self._cc = (int(cc[:-1]), int(cc[-1]))
+            except Exception:  # no CuPy, no driver, no device: nothing that needs an arch can run
+                self._cc = ()
+        return self._cc or None
 
     def smem_optin(self) -> Optional[int]:
         """Bytes of shared memory one block may opt in to (163 KiB on sm_80, 227 on sm_90, 99 on

@@ -47,7 +47,7 @@ class Config:
 
 
 # What prepare does with a spec.
-SINGLE, SPLIT_K, STREAM_K = "single", "split_k", "stream_k"
+SINGLE, SPLIT_K, STREAM_K, WGMMA = "single", "split_k", "stream_k", "wgmma"
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,10 @@ class StageSpec:
     precisions: tuple = ("fp32",)     # the problem precisions it computes (Kernel.precisions)
     # None: the CPU emulator runs it; else why it can't (tests/test_cuda_emulated.py reads this).
     not_emulated: Optional[str] = None
+    # "": compiled for every arch the tests and resources ask for (sm_80, sm_90); else the one
+    # arch it is written for (stage 13: "sm_90a"), passed to NVRTC and nvcc, and the device's
+    # compute capability must match it (Kernel.why_not says so otherwise).
+    arch: str = ""
 
     @property
     def number(self) -> int:
@@ -210,6 +214,40 @@ def _tf32_configs():
                  if pr in spec[-1] for vec in (True, False))
 
 
+# Stage 13 (wgmma + TMA, sm_90a), the path that copies B K-major: precision -> (BN, STAGES,
+# SPLIT3). BM = 128 (two consumer warpgroups of 64 rows), BK = 32 (one 128-byte swizzle row). tf32:
+# 128x256, 4 stages of 48 KiB; tf32x3: four operand tiles a stage and a temporary beside the
+# accumulators, so 128x128, 3 stages.
+WGMMA_TILES = {"tf32": (256, 4, False), "tf32x3": (128, 3, True)}
+WGMMA_THREADS = 384
+# tf32 with B read as stored (C^T = B^T A^T, B's fragments from registers): 256 rows of C x 128
+# columns, 4 stages of 48 KiB. Needs N % 4 == 0 (TMA's 16-byte row stride on B).
+REGB_STAGES = 4
+B_OPERANDS = ("registers", "copy")
+PREPARE_BLOCK = (32, 8, 1)
+
+
+def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
+    """Stage 13's dynamic shared memory: STAGES x (A 128x32 + B^T BNx32 floats, twice for the
+    split) + 1 KiB to align the swizzled tiles to 1024 bytes + the full/empty mbarriers."""
+    return stages * (2 if split3 else 1) * (128 + bn) * 32 * 4 + 1024 + 16 * stages
+
+
+def _wgmma_configs():
+    out = []
+    for pr, (bn, stages, split3) in WGMMA_TILES.items():
+        out.append(Config("sgemm_wgmma_tma", (bn, stages, split3), (WGMMA_THREADS, 1, 1), (128, bn),
+                          wgmma_smem_bytes(bn, stages, split3), f"128x{bn}x32s{stages}{'.x3' if split3 else ''}", 32))
+    # 256 rows of A + 128 of B per stage: the bytes of the 128 + 256 rows of the copy path's tile.
+    out.append(Config("sgemm_wgmma_regb", (REGB_STAGES,), (WGMMA_THREADS, 1, 1), (256, 128),
+                      wgmma_smem_bytes(256, REGB_STAGES, False), f"256x128x32s{REGB_STAGES}.regb", 32))
+    for trans in (True, False):
+        for split in (False, True):
+            out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,
+                              label=f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}"))
+    return tuple(out)
+
+
 SPECS: tuple[StageSpec, ...] = (
     StageSpec("naive", "01_naive.cu", (_gemm("sgemm_naive", (32,), (32, 32, 1), (32, 32), "32x32"),)),
     StageSpec("coalesced", "02_coalesced.cu", (_gemm("sgemm_coalesced", (32,), (32, 32, 1), (32, 32), "32x32"),)),
@@ -260,6 +298,12 @@ SPECS: tuple[StageSpec, ...] = (
                            "result); the emulator runs a block's threads as fibers that meet only at "
                            "__syncthreads, and making a warp collective a block barrier would hide the "
                            "missing-barrier bugs it exists to find"),
+    StageSpec("wgmma_tma", "13_wgmma_tma.cu", _wgmma_configs(), plan=WGMMA, precisions=tuple(WGMMA_TILES),
+              arch="sm_90a",
+              not_emulated="wgmma is a warpgroup collective reading shared memory through descriptors, and TMA "
+                           "and mbarrier transactions are asynchronous copy-engine work: neither exists in "
+                           "the emulator's fiber-per-thread model"),
+
 )
 
 

@@ -39,6 +39,7 @@ ARCH_LIMITS = {
     "sm_90": dict(regs_per_sm=65536, max_regs_per_thread=255, smem_per_sm=228 * 1024,
                   smem_per_block=227 * 1024, max_threads_per_sm=2048, max_blocks_per_sm=32),
 }
+ARCH_LIMITS["sm_90a"] = ARCH_LIMITS["sm_90"]  # the same chip; "a": its arch-specific instructions
 SMEM_RESERVED_PER_BLOCK = 1024  # the driver keeps 1 KiB of shared memory per resident block
 
 _RE_REGS = re.compile(r"Used (\d+) registers")
@@ -81,15 +82,24 @@ def instantiation_source(spec: StageSpec, cfg: Config) -> str:
 
 
 def _nvcc_command(nvcc: str, archs: Sequence[str], src: str, out_stem: str) -> list[str]:
-    if len(archs) == 1:
+    if len(archs) == 1 and not archs[0].endswith("a"):
         target = ["-cubin", f"-arch={archs[0]}"]
         out = out_stem + ".cubin"
-    else:  # a cubin holds one arch; a fatbin holds one per -gencode
-        target = ["-fatbin"]
+    else:
+        # A cubin holds one arch, a fatbin one per -gencode. An arch-specific target (sm_90a) always
+        # goes through -gencode: nvcc 13.0's -arch=sm_90a shorthand also runs a plain sm_90 pass,
+        # which rejects wgmma and setmaxnreg.
+        target = ["-cubin"] if len(archs) == 1 else ["-fatbin"]
         for arch in archs:
             target += ["-gencode", f"arch=compute_{arch.removeprefix('sm_')},code={arch}"]
-        out = out_stem + ".fatbin"
+        out = out_stem + (".cubin" if len(archs) == 1 else ".fatbin")
     return [nvcc, *target, *loader.NVRTC_OPTIONS, "--resource-usage", "-o", out, src]
+
+
+def archs_for(spec: StageSpec, archs: Sequence[str]) -> list[str]:
+    """The archs ``spec`` is compiled for: its own (``StageSpec.arch``, e.g. sm_90a for wgmma)
+    whatever was asked, else the requested ones."""
+    return [spec.arch] if spec.arch else list(archs)
 
 
 def _row_from_report(row: dict, cfg: Config, arch: str, out: str) -> dict:
@@ -168,7 +178,9 @@ def resource_rows_by_arch(archs: Sequence[str], jobs: Optional[int] = None,
                           kernels: Optional[Sequence[str]] = None,
                           progress: Optional[Callable[[str], None]] = None) -> dict[str, list[dict]]:
     """Every registered configuration (or those of ``kernels``) compiled once for all ``archs``:
-    ``{arch: rows in registry order}``. ``progress`` gets one line per finished compile."""
+    ``{arch: rows in registry order}``. A stage declared for one arch (``StageSpec.arch``) is
+    compiled for that arch only and listed under it (after the requested ones). ``progress``
+    gets one line per finished compile."""
     nvcc = nvcc_path()
     if not nvcc:
         raise NvccMissing(NVCC_MISSING)
@@ -184,8 +196,9 @@ def resource_rows_by_arch(archs: Sequence[str], jobs: Optional[int] = None,
                              f"known: {', '.join(dict.fromkeys(spec.name for spec, _ in items))}")
         items = [(spec, cfg) for spec, cfg in items if spec.name in kernels]
     workers = jobs or os.cpu_count() or 2
+    all_archs = list(dict.fromkeys([*archs, *(a for spec, _ in items for a in archs_for(spec, archs))]))
     if progress:
-        progress(f"compiling {len(items)} CUDA configurations for {','.join(archs)} with {nvcc} "
+        progress(f"compiling {len(items)} CUDA configurations for {','.join(all_archs)} with {nvcc} "
                  f"({workers} in parallel)")
     results: list[Optional[list[dict]]] = [None] * len(items)
     with tempfile.TemporaryDirectory(prefix="gemm_resources_") as tmp:
@@ -193,14 +206,18 @@ def resource_rows_by_arch(archs: Sequence[str], jobs: Optional[int] = None,
             def one(i):
                 t0 = time.perf_counter()
                 spec, cfg = items[i]
-                return i, compile_config_archs(spec, cfg, archs, tmp, nvcc), time.perf_counter() - t0
+                return i, compile_config_archs(spec, cfg, archs_for(spec, archs), tmp, nvcc), time.perf_counter() - t0
             futures = [ex.submit(one, i) for i in range(len(items))]
             for done, fut in enumerate(as_completed(futures), 1):
                 i, rows, seconds = fut.result()
                 results[i] = rows
                 if progress:
                     progress(_progress_line(done, len(items), rows, seconds))
-    return {arch: [rows[k] for rows in results] for k, arch in enumerate(archs)}
+    out: dict[str, list[dict]] = {a: [] for a in all_archs}
+    for rows in results:
+        for row in rows:
+            out[row["arch"]].append(row)
+    return {a: rows for a, rows in out.items() if rows}
 
 
 def resource_rows(arch: str = "sm_90", jobs: Optional[int] = None) -> list[dict]:

@@ -442,8 +442,10 @@ def test_tensor_core_stage_gets_tf32_and_tf32x3_points(monkeypatch):
     tc = [c for c in tiled if "tf32" in c.params[2]]
     fp32 = [c for c in tiled if c.params[2] == ["fp32"]]
     assert tc and fp32
-    assert all("cuda.12_tf32_mma" in c.params[0] and {"tf32", "tf32x3"} <= set(c.params[2]) for c in tc)
-    assert all("cuda.12_tf32_mma" not in c.params[0] for c in fp32)
+    for name in ("cuda.12_tf32_mma", "cuda.13_wgmma_tma"):
+        assert all(name in c.params[0] and {"tf32", "tf32x3"} <= set(c.params[2]) for c in tc)
+        assert all(name not in c.params[0] for c in fp32)
+
 
 
 def test_benchmark_names_are_the_recorded_ones(monkeypatch):

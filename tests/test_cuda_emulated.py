@@ -348,10 +348,12 @@ def test_emulator_reports_writes_below_the_start_in_the_slack(backend):
 
 
 def test_stages_the_emulator_cannot_run_say_why():
-    """Exactly the tensor-core stage is left out, and its spec says why in words (mma.sync and
-    ldmatrix are warp collectives); every other stage runs above."""
+    """Exactly the tensor-core stages are left out, and their specs say why in words (mma.sync and
+    ldmatrix are warp collectives; wgmma, TMA and mbarriers are asynchronous hardware the fiber
+    model doesn't have); every other stage runs above."""
     left_out = {s.name: s.not_emulated for s in registry.SPECS if s.not_emulated}
-    assert set(left_out) == {"cuda.12_tf32_mma"}
+    assert set(left_out) == {"cuda.12_tf32_mma", "cuda.13_wgmma_tma"}
     assert "warp-collective" in left_out["cuda.12_tf32_mma"]
+    assert "wgmma" in left_out["cuda.13_wgmma_tma"] and "TMA" in left_out["cuda.13_wgmma_tma"]
     k12 = next(k for k in cuda_kernels.KERNELS if k.name == "cuda.12_tf32_mma")
     assert k12.meta["emulated"].startswith("no: mma.sync")  # --list shows it

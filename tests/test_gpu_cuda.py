@@ -228,3 +228,69 @@ def test_tf32_mma_launch_config_names_the_path():
         p = Problem(256, 256, 256, precision=pr)
         launch = k.prepare(p, make_inputs(p), {})
         assert launch.config["precision_path"].startswith(want) and launch.config["smem_bytes"] > 48 * 1024
+
+
+# ---- stage 13: wgmma + TMA (sm_90a), precisions tf32 and tf32x3 ---------------------------------
+WGMMA = "cuda.13_wgmma_tma"
+IS_SM90 = torch.cuda.get_device_capability() == (9, 0)
+needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="stage 13 needs compute capability 9.0 (wgmma)")
+# TF32_SHAPES plus tiles past one 128x256 block in both directions, K past several pipeline
+# rounds with a K % 32 tail, and an A whose K % 4 == 0 (read by TMA as given, no copy).
+WGMMA_SHAPES = TF32_SHAPES + [(257, 513, 1031), (300, 260, 4096)]
+
+
+@needs_sm90
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("i", range(len(WGMMA_SHAPES)), ids=lambda i: "x".join(map(str, WGMMA_SHAPES[i])))
+def test_wgmma_tma_on_odd_shapes(i, precision):
+    alpha, beta = AB[i % len(AB)]
+    p = Problem(*WGMMA_SHAPES[i], alpha=alpha, beta=beta, seed=i, precision=precision)
+    res = check_kernel(KERNELS[WGMMA], p)
+    assert res.ok, f"{WGMMA} {p.shape} {precision} alpha={alpha} beta={beta}: {res.message}"
+
+
+@needs_sm90
+def test_wgmma_tf32x3_is_fp32_class_and_tf32_is_not():
+    errs = {pr: check_kernel(KERNELS[WGMMA], Problem(1000, 1003, 997, precision=pr, seed=3)).rel_err
+            for pr in ("tf32", "tf32x3")}
+    assert errs["tf32x3"] < 5e-7 < 1e-5 < errs["tf32"], errs
+
+
+@needs_sm90
+def test_wgmma_launch_config_names_the_operand_paths():
+    k = KERNELS[WGMMA]
+    for shape, pr, b_copied, a_copied in (((256, 256, 256), "tf32", False, False), ((256, 255, 256), "tf32", True, False),
+                                          ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", True, True)):
+        p = Problem(*shape, precision=pr)
+        cfg = k.prepare(p, make_inputs(p), {}).config
+        assert cfg["b_operand"].startswith("B copied to K-major B^T") == b_copied, cfg
+        assert cfg["a_operand"].startswith("copied") == a_copied, cfg
+        assert cfg["precision_path"].startswith("3xTF32" if pr == "tf32x3" else "TF32"), cfg
+        assert cfg["tile"] == ("128x256x32s4" if b_copied and pr == "tf32" else
+                               "256x128x32s4.regb" if pr == "tf32" else "128x128x32s3.x3"), cfg
+
+
+@needs_sm90
+@pytest.mark.parametrize("shape", [(255, 1000, 1023), (1001, 1004, 1012), (300, 260, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
+    """N % 4 == 0: tf32 reads B as stored by default; the copy path stays right there too."""
+    p = Problem(*shape, alpha=0.5, beta=-1.5, precision="tf32")
+    res = check_kernel(KERNELS[WGMMA], p, options={"b_operand": "copy"})
+    assert res.ok, res.message
+    assert "copied" in KERNELS[WGMMA].prepare(p, make_inputs(p), {"b_operand": "copy"}).config["b_operand"]
+
+
+@needs_sm90
+def test_wgmma_refuses_registers_where_b_rows_are_unaligned():
+    from compare.harness.errors import UsageError
+    for shape, pr in (((64, 63, 64), "tf32"), ((64, 64, 64), "tf32x3")):
+        p = Problem(*shape, precision=pr)
+        with pytest.raises(UsageError, match="b_operand=registers needs precision tf32, N % 4 == 0"):
+            KERNELS[WGMMA].prepare(p, make_inputs(p), {"b_operand": "registers"})
+
+
+@pytest.mark.skipif(IS_SM90, reason="the refusal is for GPUs without wgmma")
+def test_wgmma_refuses_other_gpus_in_words():
+    why = KERNELS[WGMMA].why_not(Problem(256, 256, 256, precision="tf32"))
+    assert why and "compute capability 9.0" in why and "no wgmma" in why, why

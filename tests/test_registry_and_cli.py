@@ -39,7 +39,7 @@ def test_select_semantics():
     tiled = registry.select("tiled")
     assert [k.stage for k in tiled if k.family == "cuda"] == [
         "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized",
-        "bank_conflict_free", "warptile", "double_buffered", "tf32_mma"]
+        "bank_conflict_free", "warptile", "double_buffered", "tf32_mma", "wgmma_tma"]
     only_triton = registry.select("all", ["triton"])
     assert {k.family for k in only_triton} == {"cublas", "triton"}  # cuBLAS stays as the baseline
     with pytest.raises(ValueError, match="unknown stage 'nope'; valid: all, naive"):

@@ -111,6 +111,12 @@ for _s in (
                  at_least=30.0),
            Claim("tf32_mma", "conflicts_ld_pct", "~0", "padded A and B rows: conflict-free fragment reads (ldmatrix, LDS)",
                  limit=1.0))),
+    Stage(13, "wgmma_tma", "tiled", "Hopper warpgroup MMA (wgmma m64nNk8 TF32) from 128B-swizzled shared memory "
+                                    "filled by TMA + mbarriers; producer / consumer warpgroups; B read as stored "
+                                    "(C^T = B^T A^T, B^T from registers) or copied K-major; tf32 or tf32x3; sm_90a only",
+          # Stage 13 removes stage 12's latency bound: the same tf32 / tf32x3 problem, a busier tensor pipe.
+          (Claim("wgmma_tma", "tensor_pct", ">", "wgmma from TMA-filled shared memory keeps the tensor pipe busier "
+                 "than mma.sync", than="tf32_mma"),)),
     Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
     Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
 ):

@@ -1,0 +1,486 @@
+// Stage 13 - Hopper's warpgroup MMA fed by the tensor memory accelerator: wgmma.mma_async
+// m64nNk8 TF32 from 128-byte-swizzled shared memory that TMA (cp.async.bulk.tensor.2d on
+// mbarriers) fills; one producer warpgroup, two consumer warpgroups (setmaxnreg 40 / 232).
+//
+// Bottleneck removed: stage 12's latency (mma.sync issued warp by warp from ldmatrix / LDS
+// registers: tensor pipe 57% busy). One wgmma m64n256k8 is 131072 multiply-adds issued by a
+// warpgroup, asynchronous, and the copy engine moves the tiles: no thread computes a global
+// address in the main loop. STAGES-deep full/empty mbarrier pipeline, BK = 32 floats (one
+// 128-byte swizzle row).
+//  * B's layout: TF32 wgmma reads shared-memory operands K-major only; A (M x K) is, B (K x N) is
+//    not. tf32 with N % 4 == 0 (sgemm_wgmma_regb): C^T = B^T A^T, so A's tile is the K-major
+//    shared-memory operand and B^T the register operand, whose fragments each thread loads from
+//    B's tile as TMA stored it (4 conflict-free LDS per k8, rounded to TF32): no copy of B.
+//    Otherwise (tf32x3, N % 4 != 0: sgemm_wgmma_tma) a transposing copy of B into K-major B^T
+//    (N x Kp, Kp = K rounded up to 4 for TMA's 16-byte strides) runs first, inside the launch.
+//  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0 or its
+//    address is unaligned: then it is copied too (rounded).
+//  * SPLIT3 (tf32x3): the copies write big = tf32(x) and small = tf32(x - big) of A and B^T; per
+//    32-wide K tile 12 wgmma (a_s b_b, a_b b_s, a_b b_b per k8) go into a temporary (scale-d = 0
+//    first) added to the accumulator by FADD: the tensor cores' truncating accumulation stays on
+//    a partial sum of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
+// Still there: the copies where they run (B^T: 14% of a 4096^3 launch, 7% at 8192^3); the
+// register path's wait_group 0 per K tile; a non-persistent grid; register stores. Measured on
+// an H100 (results/h100/tensor-core/): tf32 92% / 96% of cuBLAS tf32 at 4096^3 / 8192^3; tf32x3
+// 2.02x / 1.95x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7; tensor pipe 76% / 69% (tf32 / tf32x3)
+// busy at 2048^3, stage 12 53% / 45%.
+// Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory (4 stages of 48 KiB; tf32x3: 3 of
+// 64 KiB, four operand tiles), 128 accumulators per consumer thread (tf32x3: 64 + a 64-register
+// temporary); workspaces for the copies.
+// Requirement: sm_90a (wgmma, setmaxnreg; compiled with -arch=sm_90a, run on compute
+// capability 9.0 only); any M, N, K >= 1 (TMA zero-fills past the matrix, stores predicated).
+#include "common.cuh"
+
+namespace wgmma13 {
+
+// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned (no cuda.h under NVRTC).
+struct alignas(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+constexpr int BM = 128, BK = 32;
+constexpr int THREADS = 384;       // warpgroup 0: producer; 1 and 2: consumers of 64 rows each
+constexpr int A_TILE = BM * BK * 4;  // bytes of one A tile (16 KiB)
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done) {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    }
+}
+
+// One box of the tensor map at element coordinates (k, row) into shared memory, counted on bar.
+__device__ __forceinline__ void tma_load(unsigned dst, const TensorMap& map, unsigned bar, int k, int row) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];\n"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(bar), "r"(k), "r"(row)
+                 : "memory");
+}
+
+// wgmma shared-memory descriptor of a K-major tile written by TMA with the 128-byte swizzle:
+// rows of 128 bytes (32 floats of K), 8-row groups 1024 bytes apart (stride byte offset),
+// leading byte offset unused for swizzled K-major, layout type 1 = 128B swizzle. The tile
+// starts 1024-byte aligned; a k8 slice inside the row is the start address + 32 bytes.
+__device__ __forceinline__ unsigned long long sw128_desc(unsigned addr) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+
+// Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// wgmma m64nNk8 TF32 with both operands from shared memory (descriptors); scale_d = 0: D = A B.
+__device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// wgmma m64n256k8 TF32 with A from registers (4 per thread: the mma.sync m16n8k8 A fragment of
+// each warp's 16 rows) and B from shared memory.
+__device__ __forceinline__ void wgmma_n256_rs(float (&d)[128], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db,
+                                           int scale_d) {
+    if constexpr (BN == 256) wgmma_n256(d, da, db, scale_d);
+    else wgmma_n128(d, da, db, scale_d);
+}
+
+// x rounded to TF32 (nearest, ties away) as an fp32 value with the low 13 bits clear.
+__device__ __forceinline__ float tf32_round(float x) {
+    unsigned b;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(b) : "f"(x));
+    return __uint_as_float(b & 0xffffe000u);
+}
+
+}  // namespace wgmma13
+
+// The operand copies launched before the GEMM: src (R x Cn, row-major) -> big (and small),
+// rows of ldd floats; TRANS writes the transpose (Cn x R). big = tf32(x); SPLIT: small =
+// tf32(x - big) (0 where x is inf, so inf - inf can't poison the sum). 32x32 tiles through
+// padded shared memory (reads and writes coalesced), 32x8 threads.
+template <bool TRANS, bool SPLIT>
+__global__ void __launch_bounds__(256) tf32_prepare(const float* __restrict__ src, int R, int Cn,
+                                                    float* __restrict__ big, float* __restrict__ small, int ldd) {
+    __shared__ float tile[32][33];
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
+#pragma unroll
+    for (int i = ty; i < 32; i += 8) {
+        const int r = r0 + i, c = c0 + tx;
+        tile[i][tx] = (r < R && c < Cn) ? src[(size_t)r * Cn + c] : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = ty; i < 32; i += 8) {
+        const int orow = TRANS ? c0 + i : r0 + i, ocol = TRANS ? r0 + tx : c0 + tx;
+        const bool ok = TRANS ? (orow < Cn && ocol < R) : (orow < R && ocol < Cn);
+        if (!ok) continue;
+        const float x = TRANS ? tile[tx][i] : tile[i][tx];
+        const float b = wgmma13::tf32_round(x);
+        const size_t at = (size_t)orow * ldd + ocol;
+        big[at] = b;
+        if (SPLIT) {
+            const float s = x - b;
+            small[at] = wgmma13::tf32_round(s == s ? s : 0.f);
+        }
+    }
+}
+
+// C = alpha * A @ B + beta * C with A through tA (M x K, K-major) and B through tB (its
+// transpose, N x K); tAs / tBs: the small parts (SPLIT3 only; otherwise unused copies).
+// Tiles in launch order grouped by 8 tile rows, so concurrently running blocks share B columns
+// in L2.
+template <int BN, int STAGES, bool SPLIT3>
+__global__ void __launch_bounds__(wgmma13::THREADS, 1)
+sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
+                const __grid_constant__ wgmma13::TensorMap tAs, const __grid_constant__ wgmma13::TensorMap tBs,
+                int M, int N, int K, float alpha, float beta, float* __restrict__ C) {
+    using namespace wgmma13;
+    constexpr int B_TILE = BN * BK * 4;
+    constexpr int PARTS = SPLIT3 ? 2 : 1;
+    constexpr int STAGE = PARTS * (A_TILE + B_TILE);
+    constexpr int ACC = BN / 2;  // accumulators per consumer thread (64 x BN over 128 threads)
+    constexpr int GROUP = 8;
+    static_assert(BN == 128 || BN == 256, "wgmma n128 / n256");
+
+    extern __shared__ unsigned char smem_raw[];
+    // Swizzled tiles must start 1024-byte aligned: the launch asks for 1 KiB of slack.
+    const unsigned raw = smem_u32(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned bars = base + STAGES * STAGE;  // full[s] at bars + 8s, empty[s] at bars + 8(STAGES + s)
+
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int per_group = GROUP * tiles_n, group = blockIdx.x / per_group;
+    const int first_m = group * GROUP, gsize = min(tiles_m - first_m, GROUP);
+    const int in_group = blockIdx.x % per_group;
+    const int m0 = (first_m + in_group % gsize) * BM, n0 = (in_group / gsize) * BN;
+    const int ktiles = (K + BK - 1) / BK;
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);                     // the producer's expect_tx arrival
+            mbar_init(bars + 8 * (STAGES + s), 256);        // every consumer thread
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+                const unsigned full = bars + 8 * s, st = base + s * STAGE;
+                mbar_expect_tx(full, STAGE);
+                tma_load(st, tA, full, kt * BK, m0);
+                tma_load(st + A_TILE, tB, full, kt * BK, n0);
+                if (SPLIT3) {
+                    tma_load(st + A_TILE + B_TILE, tAs, full, kt * BK, m0);
+                    tma_load(st + 2 * A_TILE + B_TILE, tBs, full, kt * BK, n0);
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1;  // rows m0 + 64 cw .. + 63
+        float acc[ACC];
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+        float tmp[SPLIT3 ? ACC : 1];
+
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int s = kt % STAGES;
+            mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+            const unsigned st = base + s * STAGE;
+            const unsigned a = st + cw * 64 * 128, b = st + A_TILE;  // 64 rows of 128 bytes
+            if constexpr (!SPLIT3) {
+                fence_regs(acc);
+                wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < BK / 8; ++k)
+                    wgmma_tile<BN>(acc, sw128_desc(a + 32 * k), sw128_desc(b + 32 * k), 1);
+                wgmma_commit();
+                fence_regs(acc);
+                // The group before this one is done: its stage may be refilled.
+                wgmma_wait<1>();
+                fence_regs(acc);
+                if (kt > 0) mbar_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
+            } else {
+                const unsigned as = a + A_TILE + B_TILE, bs = b + A_TILE + B_TILE;
+                fence_regs(tmp);
+                wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < BK / 8; ++k) {
+                    wgmma_tile<BN>(tmp, sw128_desc(as + 32 * k), sw128_desc(b + 32 * k), k > 0);
+                    wgmma_tile<BN>(tmp, sw128_desc(a + 32 * k), sw128_desc(bs + 32 * k), 1);
+                    wgmma_tile<BN>(tmp, sw128_desc(a + 32 * k), sw128_desc(b + 32 * k), 1);
+                }
+                wgmma_commit();
+                fence_regs(tmp);
+                wgmma_wait<0>();
+                fence_regs(tmp);
+                mbar_arrive(bars + 8 * (STAGES + s));
+#pragma unroll
+                for (int i = 0; i < ACC; ++i) acc[i] += tmp[i];
+            }
+        }
+        wgmma_wait<0>();
+        fence_regs(acc);
+
+        // acc[4j + 2h + e]: row 16 warp + lane/4 + 8h, column 8j + 2 (lane % 4) + e.
+        const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+        const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;
+        const bool pairs = (N % 2 == 0) && ((reinterpret_cast<size_t>(C) & 7) == 0);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 8 * h;
+            if (row >= M) continue;
+            float* c_row = C + (size_t)row * N;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = n0 + 8 * j + 2 * (lane % 4);
+                const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+                if (pairs) {
+                    if (col < N) {  // N even, col even: the pair is wholly in or out, 8-byte aligned
+                        float2* p = reinterpret_cast<float2*>(c_row + col);
+                        float2 r;
+                        if (beta == 0.0f) {
+                            r.x = alpha * v0; r.y = alpha * v1;
+                        } else {
+                            const float2 o = *p;
+                            r.x = alpha * v0 + beta * o.x; r.y = alpha * v1 + beta * o.y;
+                        }
+                        *p = r;
+                    }
+                } else {
+                    if (col < N) c_row[col] = axpby(v0, alpha, beta, c_row + col);
+                    if (col + 1 < N) c_row[col + 1] = axpby(v1, alpha, beta, c_row + col + 1);
+                }
+            }
+        }
+    }
+}
+
+// C^T = B^T A^T without a copy of B (precision tf32, N % 4 == 0): wgmma's register operand
+// (rows n, K-major by construction) is read from the B tile as TMA stored it (k rows of 32-float
+// boxes, 128-byte swizzle), and its shared-memory operand is the A tile (rows m, K-major as
+// stored). A block computes 256 rows of C (the wgmma N side) x 128 columns (64 per consumer
+// warpgroup, the wgmma M side); D[n][m] is stored transposed into C.
+template <int STAGES>
+__global__ void __launch_bounds__(wgmma13::THREADS, 1)
+sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
+                 int M, int N, int K, float alpha, float beta, float* __restrict__ C) {
+    using namespace wgmma13;
+    constexpr int TM = 256, TN = 128;              // C rows / columns per block
+    constexpr int A_BYTES = TM * BK * 4;           // 32 KiB: 256 rows of A, 128 bytes each
+    constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
+    constexpr int STAGE = A_BYTES + (TN / 32) * B_BOX;
+    constexpr int GROUP = 8;
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = smem_u32(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned bars = base + STAGES * STAGE;
+    const float* fbase = reinterpret_cast<const float*>(smem_raw + (base - raw));
+
+    const int tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN;
+    const int per_group = GROUP * tiles_n, group = blockIdx.x / per_group;
+    const int first_m = group * GROUP, gsize = min(tiles_m - first_m, GROUP);
+    const int in_group = blockIdx.x % per_group;
+    const int m0 = (first_m + in_group % gsize) * TM, n0 = (in_group / gsize) * TN;
+    const int ktiles = (K + BK - 1) / BK;
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * (STAGES + s), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+                const unsigned full = bars + 8 * s, st = base + s * STAGE;
+                mbar_expect_tx(full, STAGE);
+                tma_load(st, tA, full, kt * BK, m0);
+#pragma unroll
+                for (int j = 0; j < TN / 32; ++j) tma_load(st + A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, kt * BK);
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        const int cw = wg - 1;
+        const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        // This thread's fragment rows n (64 cw + 16 warp + g, + 8) sit in box (64 cw + 16 warp) / 32
+        // at columns nn and nn + 8 (nn = (16 warp) % 32 + g); k = 8 kk + t (+ 4).
+        const int box = (64 * cw + 16 * warp) / 32, nn = (16 * warp) % 32 + g;
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+
+        // Word offset (floats) of B^T[n][k] in a stage: box, row k (32 floats), 16-byte chunk
+        // swizzled with k % 8.
+        auto b_word = [&](int n_in_box, int k) {
+            return A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) + (n_in_box & 3);
+        };
+        // The fragments are loaded while no wgmma of this warpgroup is in flight (wait_group 0 ends
+        // each tile): registers written under an in-flight wgmma make ptxas serialize every wgmma
+        // (warning C7513). The other consumer warpgroup's wgmma keep the tensor pipe busy meanwhile.
+        unsigned frag[BK / 8][4];
+        for (int kt = 0; kt < ktiles; ++kt) {
+            const int s = kt % STAGES;
+            mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+            const float* st = fbase + s * (STAGE / 4);
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk) {
+                const int k0 = 8 * kk + t;
+                frag[kk][0] = __float_as_uint(st[b_word(nn, k0)]) + 0x1000u;          // (g, t)
+                frag[kk][1] = __float_as_uint(st[b_word(nn + 8, k0)]) + 0x1000u;      // (g + 8, t)
+                frag[kk][2] = __float_as_uint(st[b_word(nn, k0 + 4)]) + 0x1000u;      // (g, t + 4)
+                frag[kk][3] = __float_as_uint(st[b_word(nn + 8, k0 + 4)]) + 0x1000u;  // (g + 8, t + 4)
+            }
+            const unsigned a = base + s * STAGE;
+            fence_regs(acc);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk) wgmma_n256_rs(acc, frag[kk], sw128_desc(a + 32 * kk), 1);
+            wgmma_commit();
+            fence_regs(acc);
+            wgmma_wait<0>();
+            fence_regs(acc);
+            mbar_arrive(bars + 8 * (STAGES + s));
+        }
+        wgmma_wait<0>();
+        fence_regs(acc);
+
+        // acc[4j + 2h + e] = D[n][m]: n = 64 cw + 16 warp + g + 8h, m = 8j + 2t + e.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = n0 + 64 * cw + 16 * warp + g + 8 * h;
+            if (col >= N) continue;
+#pragma unroll
+            for (int j = 0; j < TM / 8; ++j) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = m0 + 8 * j + 2 * t + e;
+                    if (row < M) {
+                        float* p = C + (size_t)row * N + col;
+                        *p = axpby(acc[4 * j + 2 * h + e], alpha, beta, p);
+                    }
+                }
+            }
+        }
+    }
+}
