@@ -145,4 +145,5 @@ def test_every_results_argument_file_runs_up_to_the_gpu(path, monkeypatch, capsy
     monkeypatch.setenv("PATH", "/nonexistent")      # --profile runs: ncu is never found
     assert cli.main(["@" + path]) == 2
     err = capsys.readouterr().err
-    assert "no CUDA GPU found" in err or "ncu (Nsight Compute)" in err, err
+    # (a kernel written for one GPU generation, stage 13, says so before the GPU check)
+    assert "no CUDA GPU found" in err or "ncu (Nsight Compute)" in err or "no CUDA device here" in err, err
