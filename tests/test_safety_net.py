@@ -224,9 +224,6 @@ import torch
 from triton import knobs
 from triton.runtime.jit import JITFunction
 from triton.runtime.autotuner import Autotuner
-from triton._C.libtriton import native_specialize_impl
-from triton.backends.compiler import BaseBackend, GPUTarget
-from triton.compiler import ASTSource, compile as triton_compile
 from compare.harness import registry
 from compare.harness.inputs import make_inputs
 from compare.harness.problem import Problem
@@ -248,20 +245,7 @@ def autotune_first(self, *args, grid=None, **kwargs):
 JITFunction.run = record
 Autotuner.run = autotune_first
 
-def compile_sm90(fn, args, ce, warps, stages):
-    sig, attrs, consts = {}, {}, {}
-    for i, name in enumerate(fn.arg_names):
-        if name in ce:
-            sig[name], consts[name] = "constexpr", ce[name]
-            continue
-        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
-        sig[name] = ty
-        if ty == "constexpr":
-            consts[name] = args[name]
-        if isinstance(attr, str) and attr:
-            attrs[(i,)] = BaseBackend.parse_attr(attr)
-    return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": warps, "num_stages": stages})
+from triton_kernels._common import compile_sm90   # the one CPU-side sm_90 compile
 
 out = {}
 for k in kernels:

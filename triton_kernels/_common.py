@@ -155,3 +155,26 @@ def l2_bytes(device: torch.device) -> int:
     if device.type != "cuda":
         return DEFAULT_L2_BYTES
     return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or DEFAULT_L2_BYTES)
+
+
+def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: int):
+    """Compile jitted ``fn`` for sm_90 as the JIT would for these argument values (same
+    specialisation: pointers and ints divisible by 16 get tt.divisibility=16, ints equal to 1
+    become constants), without a GPU. Returns the CompiledKernel (``.asm["ptx"]``)."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend, GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+    sig, attrs, consts = {}, {}, {}
+    for i, name in enumerate(fn.arg_names):
+        if name in constexprs:
+            sig[name], consts[name] = "constexpr", constexprs[name]
+            continue
+        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
+        sig[name] = ty
+        if ty == "constexpr":
+            consts[name] = args[name]
+        if isinstance(attr, str) and attr:
+            attrs[(i,)] = BaseBackend.parse_attr(attr)
+    return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})

@@ -17,30 +17,8 @@ from . import _operands as ops
 from .stream_k_heuristic import DOT_PRECISION, STAGES, X3_MASK_NAN, Tile
 from .stream_k_kernels import _stream_k_kernel
 from .stream_k_plan import _Plan
+from ._common import compile_sm90  # noqa: F401  (this study's compiler; tests use it too)
 
-
-
-def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: int):
-    """Compile jitted ``fn`` for sm_90 as the JIT would for these argument values (same
-    specialisation: pointers and ints divisible by 16 get tt.divisibility=16, ints equal to 1
-    become constants), without a GPU. Returns the CompiledKernel (``.asm["ptx"]``)."""
-    from triton._C.libtriton import native_specialize_impl
-    from triton.backends.compiler import BaseBackend, GPUTarget
-    from triton.compiler import ASTSource
-    from triton.compiler import compile as triton_compile
-    sig, attrs, consts = {}, {}, {}
-    for i, name in enumerate(fn.arg_names):
-        if name in constexprs:
-            sig[name], consts[name] = "constexpr", constexprs[name]
-            continue
-        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
-        sig[name] = ty
-        if ty == "constexpr":
-            consts[name] = args[name]
-        if isinstance(attr, str) and attr:
-            attrs[(i,)] = BaseBackend.parse_attr(attr)
-    return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": num_warps, "num_stages": num_stages})
 
 
 _PTX_COUNTS = {
