@@ -18,10 +18,10 @@ import sys
 from typing import Optional
 
 from .harness.errors import UsageError
-from .harness.files import prove_writable, write_atomically
+from .harness.files import write_atomically
+from .outputs import targets   # -o / --plot / --from-json: checked before any GPU work
 # The shape catalogue (every default and named set) is compare/harness/shapes.py.
 from .harness.shapes import GROUP_DEFAULTS as DEFAULT_SHAPES, INTERPRET_DEFAULTS as INTERPRET_SHAPES
-from .outputs.selection import SUFFIX_FORMATS   # -o FILE's suffix -> its format
 
 EPILOG = """\
 options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them);
@@ -238,58 +238,6 @@ def _progress(enabled: bool, total: int, pairs=()):
     return Progress(total, quiet=not enabled, per_shape=per_shape_counts(pairs))
 
 
-def _writable_target(path: str, what: str) -> None:
-    """``path`` can be written: not a directory, its directory exists and is writable."""
-    if os.path.isdir(path):
-        raise UsageError(f"{what} {path} is a directory")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UsageError(f"{what} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{what} {path}: directory {parent} is not writable")
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise UsageError(f"{what} {path} is not a regular file (a device, pipe or socket); it would be "
-                         f"replaced by one: redirect stdout instead")
-    try:   # the very temporary file the result will be written through, created and removed
-        prove_writable(path)
-    except OSError as exc:
-        raise UsageError(f"{what} {path} can't be written: creating a file in {parent} failed "
-                         f"({exc.strerror or exc})") from None
-
-
-def _validate_files(args) -> None:
-    """-o, --plot and --from-json are checked before anything runs, so a typo in a path never
-    costs a GPU run's measurements."""
-    if args.output:
-        _writable_target(args.output, "-o")
-        suffix = os.path.splitext(args.output)[1].lower()
-        implied = SUFFIX_FORMATS.get(suffix)
-        if args.format is None:
-            args.format = implied or "table"
-        elif implied and implied != args.format:
-            raise UsageError(f"--format {args.format} contradicts -o {args.output} (a {suffix} file holds "
-                             f"{implied}); drop --format or change the suffix")
-    args.format = args.format or "table"
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-            from matplotlib.backend_bases import FigureCanvasBase
-        except ImportError as exc:
-            raise UsageError(f"--plot {args.plot}: matplotlib is not importable ({exc}); "
-                             f"pip install matplotlib") from None
-        suffix = os.path.splitext(args.plot)[1].lower().lstrip(".")
-        kinds = FigureCanvasBase.get_supported_filetypes()
-        if suffix not in kinds:
-            raise UsageError(f"--plot {args.plot}: unknown image type {('.' + suffix) if suffix else '(no suffix)'}; "
-                             f"use one of {', '.join('.' + k for k in sorted(kinds))}")
-        _writable_target(args.plot, "--plot")
-        if args.output and os.path.abspath(args.output) == os.path.abspath(args.plot):
-            raise UsageError(f"-o and --plot name the same file {args.plot}")
-        if args.check or args.interpret:
-            raise UsageError(f"--plot draws times, and {'--check' if args.check else '--interpret'} "
-                             f"measures none; drop one of them")
-
-
 def _emit(text: str, args) -> None:
     if args.output:
         def write(tmp):
@@ -415,7 +363,7 @@ def _main(args) -> int:
     if args.resources:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
-    _validate_files(args)
+    targets.validate(args)
     from .outputs.distributed import check_flags
     check_flags(args, _is_sweep(args))
     if args.from_json:
@@ -425,7 +373,7 @@ def _main(args) -> int:
             rows, file_env = report.load(path)
             results.extend(rows)
             env = env if env is not None else file_env
-        results = _filter_loaded(results, args)
+        results = targets.filter_loaded(results, args)
         if args.plot and not any(r.status == "ok" and r.tflops for r in results):
             raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
                              f"(a --check or --interpret run?)")
@@ -499,34 +447,6 @@ def _main(args) -> int:
     if ckpt and not interrupted:
         ckpt.finish()
     return interrupted or code
-
-
-def _filter_loaded(results, args) -> list:
-    """--from-json with --shape/--stage/--family/--kernel/--precision: the loaded rows they
-    select (cuBLAS rows kept as the baseline); exit 2 when they select none."""
-    from .harness.problem import ProblemError, parse_precisions, parse_shape
-    asked = [f for f, on in (("--shape", args.shape), ("--precision", args.precision), ("--kernel", args.kernel),
-                             ("--family", args.family), ("--stage", args.stage != "all")) if on]
-    if not asked:
-        return results
-    try:
-        shapes = {parse_shape(t) for t in args.shape} if args.shape else None
-        precisions = set(parse_precisions(args.precision)) if args.precision else None
-    except ProblemError as e:
-        raise UsageError(str(e)) from None
-    from .outputs import selection
-    kernels = None
-    if args.kernel or args.family or args.stage != "all":
-        # the live registry's selection, as a run would make it; cuBLAS only where asked for by
-        # name (else its rows stay as the baseline of the rows kept)
-        kernels = {k.name for k in _select(args) if k.family != "cublas" or "cublas" in selection.split(args.kernel)}
-    from .outputs import report
-    kept = report.filter_rows(results, shapes, precisions, kernels)
-    if not any(r.family != "cublas" for r in kept) and any(r.family != "cublas" for r in results):
-        raise UsageError(f"--from-json {', '.join(args.from_json)}: no recorded row matches {' '.join(asked)} "
-                         f"(the files hold {', '.join(sorted({r.shape for r in results}))}; "
-                         f"kernels {', '.join(sorted({r.kernel for r in results}))})")
-    return kept
 
 
 def _report(results, env: dict, args, judge: bool = True) -> int:
