@@ -223,7 +223,7 @@ def test_alignment_hint_turns_4_byte_copies_into_16_byte_ones():
 
 
 def _compile_check(cases):
-    """sk._compile_check(cases) in a subprocess without TRITON_INTERPRET (under the interpreter
+    """stream_k_study._compile_check(cases) in a subprocess without TRITON_INTERPRET (under the interpreter
     @triton.jit makes InterpretedFunctions, which can't be compiled)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--compile-check", json.dumps(cases)],
@@ -399,13 +399,13 @@ def test_swap_keeps_16_byte_copies_for_sm90():
     16-byte ones, and no 4-byte one, swapped (without the product the compiler goes back to
     4-byte copies)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = ("import json; from triton_kernels import stream_k as sk\n"
+    code = ("import json; from triton_kernels import stream_k as sk, stream_k_study as study\n"
             "out = {}\n"
             "for bt in ('load', 'swap'):\n"
-            "    specs = [s for s in sk.launch_specs(1024, 1024, 1024, 'tf32', 1.0, 0.0, True, {'b_transpose': bt})\n"
+            "    specs = [s for s in study.launch_specs(1024, 1024, 1024, 'tf32', 1.0, 0.0, True, {'b_transpose': bt})\n"
             "             if s[0] is sk._stream_k_kernel]\n"
             "    fn, args, ce, w, st = specs[0]\n"
-            "    out[bt] = sk.ptx_counts(sk.compile_sm90(fn, args, ce, w, st).asm['ptx'])\n"
+            "    out[bt] = study.ptx_counts(study.compile_sm90(fn, args, ce, w, st).asm['ptx'])\n"
             "print(json.dumps(out))\n")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -652,12 +652,12 @@ def test_row_copy_for_same_orientation_copies_stores_16_bytes_for_sm90():
     unaligned), its stores 16-byte (whole padded rows), with no exchange through shared memory;
     compiled for sm_90 without a GPU (launch_specs records the launches; not under the
     interpreter)."""
-    code = ("import json, re; from triton_kernels import stream_k as sk\n"
-            "specs = sk.launch_specs(257, 255, 65537, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})\n"
+    code = ("import json, re; from triton_kernels import stream_k_study as study\n"
+            "specs = study.launch_specs(257, 255, 65537, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})\n"
             "names = [s[0].__name__ for s in specs]\n"
-            "names_m = [s[0].__name__ for s in sk.launch_specs(127, 8191, 1021, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})]\n"
-            "ptx = sk.compile_sm90(*specs[0]).asm['ptx']\n"
-            "print(json.dumps(dict(sk.ptx_counts(ptx), shared=len(re.findall(r'(?:ld|st)\\.shared', ptx)),"
+            "names_m = [s[0].__name__ for s in study.launch_specs(127, 8191, 1021, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})]\n"
+            "ptx = study.compile_sm90(*specs[0]).asm['ptx']\n"
+            "print(json.dumps(dict(study.ptx_counts(ptx), shared=len(re.findall(r'(?:ld|st)\\.shared', ptx)),"
             " names=names, names_m=names_m)))\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -751,7 +751,7 @@ def test_stage_kernels_load_unaligned_b_along_n():
     lanes walking K; at 1024^3 they walked N. Compiled for sm_90 without a GPU."""
     code = '''if True:
         import json, torch
-        from triton_kernels import _gemm, tiled, split_k, stream_k as sk
+        from triton_kernels import _gemm, tiled, split_k, stream_k_study as study
         out = []
         for n in (1024, 1000):
             A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
@@ -762,8 +762,8 @@ def test_stage_kernels_load_unaligned_b_along_n():
                   (_gemm.bare(split_k._split_k_kernel), dict(common, w_ptr=C, K_CHUNK=256),
                    dict(PRECISION="ieee", MODE=1, HAS_BETA=False, **tiles))]
             for fn, args, ce in ks:
-                ttgir = sk.compile_sm90(fn, args, ce, 8, 3).asm["ttgir"]
-                out.append({k: sorted(v) for k, v in sk.load_lanes(ttgir, 128, 128, 32).items()})
+                ttgir = study.compile_sm90(fn, args, ce, 8, 3).asm["ttgir"]
+                out.append({k: sorted(v) for k, v in study.load_lanes(ttgir, 128, 128, 32).items()})
         print(json.dumps(out))
 '''
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -37,18 +37,6 @@ from .stream_k_heuristic import PRECISIONS
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel  # noqa: F401
 from .stream_k_plan import OPTIONS, _Plan, parse_tile  # noqa: F401
 
-_STUDY = ("compile_sm90", "launch_specs", "load_lanes", "operand_load_lanes", "ptx_counts", "_compile_check",
-          "_ptx_check", "_ptx_study")
-
-
-def __getattr__(name: str):
-    # The study's functions, loaded on first use (python -m triton_kernels.stream_k_study must
-    # not find its module imported already by the package).
-    if name in _STUDY:
-        from . import stream_k_study
-        return getattr(stream_k_study, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 __all__ = ["KERNEL", "KERNEL_ATOMIC", "choose_plan", "stream_k_matmul", "stream_k_atomic_matmul"]
 
 
