@@ -86,11 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="append", choices=("config",), default=[],
                    help="config: also print each row's resolved configuration (always in the JSON/CSV)")
     # Isolation and watchdog (issue 24): compare/harness/worker.py.
-    from .harness.worker import DEFAULT_KERNEL_TIMEOUT_S, parse_timeout
+    from .harness.worker import DEFAULT_KERNEL_TIMEOUT_S
     p.add_argument("--in-process", action="store_true",
                    help="run the kernels in this process, not in a worker process (for a debugger or profiler; "
                         "a sticky CUDA error then fails every later kernel, and there is no --kernel-timeout)")
-    p.add_argument("--kernel-timeout", type=parse_timeout, default=DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
+    p.add_argument("--kernel-timeout", type=_seconds, default=DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
                    help=f"a kernel x shape with no result after this long (compile + check + timing) is HUNG, "
                         f"its worker killed and replaced (default {DEFAULT_KERNEL_TIMEOUT_S:g})")
     # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _seconds(text: str) -> float:
-    """--budget: a finite number of seconds > 0 (a NaN budget used to reach int() in the engine)."""
+    """--budget, --kernel-timeout: a finite number of seconds > 0 (a NaN budget used to reach
+    int() in the engine)."""
     try:
         x = float(text)
     except ValueError:

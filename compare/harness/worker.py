@@ -100,17 +100,6 @@ def reproduce_command(kernel: str, problem, opt_texts: Optional[dict] = None, pl
     return shlex.join(cmd)
 
 
-def parse_timeout(text: str) -> float:
-    """--kernel-timeout's value: seconds, a positive finite number (argparse reports a ValueError)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive finite number of seconds (e.g. 120)")
-    return value
-
-
 class WorkerStartError(RuntimeError):
     """The worker process could not import torch, the registry or a plugin."""
 
