@@ -28,6 +28,16 @@ _THROTTLE_NAMES = {
 _THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
+def gpu_uuid(index: int = 0) -> Optional[str]:
+    """torch's CUDA device ``index`` as NVML and nvidia-smi name it ("GPU-..."), or None."""
+    import torch
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    if uuid is None:
+        return None
+    uuid = str(uuid)
+    return uuid if uuid.startswith("GPU-") else "GPU-" + uuid
+
+
 @functools.lru_cache(maxsize=None)
 def _nvml_handle(index: int = 0):
     """The NVML handle of torch's CUDA device ``index``. NVML numbers every GPU of the host and
@@ -39,9 +49,7 @@ def _nvml_handle(index: int = 0):
     except Exception:
         return None
     try:
-        import torch
-        uuid = str(torch.cuda.get_device_properties(index).uuid)
-        return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else "GPU-" + uuid)
+        return pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid(index))
     except Exception:
         pass
     try:

@@ -86,12 +86,10 @@ def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
     if interpret:
         return "none (Triton interpreter on CPU)", None
     import torch
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    uuid = getattr(props, "uuid", None)
-    uuid = None if uuid is None else str(uuid)
-    if uuid and not uuid.startswith("GPU-"):
-        uuid = "GPU-" + uuid            # NVML's and nvidia-smi's spelling
-    return props.name, uuid
+
+    from ..harness.gpuinfo import gpu_uuid
+    index = torch.cuda.current_device()
+    return torch.cuda.get_device_name(index), gpu_uuid(index)
 
 
 def measure_shape(job: ShapeJob) -> dict:
