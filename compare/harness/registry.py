@@ -197,6 +197,9 @@ class Kernel:
     options: tuple = ()
     # Descriptive facts for --list and docs (config counts, operand layouts); never read to run.
     meta: dict = field(default_factory=dict, compare=False, hash=False)
+    # A --variant (compare/harness/variants.py): the registered kernel and the option texts it
+    # fixes, so another process (the worker, a Dask worker) can build the same kernel.
+    variant_of: Optional[tuple] = field(default=None, compare=False, hash=False)
 
     def parse_options(self, raw: dict) -> dict:
         """``{name: text}`` -> ``{name: value}``; a UsageError names an unknown option or bad value."""

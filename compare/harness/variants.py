@@ -83,11 +83,10 @@ def variant_kernel(kernel: Kernel, raw: dict, parsed: dict) -> Kernel:
 
     def prepare(problem, inputs, options):
         return base_prepare(problem, inputs, {**(options or {}), **parsed})
-    # What a worker process (compare.harness.worker) needs to make the same variant on its side.
-    prepare.variant_of = (kernel.name, dict(raw))
 
     rest = tuple(o for o in kernel.options if o.name not in parsed)
-    return dataclasses.replace(kernel, name=label(kernel.name, raw), prepare=prepare, options=rest)
+    return dataclasses.replace(kernel, name=label(kernel.name, raw), prepare=prepare, options=rest,
+                               variant_of=(kernel.name, dict(raw)))
 
 
 def resolve(texts: Iterable[str], known: dict) -> list[tuple[Kernel, Kernel]]:
@@ -118,7 +117,7 @@ def resolve(texts: Iterable[str], known: dict) -> list[tuple[Kernel, Kernel]]:
 def wire_name(kernel: Kernel) -> tuple:
     """How a kernel travels to another process (compare.harness.worker, a Dask worker): its name,
     and for a variant the base kernel and the option texts it fixes."""
-    return (kernel.name, getattr(kernel.prepare, "variant_of", None))
+    return (kernel.name, kernel.variant_of)
 
 
 def from_wire(wire: tuple) -> Kernel:
