@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..harness.errors import UsageError
-from ..harness.runner import ERROR, FAULT, Result
+from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
@@ -123,10 +123,9 @@ def died_rows(job: ShapeJob, why: str) -> list[Result]:
     """Error rows for a shape whose task could not finish (its worker died twice, or it raised)."""
     out = []
     for wire, p in job.pairs:
-        k = from_wire(wire)
-        out.append(Result(kernel=k.name, family=k.family, stage=k.stage, group=k.group, variant=k.variant,
-                          shape=p.shape, M=p.M, N=p.N, K=p.K, precision=p.precision, alpha=p.alpha, beta=p.beta,
-                          status=ERROR, reason=why[:300], attempts=job.attempt))
+        r = blank_row(from_wire(wire), p, ERROR, why[:300])
+        r.attempts = job.attempt
+        out.append(r)
     return out
 
 
