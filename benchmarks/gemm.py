@@ -178,10 +178,9 @@ def _point(bench, method: str, params) -> tuple[str, list]:
 
 
 def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> float:
-    """Geometric mean over ``shapes`` of the kernel's % of cuBLAS, both measured in this process
-    through the one runner. Every shape must run: a geomean over a different set of shapes would
+    """Geometric mean over ``shapes`` of the kernel's % of cuBLAS, kernel and cuBLAS measured in
+    one process by the suite's own measuring function (``measure_points``). Every shape must run: a geomean over a different set of shapes would
     not be comparable between commits."""
-    from compare.harness import runner
     from compare.harness.problem import Problem
 
     k = _registry.get(kernel_name)
@@ -189,9 +188,12 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
     refused = [f"{p.shape}: {k.why_not(p)}" for p in problems if k.why_not(p)]
     if refused:
         raise AssertionError(f"{kernel_name} can't run every shape of the set: {'; '.join(refused)}")
-    cublas = _registry.get("cublas")
-    pairs = runner.baseline_pairs([pair for p in problems for pair in ((cublas, p), (k, p))])
-    return _pct_of(kernel_name, precision, [p.shape for p in problems], runner.run(pairs, batch=False))
+    cache = measure_points([], [(kernel_name, precision, tuple(p.shape for p in problems))])
+    _cache_na(cache)                               # (no GPU: said by the cache)
+    entry = cache["pct"][(kernel_name, precision)]
+    if "error" in entry:
+        raise AssertionError(entry["error"])
+    return entry["value"]
 
 
 # ---------------------------------------------------------------------------- one process per group
@@ -205,7 +207,6 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
 from compare.ci import suite_cache as _suite_cache  # noqa: E402  (the measuring half of the suite)
 
 _T_MODULE = _time.perf_counter()
-_ok_or_raise, _fits_or_na, _pct_of = _suite_cache.ok_or_raise, _suite_cache.fits_or_na, _suite_cache.pct_of
 _phase_log, _process_age_s = _suite_cache.phase_log, _suite_cache.process_age_s
 measure_points = _suite_cache.measure_points
 
