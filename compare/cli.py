@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel-timeout", type=_seconds, default=DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
                    help=f"a kernel x shape with no result after this long (compile + check + timing) is HUNG, "
                         f"its worker killed and replaced (default {DEFAULT_KERNEL_TIMEOUT_S:g})")
+    p.add_argument("--compile-jobs", type=_count, default=None, metavar="N",
+                   help="before timing, compile the kernels not yet in the compile caches on the worker and N "
+                        "helper processes (default: one per spare CPU core, at most 8; 0: compile as they run)")
     # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
     p.add_argument("--distribution", action="append", metavar="NAME[:COUNT[:SEED]]",
                    help="a generated shape corpus (a sweep; compare/harness/shapes.py): loguniform, llm, "
@@ -122,6 +125,13 @@ def _seconds(text: str) -> float:
     if not (math.isfinite(x) and x > 0):
         raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds > 0, e.g. 1.0")
     return x
+
+
+def _count(text: str) -> int:
+    """--compile-jobs: a whole number >= 0."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return int(text)
 
 
 def _fraction(text: str) -> float:
@@ -336,15 +346,20 @@ def main(argv: Optional[list] = None) -> int:
     finally:
         from .harness.worker import close_for_run
         close_for_run(args)
+        if getattr(args, "early_cluster", None):
+            args.early_cluster.close()
 
 
 def _start_worker_early(args) -> None:
     """The worker process that will run the kernels starts before this process imports torch,
     Triton and the families, so the two imports overlap instead of adding up (a run that
-    measures nothing, or a Dask sweep whose workers are its processes, starts none)."""
-    measures = not (args.list or args.resources or args.from_json or args.in_process
-                    or args.workers is not None or args.cluster)
-    if measures:
+    measures nothing starts none; a --workers sweep starts its local Dask cluster instead)."""
+    if args.list or args.resources or args.from_json:
+        return
+    if args.workers is not None:
+        from .outputs.distributed import start_early
+        args.early_cluster = start_early(args)
+    elif not (args.in_process or args.cluster):
         from .harness import worker
         worker.start_for_run(args)
 
@@ -421,6 +436,11 @@ def _main(args) -> int:
                     raise UsageError(str(e)) from None
     if pool and args.interpret:
         _worker.ready_for_run(pool, args, selected, [])
+    ahead = None
+    if pool and not args.interpret:
+        from .harness.precompile import compile_ahead
+        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs, plugins=args.plugin or (),
+                              kernel_timeout=args.kernel_timeout, say=lambda s: print(s, file=sys.stderr, flush=True))
     ckpt = _worker.checkpoint_for_run(args)
 
     prog = _progress(not args.quiet, len(pairs), pairs)
@@ -444,6 +464,8 @@ def _main(args) -> int:
     env = gpuinfo.environment().as_dict()
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"
+    if ahead:
+        env["compile_ahead"] = ahead
     code = _report(results, env, args, judge=not interrupted)
     if ckpt and not interrupted:
         ckpt.finish()

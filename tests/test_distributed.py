@@ -261,3 +261,34 @@ def test_gpu_workers_are_each_pinned_to_one_gpu(monkeypatch):
     finally:
         cluster.close()
     assert sorted(seen.values()) == ["3", "5"] and names == {"gpu3", "gpu5"}
+
+
+def test_the_cluster_started_early_is_the_one_the_sweep_uses(tmp_path, monkeypatch):
+    """--workers starts its cluster while the CLI imports and selects (EarlyCluster), with every
+    worker preloading the registry; the sweep takes that cluster instead of starting a second."""
+    import threading
+    started = []
+    real = dist.local_cluster
+
+    def counting(n, interpret, gpus):
+        started.append((threading.current_thread().name, n))
+        return real(n, interpret, gpus)
+    monkeypatch.setattr(dist, "local_cluster", counting)
+    assert cli.main(SWEEP + ["--workers", "2", "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    assert started == [("early-dask-cluster", 2)]
+
+
+def test_an_early_cluster_of_another_shape_is_closed_not_used(monkeypatch):
+    closed = []
+
+    class Fake:
+        def close(self):
+            closed.append(self)
+    monkeypatch.setattr(dist, "local_cluster", lambda n, interpret, gpus: Fake())
+    early = dist.EarlyCluster(2, True, [])
+    assert early.take(3, True, []) is None and len(closed) == 1      # asked for 3 workers: not this one
+    same = dist.EarlyCluster(2, True, [])
+    got = same.take(2, True, [])
+    assert isinstance(got, Fake) and len(closed) == 1
+    same.close()                                                      # taken: closing it is the sweep's job
+    assert len(closed) == 1

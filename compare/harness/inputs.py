@@ -43,8 +43,8 @@ class Inputs:
     B: torch.Tensor
     C0: torch.Tensor
     C: torch.Tensor
-    ref: torch.Tensor          # float64 alpha*A@B + beta*C0
-    bound: torch.Tensor        # float64 |alpha|*|A|@|B| + |beta|*|C0|, the scale of each element's rounding error
+    ref: Optional[torch.Tensor]     # float64 alpha*A@B + beta*C0 (None: operands_only)
+    bound: Optional[torch.Tensor]   # float64 |alpha|*|A|@|B| + |beta|*|C0|, the scale of each element's rounding error
     _cupy: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -83,11 +83,12 @@ def check_fits(problem: Problem, device: torch.device) -> None:
             f"of {total / 2**30:.2f} GiB")
 
 
-def make_inputs(problem: Problem, device: Optional[str] = None) -> Inputs:
+def make_inputs(problem: Problem, device: Optional[str] = None, operands_only: bool = False) -> Inputs:
     """Seeded inputs for ``problem`` on ``device`` ('cuda' by default; 'cpu' for the interpreter).
 
     The precision is not part of the data: fp32, tf32 and tf32x3 rows of one shape and seed see
-    bit-identical A, B and C0.
+    bit-identical A, B and C0. ``operands_only``: no float64 reference (``ref`` and ``bound``
+    None) and no caching, for a compile that checks nothing (compare/harness/precompile.py).
     """
     if device is None:
         require_gpu()
@@ -98,10 +99,11 @@ def make_inputs(problem: Problem, device: Optional[str] = None) -> Inputs:
     if hit is not None:
         hit.problem = problem
         return hit
-    _cache.clear()
-    if dev.type == "cuda":
-        torch.cuda.empty_cache()
-    check_fits(problem, dev)
+    if not operands_only:
+        _cache.clear()
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        check_fits(problem, dev)
 
     M, N, K = problem.M, problem.N, problem.K
     gen = torch.Generator(device=dev).manual_seed(problem.seed)
@@ -111,6 +113,8 @@ def make_inputs(problem: Problem, device: Optional[str] = None) -> Inputs:
     B = torch.randn((K, N), generator=gen, device=dev, dtype=torch.float32)
     C0 = torch.randn((M, N), generator=gen, device=dev, dtype=torch.float32)
     C = C0.clone()
+    if operands_only:
+        return Inputs(problem, A, B, C0, C, None, None)
 
     with torch.no_grad():
         A64, B64 = A.double(), B.double()

@@ -18,9 +18,11 @@ The worker runs in its own session, so the terminal's Ctrl-C reaches the parent 
 keeps the rows finished so far and kills the worker. A worker whose parent is gone exits.
 
 Protocol (pickled tuples over a socket pair): parent -> worker ``("run", kernel name, problem,
-options, timing, device, measure_kw, batch, wire)``, ``("fits", problems)``; worker -> parent ``("ready",)``
-or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits", messages)`` per request,
-or ``("error", text)`` when the request itself failed (an unknown kernel, a row that can't be sent).
+options, timing, device, measure_kw, batch, wire)``, ``("fits", problems)``, ``("prepare", wire,
+problem, options, device)`` (compile and launch once, no check: compare/harness/precompile.py); worker ->
+parent ``("ready",)`` or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits",
+messages)`` / ``("prepared", seconds)`` per request, or ``("error", text)`` when the request itself
+failed (an unknown kernel, a row that can't be sent, a prepare that raised).
 """
 from __future__ import annotations
 
@@ -248,6 +250,20 @@ class Worker:
             if text:
                 raise UsageError(text)
 
+    def prepare(self, kernel, problem, options: Optional[dict] = None, device: Optional[str] = None) -> tuple:
+        """Compile ``kernel`` for ``problem`` and launch it once, checking nothing: ("ok", seconds),
+        ("error", text), ("died", exit code) or ("hung",). A worker that died, hung or hit a sticky
+        CUDA error is left stopped: the caller decides whether to start it again."""
+        kind, *rest = self._request(("prepare", wire_name(kernel), problem, options, device),
+                                     self.kernel_timeout)
+        if kind != "answer":
+            return (kind, *rest)
+        if rest[0][0] == "prepared":
+            return "ok", rest[0][1]
+        if sticky_cuda_error(rest[0][1]):
+            self._kill()
+        return "error", rest[0][1]
+
     def run_kernel(self, kernel, problem, *, timing: bool = True, device: Optional[str] = None,
                    measure_kw: Optional[dict] = None, options: Optional[dict] = None, batch: bool = True):
         from . import runner
@@ -399,6 +415,9 @@ def serve(argv: Optional[list] = None) -> int:
             if msg[0] == "fits":
                 conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
                 continue
+            if msg[0] == "prepare":
+                conn.send(_prepare(runner, *msg[1:]))
+                continue
             _, name, problem, options, timing, device, measure_kw, batch, wire = msg
             try:
                 kernel = from_wire(wire)     # a --variant is rebuilt from its base kernel
@@ -411,6 +430,19 @@ def serve(argv: Optional[list] = None) -> int:
             conn.send(("row", asdict(r)))
         except Exception as exc:   # a row that can't be sent, say: the parent makes it an error row
             conn.send(("error", f"{type(exc).__name__}: {exc}"[:300]))
+
+
+def _prepare(runner, wire, problem, options, device) -> tuple:
+    from .inputs import make_inputs
+    try:
+        kernel = from_wire(wire)
+        why = kernel.why_not(problem)
+        if why:
+            return "error", f"unsupported: {why}"
+        inputs = make_inputs(problem, device, operands_only=True)
+        return "prepared", runner.prepare(kernel, problem, inputs, options)[1]
+    except Exception as exc:
+        return "error", f"{type(exc).__name__}: {exc}"[:300]
 
 
 def _fits_message(check_fits, problem) -> Optional[str]:

@@ -215,6 +215,11 @@ def _dashboard() -> Optional[str]:
     return ":0" if importlib.util.find_spec("bokeh") else None
 
 
+# Imported by every worker as it starts (Dask's preload): torch, Triton, CuPy and the kernel
+# registry load while the cluster comes up, not in the first shape's task.
+PRELOAD = "compare.outputs.dask_preload"
+
+
 def local_cluster(n: int, interpret: bool, gpus: list):
     """n single-threaded worker processes, each under a nanny that restarts it when it dies:
     CPU workers under --interpret; else one per GPU, pinned through CUDA_VISIBLE_DEVICES."""
@@ -223,7 +228,8 @@ def local_cluster(n: int, interpret: bool, gpus: list):
     quiet = logging.ERROR
     if interpret:
         return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, memory_limit=0,
-                            dashboard_address=_dashboard(), silence_logs=quiet, env={"TRITON_INTERPRET": "1"})
+                            dashboard_address=_dashboard(), silence_logs=quiet, env={"TRITON_INTERPRET": "1"},
+                            preload=[PRELOAD])
     try:
         from dask_cuda import LocalCUDACluster
     except ImportError:
@@ -232,12 +238,80 @@ def local_cluster(n: int, interpret: bool, gpus: list):
         # device_memory_limit=0: no spilling of Dask data to host (a task holds its tensors itself).
         return LocalCUDACluster(n_workers=n, CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
                                 memory_limit=0, device_memory_limit=0, dashboard_address=_dashboard(),
-                                silence_logs=quiet)
-    workers = {f"gpu{d}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
+                                silence_logs=quiet, preload=[PRELOAD])
+    workers = {f"gpu{d}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0, "preload": [PRELOAD],
                                                      "env": {"CUDA_VISIBLE_DEVICES": d}}}
                for d in gpus[:n]}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": _dashboard(), "port": 0}}
     return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=quiet)
+
+
+class EarlyCluster:
+    """The local cluster of a ``--workers`` sweep, started in a thread as soon as the flags are
+    parsed: its worker processes start (and preload) while this process imports and selects, so
+    the sweep does not wait for them afterwards. ``take`` hands it to the sweep when the sweep
+    wants the same cluster; otherwise it is closed and the sweep starts its own."""
+
+    def __init__(self, n: int, interpret: bool, gpus: list):
+        import threading
+        self.spec = (n, interpret, tuple(gpus[:n]))
+        self._cluster = self._error = None
+        self._thread = threading.Thread(target=self._start, daemon=True, name="early-dask-cluster")
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._cluster = local_cluster(self.spec[0], self.spec[1], list(self.spec[2]))
+        except BaseException as exc:    # said by the sweep when it starts its own
+            self._error = exc
+
+    def take(self, n: int, interpret: bool, gpus: list):
+        """The running cluster when it is the one asked for, else None (and this one closed)."""
+        self._thread.join()
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None and self.spec != (n, interpret, tuple(gpus[:n])):
+            cluster.close()
+            cluster = None
+        return cluster
+
+    def close(self) -> None:
+        self._thread.join()
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.close()
+
+
+def start_early(args) -> Optional[EarlyCluster]:
+    """The CLI's early start for ``--workers`` (None when it can't tell the GPUs without CUDA, or
+    when anything about the flags is off: the sweep then checks and says so, as always)."""
+    from .selection import is_sweep
+    if args.workers is None or args.cluster or args.workers < 0 or not is_sweep(args):
+        return None
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        return None
+    if args.interpret:
+        return EarlyCluster(args.workers or 2, True, [])
+    gpus = _gpus_without_cuda()
+    if not gpus or args.workers > len(gpus):
+        return None
+    return EarlyCluster(args.workers or len(gpus), False, gpus)
+
+
+def _gpus_without_cuda() -> list:
+    """visible_gpus() without a CUDA context or a torch import: NVML's count under no
+    CUDA_VISIBLE_DEVICES."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip()]
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except Exception:
+        return []
 
 
 # ---- the sweep ----------------------------------------------------------------------------------
@@ -280,11 +354,13 @@ class Progress:
 def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: bool, interpret: bool,
               measure_kw: dict, workers: Optional[int] = None, cluster: Optional[str] = None,
               checkpoint: Optional[str] = None, resume: bool = False, quiet: bool = False,
-              time_limit: Optional[float] = None, plugins: tuple = ()) -> tuple[list[Result], dict]:
+              time_limit: Optional[float] = None, plugins: tuple = (),
+              early: Optional[EarlyCluster] = None) -> tuple[list[Result], dict]:
     """The sweep of ``pairs`` (runner order, baseline pairs included) on Dask; returns (rows in the
     sweep's shape order, environment). Everything that can make it exit 2 is checked before a
     cluster starts. ``time_limit``: seconds after which no new shape is started (the ones running
-    finish); the result then holds the finished shapes only, and --resume continues."""
+    finish); the result then holds the finished shapes only, and --resume continues. ``early``: a
+    cluster started ahead (:func:`start_early`), used when it is the one this sweep needs."""
     require_dask()
     by_shape = group_by_shape(pairs)
     kept: dict = {}
@@ -327,7 +403,8 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 except (OSError, TimeoutError) as exc:
                     raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
             else:
-                cl = local_cluster(n, interpret, gpus)
+                cl = early.take(n, interpret, gpus) if early else None
+                cl = cl or local_cluster(n, interpret, gpus)
                 client = Client(cl)
             link = client.dashboard_link if _dashboard() or cluster else None
             print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
@@ -478,4 +555,4 @@ def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
                      measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
                      workers=args.workers or None, cluster=args.cluster, checkpoint=checkpoint,
                      resume=bool(args.resume), quiet=args.quiet, time_limit=args.time_limit,
-                     plugins=tuple(args.plugin or ()))
+                     plugins=tuple(args.plugin or ()), early=getattr(args, "early_cluster", None))
