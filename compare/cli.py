@@ -357,7 +357,7 @@ def _start_worker_early(args) -> None:
     if args.list or args.resources or args.from_json:
         return
     if args.workers is not None:
-        from .outputs.distributed import start_early
+        from .outputs.dask_cluster import start_early
         args.early_cluster = start_early(args)
     elif not (args.in_process or args.cluster):
         from .harness import worker

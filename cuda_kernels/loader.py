@@ -3,11 +3,14 @@
 * :func:`source` reads a stage's .cu file and pastes every ``#include "x"`` of a file in this
   folder in place (each file once), so NVRTC, which has no include path, gets one
   self-contained text. The compile tests and the resources view run nvcc on that same text.
-* ``backend().function(filename, config, expressions)`` compiles a .cu file once per process
-  with ``cupy.RawModule`` (NVRTC), instantiating every name expression the caller (the registry,
-  which declares them) passes, and returns the one ``config`` names. CuPy's on-disk kernel cache
-  (``~/.cupy/kernel_cache``) makes a second process skip NVRTC; the dict here makes a second
-  call in one process free. The loader knows nothing about stages (no import of the registry).
+* ``backend().function(filename, config, expressions)`` compiles the one configuration
+  ``config`` names (it must be among ``expressions``, the ones the registry declares for the
+  file) with ``cupy.RawModule`` (NVRTC), one module per configuration: a run compiles only the
+  configurations it launches, and separate processes compile different ones in parallel
+  (compare/harness/precompile.py). 11_stream_k.cu declares 54 configurations and a run launches
+  a few. CuPy's on-disk kernel cache (``~/.cupy/kernel_cache``) makes a
+  second process skip NVRTC; the dict here makes a second call in one process free. The loader
+  knows nothing about stages (no import of the registry).
 
 CuPy is imported lazily, on the first compile: importing ``cuda_kernels`` works on machines
 without it. A *backend* object does everything device-specific (compile, the launch stream,
@@ -56,26 +59,23 @@ class CupyBackend:
     name = "cupy"
 
     def __init__(self):
-        self._modules: dict[str, object] = {}
+        self._modules: dict[tuple[str, str], object] = {}
         self._functions: dict[tuple[str, str], object] = {}
         self._streams: dict[int, object] = {}
         self._cc: Optional[tuple] = None
 
     def function(self, filename: str, config, expressions, arch: str = ""):
-        """``config``'s kernel from ``filename``, compiled (once) with every one of ``expressions``;
+        """``config``'s kernel from ``filename``, compiled (once per process, alone) if it is one of ``expressions``;
         ``arch`` (e.g. "sm_90a") for a file written for one target, else CuPy's choice for the device."""
         key = (filename, config.expr)
         fn = self._functions.get(key)
         if fn is None:
             import cupy
-            mod = self._modules.get(filename)
-            if mod is None:
-                if config.expr not in expressions:
-                    raise KeyError(f"{filename}: {config.expr} is not among the expressions to compile")
-                options = NVRTC_OPTIONS + ((f"-arch={arch}",) if arch else ())
-                mod = cupy.RawModule(code=source(filename), options=options,
-                                     name_expressions=list(expressions))
-                self._modules[filename] = mod
+            if config.expr not in expressions:
+                raise KeyError(f"{filename}: {config.expr} is not among the expressions to compile")
+            options = NVRTC_OPTIONS + ((f"-arch={arch}",) if arch else ())
+            mod = cupy.RawModule(code=source(filename), options=options, name_expressions=[config.expr])
+            self._modules[key] = mod
             fn = mod.get_function(config.expr)
             if config.smem_dynamic > 48 * 1024:
                 # Above 48 KiB a kernel must opt in to dynamic shared memory before its launch.

@@ -18,6 +18,7 @@ from compare import cli  # noqa: E402
 from compare.harness import registry, runner  # noqa: E402
 from compare.harness.problem import Problem  # noqa: E402
 from compare.harness.runner import Result  # noqa: E402
+from compare.outputs import dask_cluster  # noqa: E402
 from compare.outputs import distributed as dist  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -268,12 +269,12 @@ def test_the_cluster_started_early_is_the_one_the_sweep_uses(tmp_path, monkeypat
     worker preloading the registry; the sweep takes that cluster instead of starting a second."""
     import threading
     started = []
-    real = dist.local_cluster
+    real = dask_cluster.local_cluster
 
     def counting(n, interpret, gpus):
         started.append((threading.current_thread().name, n))
         return real(n, interpret, gpus)
-    monkeypatch.setattr(dist, "local_cluster", counting)
+    monkeypatch.setattr(dask_cluster, "local_cluster", counting)
     assert cli.main(SWEEP + ["--workers", "2", "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
     assert started == [("early-dask-cluster", 2)]
 
@@ -284,10 +285,10 @@ def test_an_early_cluster_of_another_shape_is_closed_not_used(monkeypatch):
     class Fake:
         def close(self):
             closed.append(self)
-    monkeypatch.setattr(dist, "local_cluster", lambda n, interpret, gpus: Fake())
-    early = dist.EarlyCluster(2, True, [])
+    monkeypatch.setattr(dask_cluster, "local_cluster", lambda n, interpret, gpus: Fake())
+    early = dask_cluster.EarlyCluster(2, True, [])
     assert early.take(3, True, []) is None and len(closed) == 1      # asked for 3 workers: not this one
-    same = dist.EarlyCluster(2, True, [])
+    same = dask_cluster.EarlyCluster(2, True, [])
     got = same.take(2, True, [])
     assert isinstance(got, Fake) and len(closed) == 1
     same.close()                                                      # taken: closing it is the sweep's job

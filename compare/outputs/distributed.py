@@ -31,6 +31,7 @@ from typing import Optional
 from ..harness.errors import UsageError
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
+from .dask_cluster import EarlyCluster, dashboard, local_cluster, visible_gpus
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
 CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
@@ -199,121 +200,6 @@ class Checkpoint:
         self.f.close()
 
 
-# ---- clusters -----------------------------------------------------------------------------------
-
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (its own list when set)."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [d.strip() for d in env.split(",") if d.strip()]
-    import torch
-    return [str(i) for i in range(torch.cuda.device_count())]
-
-
-def _dashboard() -> Optional[str]:
-    import importlib.util
-    return ":0" if importlib.util.find_spec("bokeh") else None
-
-
-# Imported by every worker as it starts (Dask's preload): torch, Triton, CuPy and the kernel
-# registry load while the cluster comes up, not in the first shape's task.
-PRELOAD = "compare.outputs.dask_preload"
-
-
-def local_cluster(n: int, interpret: bool, gpus: list):
-    """n single-threaded worker processes, each under a nanny that restarts it when it dies:
-    CPU workers under --interpret; else one per GPU, pinned through CUDA_VISIBLE_DEVICES."""
-    import logging
-    from distributed import LocalCluster, Nanny, Scheduler, SpecCluster
-    quiet = logging.ERROR
-    if interpret:
-        return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, memory_limit=0,
-                            dashboard_address=_dashboard(), silence_logs=quiet, env={"TRITON_INTERPRET": "1"},
-                            preload=[PRELOAD])
-    try:
-        from dask_cuda import LocalCUDACluster
-    except ImportError:
-        LocalCUDACluster = None
-    if LocalCUDACluster is not None:
-        # device_memory_limit=0: no spilling of Dask data to host (a task holds its tensors itself).
-        return LocalCUDACluster(n_workers=n, CUDA_VISIBLE_DEVICES=",".join(gpus[:n]), threads_per_worker=1,
-                                memory_limit=0, device_memory_limit=0, dashboard_address=_dashboard(),
-                                silence_logs=quiet, preload=[PRELOAD])
-    workers = {f"gpu{d}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0, "preload": [PRELOAD],
-                                                     "env": {"CUDA_VISIBLE_DEVICES": d}}}
-               for d in gpus[:n]}
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": _dashboard(), "port": 0}}
-    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=quiet)
-
-
-class EarlyCluster:
-    """The local cluster of a ``--workers`` sweep, started in a thread as soon as the flags are
-    parsed: its worker processes start (and preload) while this process imports and selects, so
-    the sweep does not wait for them afterwards. ``take`` hands it to the sweep when the sweep
-    wants the same cluster; otherwise it is closed and the sweep starts its own."""
-
-    def __init__(self, n: int, interpret: bool, gpus: list):
-        import threading
-        self.spec = (n, interpret, tuple(gpus[:n]))
-        self._cluster = self._error = None
-        self._thread = threading.Thread(target=self._start, daemon=True, name="early-dask-cluster")
-        self._thread.start()
-
-    def _start(self) -> None:
-        try:
-            self._cluster = local_cluster(self.spec[0], self.spec[1], list(self.spec[2]))
-        except BaseException as exc:    # said by the sweep when it starts its own
-            self._error = exc
-
-    def take(self, n: int, interpret: bool, gpus: list):
-        """The running cluster when it is the one asked for, else None (and this one closed)."""
-        self._thread.join()
-        cluster, self._cluster = self._cluster, None
-        if cluster is not None and self.spec != (n, interpret, tuple(gpus[:n])):
-            cluster.close()
-            cluster = None
-        return cluster
-
-    def close(self) -> None:
-        self._thread.join()
-        cluster, self._cluster = self._cluster, None
-        if cluster is not None:
-            cluster.close()
-
-
-def start_early(args) -> Optional[EarlyCluster]:
-    """The CLI's early start for ``--workers`` (None when it can't tell the GPUs without CUDA, or
-    when anything about the flags is off: the sweep then checks and says so, as always)."""
-    from .selection import is_sweep
-    if args.workers is None or args.cluster or args.workers < 0 or not is_sweep(args):
-        return None
-    try:
-        import dask  # noqa: F401
-        import distributed  # noqa: F401
-    except ImportError:
-        return None
-    if args.interpret:
-        return EarlyCluster(args.workers or 2, True, [])
-    gpus = _gpus_without_cuda()
-    if not gpus or args.workers > len(gpus):
-        return None
-    return EarlyCluster(args.workers or len(gpus), False, gpus)
-
-
-def _gpus_without_cuda() -> list:
-    """visible_gpus() without a CUDA context or a torch import: NVML's count under no
-    CUDA_VISIBLE_DEVICES."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [d.strip() for d in env.split(",") if d.strip()]
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
-    except Exception:
-        return []
-
-
 # ---- the sweep ----------------------------------------------------------------------------------
 
 def group_by_shape(pairs) -> dict:
@@ -406,7 +292,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 cl = early.take(n, interpret, gpus) if early else None
                 cl = cl or local_cluster(n, interpret, gpus)
                 client = Client(cl)
-            link = client.dashboard_link if _dashboard() or cluster else None
+            link = client.dashboard_link if dashboard() or cluster else None
             print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
                   f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
             ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
