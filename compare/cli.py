@@ -14,6 +14,7 @@ import math
 import os
 import shlex
 import sys
+import time
 
 from typing import Optional
 
@@ -450,6 +451,7 @@ def _main(args) -> int:
             prog.update(k, p)
 
     interrupted = None
+    t_run = time.perf_counter()
     try:
         results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
                              measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
@@ -466,6 +468,7 @@ def _main(args) -> int:
         env["gpu"] = "none (Triton interpreter on CPU)"
     if ahead:
         env["compile_ahead"] = ahead
+    env["run_s"] = round(time.perf_counter() - t_run, 2)     # the pairs, after compile-ahead
     code = _report(results, env, args, judge=not interrupted)
     if ckpt and not interrupted:
         ckpt.finish()

@@ -279,6 +279,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     retried: list = []
     restarted: list = []
     started = time.perf_counter()
+    ready = measured = None
     cl = client = ckpt = None
     with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                           "distributed.scheduler.worker-saturation": 1.0}):
@@ -343,6 +344,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                     ckpt.add(job.shape, rows, **meta)
                 progress.shape_done(job.shape, label or worker, note)
                 top_up()
+            measured = time.perf_counter()
         finally:
             if ckpt:
                 ckpt.close()
@@ -369,7 +371,11 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                           "gpus": sorted({f"{r.gpu_name} {r.gpu_uuid}" for rows in fresh.values() for r in rows
                                           if r.gpu_name}),
                           "retried": retried, "restarted": restarted, "workers": n if cluster is None else cluster,
-                          "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint}
+                          "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint,
+                          # where the wall time went: waiting for the cluster, the shapes, closing it
+                          "start_s": round(ready - started, 2) if ready else None,
+                          "shapes_s": round(measured - ready, 2) if ready and measured else None,
+                          "close_s": round(time.perf_counter() - measured, 2) if measured else None}
     print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
           f"{len(fresh)} measured, {len(retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
     return results, env
