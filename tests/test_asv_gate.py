@@ -12,6 +12,8 @@ import glob
 import json
 import math
 import os
+import re
+import statistics
 import subprocess
 import sys
 
@@ -595,3 +597,64 @@ def test_gate_compares_pct_of_cublas_samples_higher_is_better(tmp_path, capsys):
     rd2 = _write_results(tmp_path / "fast", dict(base, commit_hash=HEAD_SHA), base=dict(head, commit_hash=BASE["commit_hash"]))
     assert _gate(rd2, "--bench", "PctCublas") == 0
     assert "FAST" in capsys.readouterr().out
+
+
+# .ci/gpu's confirm round: the gate names what to re-measure (--suspects), history pools the
+# re-measured samples (asv_results.merge append=True), and the gate judges the pooled samples.
+def _point(data: dict, point):
+    """asv_results' Point for (benchmark, index) ``point`` of ``data``."""
+    import itertools
+    from compare.ci import asv_results
+    name, j = point
+    combo = list(itertools.product(*data["results"][name][I_PAR]))[j]
+    return asv_results.points_of(data)[(name, tuple(asv_results._param_text(x) for x in combo))]
+
+
+def test_suspects_name_only_benchmarks_with_a_slow_or_ambiguous_point(tmp_path):
+    p = POINTS[0]
+    base = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=1))
+    head = _with_samples(_head_copy(), p, _dist(1.03e-4, 0.003, seed=2))
+    rd = _write_results(tmp_path, head, base=base)
+    out = tmp_path / "suspects.txt"
+    assert _gate(rd, "--suspects", str(out)) == 1
+    assert out.read_text() == f"^{re.escape(p[0])}$\n"
+    assert re.search(out.read_text().strip(), p[0])             # an asv --bench regex that selects it
+    # a gate that passes writes an empty file
+    same = _with_samples(_head_copy(), p, _dist(1e-4, 0.003, seed=9))
+    rd2 = _write_results(tmp_path / "aa", same, base=base)
+    assert _gate(rd2, "--suspects", str(out)) == 0 and out.read_text() == ""
+
+
+def test_pooled_re_measurement_settles_a_process_shift_but_keeps_a_real_slowdown():
+    """One A/A process pair 3% apart (a process-level shift) is AMBIGUOUS or SLOW; pooled with a
+    re-measured pair that shifts the other way, the medians agree: SAME. A real 3% slowdown
+    measured twice stays a failing verdict."""
+    from compare.ci import asv_results, robust
+    p = POINTS[0]
+
+    def pooled(first, second):
+        merged, notes, changed = asv_results.merge(first, second, append=True)
+        assert changed and any(n.startswith("pooled") for n in notes)
+        return _point(merged, p)
+
+    b1, b2 = (_with_samples(BASE, p, _dist(1e-4 * s, 0.003, seed=k)) for s, k in ((1.0, 1), (1.03, 3)))
+    h1, h2 = (_with_samples(BASE, p, _dist(1e-4 * s, 0.003, seed=k)) for s, k in ((1.03, 2), (1.0, 4)))
+    b, h = pooled(b1, b2), pooled(h1, h2)
+    assert len(b.samples) == 2 * len(_dist(1e-4, 0.003, seed=1))
+    assert b.value == statistics.median(b.samples) and b.ci is None       # one run's statistics dropped
+    single = robust.compare_samples(b1_samples := _point(b1, p).samples, _point(h1, p).samples)
+    assert single.word in ("SLOW", "AMBIGUOUS") and b1_samples
+    assert robust.compare_samples(b.samples, h.samples).word == "SAME"
+    # a real slowdown, seen again on re-measurement
+    h3, h4 = (_with_samples(BASE, p, _dist(1.03e-4, 0.003, seed=k)) for k in (5, 6))
+    b3 = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=7))
+    assert robust.compare_samples(pooled(b1, b3).samples, pooled(h3, h4).samples).word in ("SLOW", "AMBIGUOUS")
+
+
+def test_append_keeps_the_recorded_value_when_a_run_has_no_samples():
+    from compare.ci import asv_results
+    p = POINTS[0]
+    with_s = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=1))
+    merged, notes, _ = asv_results.merge(with_s, BASE, append=True)      # BASE: no samples for p
+    assert _point(merged, p).samples == _point(with_s, p).samples
+    assert not any(n.startswith("pooled") for n in notes)

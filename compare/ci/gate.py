@@ -362,6 +362,13 @@ def markdown_summary(rows: list[Row], base: ResultFile, head: ResultFile, machin
     return "\n".join(out)
 
 
+def suspects(rows: list[Row]) -> list[str]:
+    """Benchmarks with a point whose timing verdict failed (SLOW or AMBIGUOUS): a re-measurement can
+    settle those; a FAILING, LOST or MISSING point it can't."""
+    return list(dict.fromkeys(r.benchmark for r in rows
+                              if r.failed and r.verdict.split(" ")[0] in ("SLOW", "AMBIGUOUS")))
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.ci.gate",
                                  description="Fail (exit 1) when HEAD's asv results are slower than BASE's, "
@@ -381,6 +388,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     # issue 23, CI a team reads without digging: the verdict table as markdown for the job summary
     ap.add_argument("--summary", metavar="FILE", default=None,
                     help="also write the verdicts as GitHub-flavoured markdown to FILE (e.g. for $GITHUB_STEP_SUMMARY)")
+    ap.add_argument("--suspects", metavar="FILE", default=None,
+                    help="also write, one per line, an anchored asv --bench regex for every benchmark with a "
+                         "SLOW or AMBIGUOUS point (what .ci/gpu's confirm round re-measures); empty when none")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
@@ -396,6 +406,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.summary and os.path.isdir(args.summary):
         print(f"error: --summary {args.summary} is a directory", file=sys.stderr)
         return USAGE_EXIT
+    for path in filter(None, (args.suspects,)):
+        try:
+            prove_writable(path)
+        except OSError as exc:
+            print(f"error: --suspects {path} can't be written: {exc.strerror or exc}", file=sys.stderr)
+            return USAGE_EXIT
     if args.summary:
         try:   # before reading anything: a summary that can't be written is a usage error, not a late traceback
             prove_writable(args.summary)
@@ -413,6 +429,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         rows = [r for r in rows if any(p.search(r.benchmark) for p in patterns)]
     if args.summary:
         write_text_atomically(args.summary, markdown_summary(rows, bf, hf, machine, args.factor))
+    if args.suspects:
+        write_text_atomically(args.suspects, "".join(f"^{re.escape(b)}$\n" for b in suspects(rows)))
     shown = [r for r in rows if r.failed] if args.failures_only else rows
     print(f"machine {machine}, env {hf.env}\nbase {bf.commit[:12]}  head {hf.commit[:12]}  "
           f"fail if slowdown > {args.factor:g}\n")
