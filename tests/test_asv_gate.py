@@ -617,8 +617,11 @@ def test_suspects_name_only_benchmarks_with_a_slow_or_ambiguous_point(tmp_path):
     rd = _write_results(tmp_path, head, base=base)
     out = tmp_path / "suspects.txt"
     assert _gate(rd, "--suspects", str(out)) == 1
-    assert out.read_text() == f"^{re.escape(p[0])}$\n"
-    assert re.search(out.read_text().strip(), p[0])             # an asv --bench regex that selects it
+    regex = out.read_text().strip()
+    assert out.read_text() == regex + "\n"
+    # an asv --bench regex that selects it: asv matches NAME(PARAM, ...) for a parameterized one
+    assert re.search(regex, p[0] + "('cublas', '512x512x512', 'fp32')") and re.search(regex, p[0])
+    assert not re.search(regex, p[0] + "Twin('cublas')") and not re.search(regex, "x" + p[0])
     # a gate that passes writes an empty file
     same = _with_samples(_head_copy(), p, _dist(1e-4, 0.003, seed=9))
     rd2 = _write_results(tmp_path / "aa", same, base=base)

@@ -389,8 +389,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--summary", metavar="FILE", default=None,
                     help="also write the verdicts as GitHub-flavoured markdown to FILE (e.g. for $GITHUB_STEP_SUMMARY)")
     ap.add_argument("--suspects", metavar="FILE", default=None,
-                    help="also write, one per line, an anchored asv --bench regex for every benchmark with a "
-                         "SLOW or AMBIGUOUS point (what .ci/gpu's confirm round re-measures); empty when none")
+                    help="also write, one per line, an asv --bench regex for every benchmark with a SLOW or "
+                         "AMBIGUOUS point (asv matches a parameterized one as NAME(PARAM, ...)) (what .ci/gpu's confirm round re-measures); empty when none")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
@@ -430,7 +430,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.summary:
         write_text_atomically(args.summary, markdown_summary(rows, bf, hf, machine, args.factor))
     if args.suspects:
-        write_text_atomically(args.suspects, "".join(f"^{re.escape(b)}$\n" for b in suspects(rows)))
+        write_text_atomically(args.suspects, "".join(f"^{re.escape(b)}(\\(|$)\n" for b in suspects(rows)))
     shown = [r for r in rows if r.failed] if args.failures_only else rows
     print(f"machine {machine}, env {hf.env}\nbase {bf.commit[:12]}  head {hf.commit[:12]}  "
           f"fail if slowdown > {args.factor:g}\n")
