@@ -628,36 +628,55 @@ def test_suspects_name_only_benchmarks_with_a_slow_or_ambiguous_point(tmp_path):
     assert _gate(rd2, "--suspects", str(out)) == 0 and out.read_text() == ""
 
 
-def test_pooled_re_measurement_settles_a_process_shift_but_keeps_a_real_slowdown():
-    """One A/A process pair 3% apart (a process-level shift) is AMBIGUOUS or SLOW; pooled with a
-    re-measured pair that shifts the other way, the medians agree: SAME. A real 3% slowdown
-    measured twice stays a failing verdict."""
-    from compare.ci import asv_results, robust
+
+def _aa_runs(tmp_path, p, head_first: float, confirms):
+    """Results of a first run where head's point is ``head_first`` x base's (samples recorded,
+    tight), and one results dir per confirm round with (base x, head x) of the point."""
+    def pair(bx, hx, seed):
+        b = _with_samples(BASE, p, _dist(1e-4 * bx, 0.002, seed=seed))
+        h = _with_samples(_head_copy(), p, _dist(1e-4 * hx, 0.002, seed=seed + 50))
+        return b, h
+    b, h = pair(1.0, head_first, 1)
+    rd = _write_results(tmp_path / "first", h, base=b)
+    dirs = []
+    for i, (bx, hx) in enumerate(confirms):
+        cb, ch = pair(bx, hx, 10 + i)
+        dirs += ["--confirm-dir", _write_results(tmp_path / f"confirm{i}", ch, base=cb)]
+    return rd, dirs
+
+
+def test_a_run_to_run_shift_re_measured_is_same_and_passes(tmp_path, capsys):
+    """A/A on the H100: one head run 3.5% slower than its base run (tight samples: SLOW on its
+    own); re-measured, head is not slower in every pairing of runs: SAME, the gate passes."""
     p = POINTS[0]
-
-    def pooled(first, second):
-        merged, notes, changed = asv_results.merge(first, second, append=True)
-        assert changed and any(n.startswith("pooled") for n in notes)
-        return _point(merged, p)
-
-    b1, b2 = (_with_samples(BASE, p, _dist(1e-4 * s, 0.003, seed=k)) for s, k in ((1.0, 1), (1.03, 3)))
-    h1, h2 = (_with_samples(BASE, p, _dist(1e-4 * s, 0.003, seed=k)) for s, k in ((1.03, 2), (1.0, 4)))
-    b, h = pooled(b1, b2), pooled(h1, h2)
-    assert len(b.samples) == 2 * len(_dist(1e-4, 0.003, seed=1))
-    assert b.value == statistics.median(b.samples) and b.ci is None       # one run's statistics dropped
-    single = robust.compare_samples(b1_samples := _point(b1, p).samples, _point(h1, p).samples)
-    assert single.word in ("SLOW", "AMBIGUOUS") and b1_samples
-    assert robust.compare_samples(b.samples, h.samples).word == "SAME"
-    # a real slowdown, seen again on re-measurement
-    h3, h4 = (_with_samples(BASE, p, _dist(1.03e-4, 0.003, seed=k)) for k in (5, 6))
-    b3 = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=7))
-    assert robust.compare_samples(pooled(b1, b3).samples, pooled(h3, h4).samples).word in ("SLOW", "AMBIGUOUS")
+    rd, dirs = _aa_runs(tmp_path, p, 1.035, [(1.03, 1.0)])
+    assert _gate(rd) == 1
+    capsys.readouterr()
+    assert _gate(rd, *dirs) == 0
+    out = capsys.readouterr().out
+    assert "SAME re-measured" in out and "not in every pairing" in out and "differ by up to 3.5%" in out
 
 
-def test_append_keeps_the_recorded_value_when_a_run_has_no_samples():
-    from compare.ci import asv_results
+def test_a_real_slowdown_re_measured_stays_slow(tmp_path, capsys):
     p = POINTS[0]
-    with_s = _with_samples(BASE, p, _dist(1e-4, 0.003, seed=1))
-    merged, notes, _ = asv_results.merge(with_s, BASE, append=True)      # BASE: no samples for p
-    assert _point(merged, p).samples == _point(with_s, p).samples
-    assert not any(n.startswith("pooled") for n in notes)
+    rd, dirs = _aa_runs(tmp_path, p, 1.035, [(1.0, 1.03), (1.005, 1.034)])
+    assert _gate(rd, *dirs) == 1
+    out = capsys.readouterr().out
+    assert "SLOW re-measured: every pairing of 3 base x 3 head runs slower than x1.02" in out
+
+
+def test_a_confirm_dir_without_the_commits_is_a_usage_error(tmp_path, capsys):
+    p = POINTS[0]
+    rd, _ = _aa_runs(tmp_path, p, 1.035, [])
+    (tmp_path / "empty").mkdir()
+    assert _gate(rd, "--confirm-dir", str(tmp_path / "empty")) == 2
+    assert "--confirm-dir" in capsys.readouterr().err
+
+
+def test_judge_runs():
+    assert robust.judge_runs([1.0, 1.003], [1.031, 1.029]).word == "SLOW"
+    assert robust.judge_runs([1.031, 1.029], [1.0, 1.003]).word == "FAST"
+    v = robust.judge_runs([1.0, 1.035], [1.03, 0.99])
+    assert v.word == "SAME" and abs(v.noise - (1.03 / 0.99 - 1)) < 1e-9
+    with pytest.raises(ValueError):
+        robust.judge_runs([], [1.0])

@@ -246,24 +246,3 @@ def test_ci_gpu_refuses_a_bad_confirm_count_before_anything(value):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--confirm" in p.stderr and "=== GPU" not in p.stdout, p.stdout + p.stderr
 
-
-def test_history_append_pools_samples_of_a_re_measured_commit(tmp_path):
-    """compare.ci.history --append (the gate's confirm round) pools a point's samples with the
-    recorded ones instead of keeping one run."""
-    from compare.ci import asv_results
-    cols = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
-            "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
-
-    def write(d, samples):
-        row = [[samples[len(samples) // 2]], [["'a'"]], "1", 0, 1.0, [0.9], [1.1], None, None, None, None,
-               [samples], None]
-        doc = {"commit_hash": "c" * 40, "env_name": "e", "result_columns": cols, "results": {"gemm.X.track_time": row},
-               "version": 2}
-        asv_results.write_json_atomic(str(d / "m" / "cccccccc-e.json"), doc)
-    old, new = tmp_path / "old", tmp_path / "new"
-    write(old, [1.0, 1.0, 1.1, 1.2])
-    write(new, [2.0, 2.0, 2.1, 2.2])
-    notes = history.record(str(new), str(old), "m", append=True)
-    assert any(n.startswith("pooled") for n in notes), notes
-    pt = asv_results.points_of(json.load(open(old / "m" / "cccccccc-e.json")))[("gemm.X.track_time", ("a",))]
-    assert sorted(pt.samples) == [1.0, 1.0, 1.1, 1.2, 2.0, 2.0, 2.1, 2.2] and pt.value == 1.6 and pt.ci is None

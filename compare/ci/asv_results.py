@@ -247,32 +247,7 @@ def _take_point(dst_row: list, src_row: list, cols: list, j: int, n: int) -> Non
         dst_row[i] = dst
 
 
-def _pool_point(dst_row: list, src_row: list, cols: list, j: int, n: int) -> bool:
-    """Point ``j``'s samples of both runs pooled into ``dst_row`` (in place), its value the pooled
-    median and asv's statistics of one run dropped (they no longer describe the value). False,
-    and nothing changed, when either run lacks raw samples."""
-    if "samples" not in cols:
-        return False
-    old_s = _samples_of(_expand(_column(dst_row, cols, "samples"), n)[j])
-    new_s = _samples_of(_expand(_column(src_row, cols, "samples"), n)[j])
-    if not old_s or not new_s:
-        return False
-    import statistics
-    pooled = list(old_s) + list(new_s)
-    for col, value in (("samples", pooled), ("result", statistics.median(pooled)),
-                       *((c, None) for c in STATS_COLUMNS)):
-        if col not in cols:
-            continue
-        i = cols.index(col)
-        while len(dst_row) <= i:
-            dst_row.append(None)
-        dst = _expand(dst_row[i], n)
-        dst[j] = value
-        dst_row[i] = dst
-    return True
-
-
-def merge(old: dict, new: dict, overwrite: bool = False, append: bool = False) -> tuple[dict, list[str], bool]:
+def merge(old: dict, new: dict, overwrite: bool = False) -> tuple[dict, list[str], bool]:
     """Merge a fresh asv result file of one commit (``new``) into the recorded one (``old``).
 
     Per benchmark x parameter point: a recorded number is never replaced by null (failed), NaN
@@ -280,8 +255,6 @@ def merge(old: dict, new: dict, overwrite: bool = False, append: bool = False) -
     ``overwrite``; where only the new run has a number it is taken; where neither has one the
     record stays as it is. A benchmark whose ``version`` or grid changed is taken whole from the
     new run only with ``overwrite`` (else kept and reported); one not recorded before is added.
-    ``append``: where both are numbers with raw samples, pool the samples (a re-measurement of
-    the same commit: the gate's confirm round, docs/asv.md) instead of keeping one run.
     Returns (merged data, one note per kept or taken point, whether anything changed)."""
     cols = old["result_columns"]
     if new["result_columns"] != cols:
@@ -316,10 +289,6 @@ def merge(old: dict, new: dict, overwrite: bool = False, append: bool = False) -
             if is_number(o) and not is_number(nw):
                 notes.append(f"kept {label}: recorded {describe(o)}, new run {describe(nw)}")
             elif is_number(o) and is_number(nw):
-                if append and _pool_point(row, new_row, cols, j, len(combos)):
-                    took = True
-                    notes.append(f"pooled {label}: samples of both runs")
-                    continue
                 if o == nw:
                     continue
                 if overwrite:

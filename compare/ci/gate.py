@@ -362,6 +362,26 @@ def markdown_summary(rows: list[Row], base: ResultFile, head: ResultFile, machin
     return "\n".join(out)
 
 
+def reconfirm(rows: list[Row], runs: list[tuple], factor: float) -> None:
+    """Judge again, in place, every point the first judgement failed as SLOW or AMBIGUOUS, from
+    one value per run: the recorded base and head and each confirm run's (``runs``: (base
+    points, head points) per run, from --confirm-dir). robust.judge_runs says why."""
+    for r in rows:
+        if not (r.failed and r.verdict.split(" ")[0] in ("SLOW", "AMBIGUOUS")):
+            continue
+        key = (r.benchmark, r.params)
+        b = [r.base] + [bp[key].value for bp, _ in runs if key in bp and is_number(bp[key].value)]
+        h = [r.head] + [hp[key].value for _, hp in runs if key in hp and is_number(hp[key].value)]
+        if len(b) < 2 or len(h) < 2:
+            r.verdict += " (not re-measured)"
+            continue
+        if higher_is_better(r.benchmark):     # a % of cuBLAS: its inverse is time-like
+            b, h = [1 / x for x in b], [1 / x for x in h]
+        v = robust.judge_runs(b, h, factor)
+        r.ratio, r.failed = v.slowdown, v.word == "SLOW"
+        r.verdict = f"{v.word} re-measured: {v.why}"
+
+
 def suspects(rows: list[Row]) -> list[str]:
     """Benchmarks with a point whose timing verdict failed (SLOW or AMBIGUOUS): a re-measurement can
     settle those; a FAILING, LOST or MISSING point it can't."""
@@ -388,6 +408,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     # issue 23, CI a team reads without digging: the verdict table as markdown for the job summary
     ap.add_argument("--summary", metavar="FILE", default=None,
                     help="also write the verdicts as GitHub-flavoured markdown to FILE (e.g. for $GITHUB_STEP_SUMMARY)")
+    ap.add_argument("--confirm-dir", action="append", default=[], metavar="DIR",
+                    help="an asv results dir holding a re-measurement of base and head (repeatable: one per "
+                         "confirm round, .ci/gpu): SLOW/AMBIGUOUS points are judged again over every run")
     ap.add_argument("--suspects", metavar="FILE", default=None,
                     help="also write, one per line, an asv --bench regex for every benchmark with a SLOW or "
                          "AMBIGUOUS point (asv matches a parameterized one as NAME(PARAM, ...)) (what .ci/gpu's confirm round re-measures); empty when none")
@@ -424,6 +447,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_EXIT
     rows = compare(bf, hf, args.factor)
+    if args.confirm_dir:
+        try:
+            runs = [tuple(f.points() for f in pick(d, bf.commit, hf.commit, machine, args.env)[1:])
+                    for d in args.confirm_dir]
+        except UsageError as exc:
+            print(f"error: --confirm-dir: {exc}", file=sys.stderr)
+            return USAGE_EXIT
+        reconfirm(rows, runs, args.factor)
     explain(rows, failure_notes.read(args.results_dir, hf.commit))
     if patterns:
         rows = [r for r in rows if any(p.search(r.benchmark) for p in patterns)]

@@ -12,8 +12,7 @@ the new result file is then merged, point by point, into this checkout's results
 
   * a recorded number is never replaced by a failure, an n/a or an invalid value (a re-run on a
     box without a GPU, or a flaky run, can't erase a commit's numbers and so open the gate);
-  * where both runs have a number, the recorded one stays unless --overwrite; with --append
-    their raw samples are pooled (a re-measurement of the same commit: the gate's confirm round);
+  * where both runs have a number, the recorded one stays unless --overwrite;
   * a point with no number recorded takes the new run's number; a benchmark not recorded yet is
     added; one whose version changed is replaced only with --overwrite.
 Each kept or taken point is printed. A file is rewritten only when something changed, through
@@ -97,8 +96,7 @@ def _load_json(path: str):
         return json.load(f)
 
 
-def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False,
-           append: bool = False) -> list[str]:
+def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False) -> list[str]:
     """Merge what one asv run wrote under ``new_dir`` into ``results_dir`` (see the module doc).
     Returns the notes printed. Raises UsageError when a recorded file can't be read (it is left
     untouched)."""
@@ -126,8 +124,7 @@ def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False
             notes.append(f"recorded {os.path.basename(dst)}")
             continue
         old = asv_results.load(dst)      # UsageError naming dst: nothing is overwritten
-        merged, point_notes, changed = asv_results.merge(old.data, new.data, overwrite=overwrite,
-                                                            append=append)
+        merged, point_notes, changed = asv_results.merge(old.data, new.data, overwrite=overwrite)
         notes += point_notes
         if changed:
             asv_results.write_json_atomic(dst, merged)
@@ -180,7 +177,7 @@ def asv_command(conf_path: str, sha: str, machine: Optional[str], bench: list[st
 
 def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: str,
                bench: list[str], bench_set: Optional[str], show_stderr: bool, dry_run: bool,
-               overwrite: bool = False, append: bool = False) -> int:
+               overwrite: bool = False) -> int:
     """asv for one commit from its own worktree, into a temporary results dir, then merged into
     ``results_dir``; returns asv's exit status (1 if the merge failed)."""
     tmp = tempfile.mkdtemp(prefix=f"gemm-history-{sha[:8]}-")
@@ -209,7 +206,7 @@ def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: st
         sys.stdout.flush()
         rc = subprocess.run(cmd, cwd=wt, env=env).returncode
         try:
-            for note in record(new_results, results_dir, machine, overwrite=overwrite, append=append):
+            for note in record(new_results, results_dir, machine, overwrite=overwrite):
                 print(f"  {note}")
         except UsageError as exc:
             print(f"error: {sha[:8]}: results not recorded: {exc}", file=sys.stderr)
@@ -239,9 +236,6 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="where the recorded and the new run both have a number, keep the new one (default: "
                          "the recorded); also replaces benchmarks whose version changed. A recorded number is "
                          "never replaced by a failure or n/a, even so")
-    ap.add_argument("--append", action="store_true",
-                    help="where the recorded and the new run both have a number with raw samples, pool the "
-                         "samples (re-measuring a commit: .ci/gpu's confirm round)")
     ap.add_argument("--show-stderr", action="store_true", help="passed to asv run")
     ap.add_argument("--dry-run", action="store_true", help="print what would run")
     args = ap.parse_args(argv)
@@ -286,7 +280,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"=== {short} {subject!r}", flush=True)
         rc = run_commit(root, conf, sha, results_dir=results_dir, machine=machine, bench=args.bench,
                         bench_set=bench_set, show_stderr=args.show_stderr, dry_run=args.dry_run,
-                        overwrite=args.overwrite, append=args.append)
+                        overwrite=args.overwrite)
         if rc == 2:
             print(f"note: {short}: some benchmarks failed (recorded as failed; `python -m compare.ci.gate` reports them)")
         elif rc != 0:

@@ -64,7 +64,7 @@ class Verdict:
     slowdown: float       # head / base median: > 1 is slower
     word: str             # SLOW, FAST, SAME, AMBIGUOUS
     why: str              # one line
-    noise: float          # the wider side's 99% half-width of the median, relative
+    noise: float          # the wider side's 99% half-width of the median, relative (judge_runs: the run-to-run spread)
 
     @property
     def text(self) -> str:
@@ -93,3 +93,27 @@ def compare_samples(base: Sequence[float], head: Sequence[float], factor: float 
     if noise > factor - 1:
         return Verdict(slowdown, "AMBIGUOUS", f"noise {100 * noise:.1f}% > {100 * (factor - 1):.1f}%", noise)
     return Verdict(slowdown, "SAME", "", noise)
+
+
+def judge_runs(base: Sequence[float], head: Sequence[float], factor: float = DEFAULT_FACTOR) -> Verdict:
+    """The verdict after a confirm round (.ci/gpu): one value per run (process) of each commit,
+    lower is better. Two runs of ONE commit on an H100 differ by up to ~4% at points of 15-30 us
+    (results/h100/gate-aa/), more than the factor, and that spread is invisible inside one
+    run's samples. So a shift counts only when every pairing of a base run with a head run shows
+    it: SLOW when each head run is slower than each base run by more than the factor (FAST the
+    mirror); otherwise SAME, naming the run-to-run spread of one commit: the smallest change
+    this point can show."""
+    if not base or not head:
+        raise ValueError("judge_runs needs at least one run of each commit")
+    pairs = [h / b for b in base for h in head]
+    slowdown = statistics.median(head) / statistics.median(base)
+    spreads = [max(xs) / min(xs) - 1 for xs in (base, head) if len(xs) > 1]
+    spread = max(spreads) if spreads else None
+    runs = f"{len(base)} base x {len(head)} head runs"
+    if min(pairs) > factor:
+        return Verdict(slowdown, "SLOW", f"every pairing of {runs} slower than x{factor:g}", spread)
+    if max(pairs) < 1 / factor:
+        return Verdict(slowdown, "FAST", f"every pairing of {runs} faster than x{1 / factor:.3f}", spread)
+    said = f"runs of one commit differ by up to {100 * spread:.1f}%" if spread is not None else "one run each"
+    return Verdict(slowdown, "SAME", f"x{slowdown:.3f} over {runs}, not in every pairing; {said}", spread)
+
