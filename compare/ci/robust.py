@@ -97,7 +97,7 @@ def compare_samples(base: Sequence[float], head: Sequence[float], factor: float 
 
 def judge_runs(base: Sequence[float], head: Sequence[float], factor: float = DEFAULT_FACTOR) -> Verdict:
     """The verdict after a confirm round (.ci/gpu): one value per run (process) of each commit,
-    lower is better. Two runs of ONE commit on an H100 differ by up to ~4% at points of 15-30 us
+    lower is better. Two runs of ONE commit on an H100 differ by 2-10% at points of 15-100 us
     (results/h100/gate-aa/), more than the factor, and that spread is invisible inside one
     run's samples. So a shift counts only when every pairing of a base run with a head run shows
     it: SLOW when each head run is slower than each base run by more than the factor (FAST the
