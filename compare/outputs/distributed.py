@@ -21,6 +21,7 @@ any byte loses at most the shape being written.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -82,8 +83,10 @@ def load_plugins(specs) -> None:
     registry.load_plugins(list(specs))
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
-    """(name, UUID) of the GPU this process measures on (the worker's only visible one)."""
+    """(name, UUID) of the GPU this process measures on (the worker's only visible one; asked
+    once per worker process, not per shape)."""
     if interpret:
         return "none (Triton interpreter on CPU)", None
     import torch
