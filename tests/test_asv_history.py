@@ -122,6 +122,35 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
     g = subprocess.run(gate, cwd=path, env=env, capture_output=True, text=True)
     assert g.returncode == 1 and "SLOW" in g.stdout, g.stdout + g.stderr
 
+    # The confirm round as .ci/gpu runs it: the gate names the suspect benchmark, asv re-measures
+    # it (the regex must select a parameterized benchmark: asv matches NAME(PARAMS)) into a
+    # results dir of its own, head first, and the gate judges over every run.
+    sus = path / "suspects.txt"
+    g = subprocess.run(gate + ["--suspects", str(sus)], cwd=path, env=env, capture_output=True, text=True)
+    assert g.returncode == 1 and sus.read_text().split() == [r"^gemm\.Naive\.track_time(\(|$)"], sus.read_text()
+    confirm = path.parent / "confirm1"
+    benches = [a for r in sus.read_text().split() for a in ("--bench", r)]
+    p = _history(path, env, "--commits", shas[2], shas[1], "--results-dir", str(confirm), "--quick",
+                 "--machine", "cpu-test", *benches)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cfiles = {json.load(open(f))["commit_hash"]: f for f in glob.glob(str(confirm / "cpu-test" / "*.json"))
+              if not f.endswith("machine.json")}
+    assert set(cfiles) == {shas[1], shas[2]}, p.stdout          # asv selected and ran the suspect
+
+    def confirm_run(head_time):
+        for sha, t in ((shas[1], 1e-4), (shas[2], head_time)):
+            data = json.load(open(cfiles[sha]))
+            row = data["results"]["gemm.Naive.track_time"]
+            row[0] = [t] * len(row[0])
+            with open(cfiles[sha], "w") as f:
+                json.dump(data, f)
+        return subprocess.run(gate + ["--confirm-dir", str(confirm)], cwd=path, env=env, capture_output=True,
+                              text=True)
+    g = confirm_run(1e-4)            # re-measured, head is as fast as base: the first shift was one run's
+    assert g.returncode == 0 and "SAME re-measured" in g.stdout, g.stdout + g.stderr
+    g = confirm_run(2e-4)            # slower again: confirmed
+    assert g.returncode == 1 and "SLOW re-measured: every pairing of 2 base x 2 head runs" in g.stdout, g.stdout
+
 
 # ---------------------------------------------------------------------------- merge rules
 
