@@ -440,8 +440,9 @@ def _main(args) -> int:
     ahead = None
     if pool and not args.interpret:
         from .harness.precompile import compile_ahead
-        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs, plugins=args.plugin or (),
-                              kernel_timeout=args.kernel_timeout, say=lambda s: print(s, file=sys.stderr, flush=True))
+        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs,
+                              plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
+                              say=lambda s: print(s, file=sys.stderr, flush=True))
     ckpt = _worker.checkpoint_for_run(args)
 
     prog = _progress(not args.quiet, len(pairs), pairs)

@@ -413,7 +413,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                          "confirm round, .ci/gpu): SLOW/AMBIGUOUS points are judged again over every run")
     ap.add_argument("--suspects", metavar="FILE", default=None,
                     help="also write, one per line, an asv --bench regex for every benchmark with a SLOW or "
-                         "AMBIGUOUS point (asv matches a parameterized one as NAME(PARAM, ...)) (what .ci/gpu's confirm round re-measures); empty when none")
+                         "AMBIGUOUS point, which .ci/gpu's confirm round re-measures (asv matches a parameterized "
+                         "benchmark as NAME(PARAM, ...)); empty when none")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:

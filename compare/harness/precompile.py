@@ -80,18 +80,19 @@ def helper_count(jobs: Optional[int], cold: int) -> int:
     return max(0, min(jobs, cold - 1))
 
 
-def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optional[int] = None,
-                  plugins=(), kernel_timeout: float, interpret: bool = False, say: Callable[[str], None] = lambda s: None) -> Optional[dict]:
+def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optional[int] = None, plugins=(),
+                  kernel_timeout: float, interpret: bool = False,
+                  say: Callable[[str], None] = lambda s: None) -> Optional[dict]:
     """Prepare every pair not yet marked compiled, on ``worker`` (the run's, already started) and
     helper workers; returns what happened (for the run's environment) or None when nothing was cold.
     ``interpret``: CPU workers and tensors (the tests' way to run this without a GPU)."""
+    from .variants import wire_name
     from .worker import Worker, WorkerStartError
     digest = sources_digest([p for p in plugins if isinstance(p, str)])
-    from .variants import wire_name
     todo, seen = [], set()
     marks = marker_dir()
     for k, p in pairs:
-        if k.name == "cublas" or skip(k) or k.why_not(p):
+        if k.name == "cublas" or skip(k) or k.why_not(p):     # cuBLAS: nothing of ours to compile
             continue
         opts = options.get(k.name)
         key = pair_key(wire_name(k), p, opts, digest)
@@ -105,7 +106,8 @@ def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optiona
     say(f"running compile-ahead: {len(todo)} kernel x shape pairs not compiled yet, on the worker and "
         f"{helpers} helper process{'es' if helpers != 1 else ''}")
     t0 = time.perf_counter()
-    crew = [worker] + [Worker(plugins=plugins, kernel_timeout=kernel_timeout, interpret=interpret).start() for _ in range(helpers)]
+    crew = [worker] + [Worker(plugins=plugins, kernel_timeout=kernel_timeout, interpret=interpret).start()
+                       for _ in range(helpers)]
     lock = threading.Lock()
     queue = list(todo)
     done, failed = [], []
