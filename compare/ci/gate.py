@@ -362,12 +362,18 @@ def markdown_summary(rows: list[Row], base: ResultFile, head: ResultFile, machin
     return "\n".join(out)
 
 
+def _recheckable(r: Row) -> bool:
+    """A failed timing verdict (SLOW or AMBIGUOUS): a re-measurement can settle it; a FAILING,
+    LOST or MISSING point it can't."""
+    return r.failed and _verdict_word(r) in ("SLOW", "AMBIGUOUS")
+
+
 def reconfirm(rows: list[Row], runs: list[tuple], factor: float) -> None:
     """Judge again, in place, every point the first judgement failed as SLOW or AMBIGUOUS, from
     one value per run: the recorded base and head and each confirm run's (``runs``: (base
     points, head points) per run, from --confirm-dir). robust.judge_runs says why."""
     for r in rows:
-        if not (r.failed and r.verdict.split(" ")[0] in ("SLOW", "AMBIGUOUS")):
+        if not _recheckable(r):
             continue
         key = (r.benchmark, r.params)
         b = [r.base] + [bp[key].value for bp, _ in runs if key in bp and is_number(bp[key].value)]
@@ -383,10 +389,8 @@ def reconfirm(rows: list[Row], runs: list[tuple], factor: float) -> None:
 
 
 def suspects(rows: list[Row]) -> list[str]:
-    """Benchmarks with a point whose timing verdict failed (SLOW or AMBIGUOUS): a re-measurement can
-    settle those; a FAILING, LOST or MISSING point it can't."""
-    return list(dict.fromkeys(r.benchmark for r in rows
-                              if r.failed and r.verdict.split(" ")[0] in ("SLOW", "AMBIGUOUS")))
+    """The benchmarks of the points a re-measurement can settle (:func:`_recheckable`)."""
+    return list(dict.fromkeys(r.benchmark for r in rows if _recheckable(r)))
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -427,20 +431,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not (args.factor > 1.0 and math.isfinite(args.factor)):
         print("error: --factor must be a number > 1 (e.g. 1.02)", file=sys.stderr)
         return USAGE_EXIT
-    if args.summary and os.path.isdir(args.summary):
-        print(f"error: --summary {args.summary} is a directory", file=sys.stderr)
-        return USAGE_EXIT
-    for path in filter(None, (args.suspects,)):
-        try:
+    for flag, path in (("--summary", args.summary), ("--suspects", args.suspects)):
+        if not path:
+            continue
+        if os.path.isdir(path):
+            print(f"error: {flag} {path} is a directory", file=sys.stderr)
+            return USAGE_EXIT
+        try:   # before reading anything: a file that can't be written is a usage error, not a late traceback
             prove_writable(path)
         except OSError as exc:
-            print(f"error: --suspects {path} can't be written: {exc.strerror or exc}", file=sys.stderr)
-            return USAGE_EXIT
-    if args.summary:
-        try:   # before reading anything: a summary that can't be written is a usage error, not a late traceback
-            prove_writable(args.summary)
-        except OSError as exc:
-            print(f"error: --summary {args.summary} can't be written: {exc.strerror or exc}", file=sys.stderr)
+            print(f"error: {flag} {path} can't be written: {exc.strerror or exc}", file=sys.stderr)
             return USAGE_EXIT
     try:
         machine, bf, hf = pick(args.results_dir, args.base, args.head, args.machine, args.env)
@@ -472,7 +472,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     n_compared = sum(r.compared for r in rows)
     counts = {}
     for r in bad:
-        k = r.verdict.split(" ")[0].rstrip(":")
+        k = _verdict_word(r)
         counts[k] = counts.get(k, 0) + 1
     print()
     if bad:

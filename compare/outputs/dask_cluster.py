@@ -12,11 +12,17 @@ from typing import Optional
 
 # ---- clusters -----------------------------------------------------------------------------------
 
+def _pinned_gpus() -> Optional[list[str]]:
+    """CUDA_VISIBLE_DEVICES as a list, None when it is not set."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if env is None else [d.strip() for d in env.split(",") if d.strip()]
+
+
 def visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (its own list when set)."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [d.strip() for d in env.split(",") if d.strip()]
+    pinned = _pinned_gpus()
+    if pinned is not None:
+        return pinned
     import torch
     return [str(i) for i in range(torch.cuda.device_count())]
 
@@ -86,8 +92,8 @@ class EarlyCluster:
         return cluster
 
     def close(self) -> None:
-        self._thread.join()
-        cluster, self._cluster = self._cluster, None
+        """Close the cluster unless a sweep took it (closing it is then the sweep's job)."""
+        cluster = self.take(self.spec[0], self.spec[1], list(self.spec[2]))
         if cluster is not None:
             cluster.close()
 
@@ -114,9 +120,9 @@ def start_early(args) -> Optional[EarlyCluster]:
 def _gpus_without_cuda() -> list:
     """visible_gpus() without a CUDA context or a torch import: NVML's count under no
     CUDA_VISIBLE_DEVICES."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [d.strip() for d in env.split(",") if d.strip()]
+    pinned = _pinned_gpus()
+    if pinned is not None:
+        return pinned
     try:
         import pynvml
         pynvml.nvmlInit()
