@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                         f"its worker killed and replaced (default {DEFAULT_KERNEL_TIMEOUT_S:g})")
     p.add_argument("--compile-jobs", type=_count, default=None, metavar="N",
                    help="before timing, compile the kernels not yet in the compile caches on the worker and N "
-                        "helper processes (default: one per spare CPU core, at most 8; 0: compile as they run)")
+                        "helper processes (default: one per spare CPU core, at most 8; 0: compile as they run); "
+                        "with --workers, on N helpers before the first shape goes to the cluster")
     # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
     p.add_argument("--distribution", action="append", metavar="NAME[:COUNT[:SEED]]",
                    help="a generated shape corpus (a sweep; compare/harness/shapes.py): loguniform, llm, "
@@ -111,8 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="distributed sweeps: keep the shapes FILE finished, measure the rest, append to FILE "
                         "(a missing FILE starts it)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="distributed sweeps: start no shape after SECONDS; the output holds the finished shapes "
-                        "and --resume continues")
+                   help="distributed sweeps: start no shape SECONDS after the sweep began (compile-ahead and the "
+                        "cluster's start count); the output holds the finished shapes and --resume continues")
     return p
 
 

@@ -13,6 +13,8 @@ second list.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -309,13 +311,18 @@ SPECS: tuple[StageSpec, ...] = (
 
 def configs_by_file() -> dict[str, list[Config]]:
     """file -> every configuration compiled from it (deduplicated, declaration order)."""
-    out: dict[str, list[Config]] = {}
+    return {f: list(cfgs) for f, cfgs in _configs_by_file().items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _configs_by_file() -> dict[str, tuple[Config, ...]]:
+    # SPECS is a constant tuple: built once per process (every launch's prepare asks for it).
+    out: dict[str, dict[str, Config]] = {}
     for s in SPECS:
-        lst = out.setdefault(s.file, [])
+        by_expr = out.setdefault(s.file, {})
         for c in s.configs:
-            if c.expr not in {x.expr for x in lst}:
-                lst.append(c)
-    return out
+            by_expr.setdefault(c.expr, c)
+    return {f: tuple(d.values()) for f, d in out.items()}
 
 
 def all_configs() -> list[tuple[StageSpec, Config]]:
@@ -331,6 +338,6 @@ def all_configs() -> list[tuple[StageSpec, Config]]:
 
 def expressions(filename: str) -> tuple[str, ...]:
     """Every name expression the registry declares for ``filename`` (what the loader compiles)."""
-    return tuple(c.expr for c in configs_by_file().get(filename, []))
+    return tuple(c.expr for c in _configs_by_file().get(filename, ()))
 
 

@@ -83,6 +83,20 @@ def test_helper_count():
     assert precompile.helper_count(0, 10) == 0
     assert precompile.helper_count(None, 1) == 0     # one pair: the worker alone
     assert 0 <= precompile.helper_count(None, 100) <= precompile.MAX_HELPERS
+    assert precompile.helper_count(4, 3, with_worker=False) == 3   # a Dask sweep: helpers only
+    assert precompile.helper_count(4, 1, with_worker=False) == 1
+
+
+def test_helpers_alone_compile_ahead_of_a_dask_sweep(marks):
+    # worker None (a --workers sweep: its Dask workers measure later): helpers take every pair
+    shapes = [Problem(16, 8, 24), Problem(32, 16, 8)]
+    pairs = [(_k("test.healthy"), p) for p in shapes]
+    said = []
+    got = _ahead(pairs, None, say=said.append)
+    assert got["pairs"] == 2 and got["compiled"] == 2 and got["helpers"] == 2 and not got["not_compiled"]
+    assert len(os.listdir(marks)) == 2 and "the worker" not in said[0]
+    assert _ahead(pairs, None) is None
+    assert _ahead([(_k("test.healthy"), Problem(8, 8, 8))], None, jobs=0) is None   # --compile-jobs 0
 
 
 def test_key_changes_with_what_a_compile_depends_on():

@@ -340,3 +340,39 @@ def test_plant_only_as_a_plant_object_with_a_held_method(plant):
     for bad in (0, -0.1, 2.0, float("nan")):
         with pytest.raises(UsageError):
             timing.Plant(bad)
+
+
+def test_back_to_back_measurements_share_one_warm_up():
+    # 1 ms kernel, 50 ms warm-up: the first measurement warms up for 50 ms; one started right
+    # after it (the next row of a sweep) runs two warm-up launches, its GPU never having idled.
+    gpu = FakeGPU()
+    first = FakeLaunch(gpu, 1e-3)
+    m1 = measure(first, gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
+    assert m1.warmup_s >= 0.05 and first.calls - 10 >= 45
+    second = FakeLaunch(gpu, 1e-3)
+    m2 = measure(second, gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
+    assert second.calls == 2 + 10 and m2.warmup_s < 0.01
+    # after an idle gap of WARM_GAP_S the clocks may have dropped: the full warm-up again
+    gpu.host_work(timing.WARM_GAP_S)
+    third = FakeLaunch(gpu, 1e-3)
+    m3 = measure(third, gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
+    assert m3.warmup_s >= 0.05 and third.calls - 10 >= 45
+
+
+def test_warm_up_credit_is_per_gpu_clock():
+    # another GPU object (its own clock) gets no credit from this one's measurement
+    gpu = FakeGPU()
+    measure(FakeLaunch(gpu, 1e-3), gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
+    other = FakeGPU()
+    launch = FakeLaunch(other, 1e-3)
+    m = measure(launch, gpu=other, warmup_s=0.05, min_samples=10, max_samples=10)
+    assert m.warmup_s >= 0.05 and launch.calls - 10 >= 45
+
+
+def test_short_measurements_add_up_to_the_warm_up():
+    # credit is the unbroken stretch's GPU work: a 1 ms batch alone does not waive 50 ms
+    gpu = FakeGPU()
+    timing._was_busy(gpu, gpu.now(), 0.001)
+    launch = FakeLaunch(gpu, 1e-3)
+    m = measure(launch, gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
+    assert m.warmup_s >= 0.049 - 1e-9 and launch.calls - 10 >= 44

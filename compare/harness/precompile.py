@@ -71,13 +71,13 @@ def pair_key(wire, problem, options: Optional[dict], digest: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def helper_count(jobs: Optional[int], cold: int) -> int:
+def helper_count(jobs: Optional[int], cold: int, with_worker: bool = True) -> int:
     """Helper processes for ``cold`` uncompiled pairs: ``jobs`` when given (0: compile in the
     worker only), else one per spare CPU core up to MAX_HELPERS; never more than the pairs the
-    worker can't take itself."""
+    worker (``with_worker``: the run's own takes a share) can't take itself."""
     if jobs is None:
         jobs = min(MAX_HELPERS, max(0, (os.cpu_count() or 1) - 2))
-    return max(0, min(jobs, cold - 1))
+    return max(0, min(jobs, cold - (1 if with_worker else 0)))
 
 
 def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optional[int] = None, plugins=(),
@@ -85,6 +85,8 @@ def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optiona
                   say: Callable[[str], None] = lambda s: None) -> Optional[dict]:
     """Prepare every pair not yet marked compiled, on ``worker`` (the run's, already started) and
     helper workers; returns what happened (for the run's environment) or None when nothing was cold.
+    ``worker`` None: helpers only (a sweep on a local Dask cluster, whose workers then find the
+    compiles on disk; with ``jobs`` 0 nothing is compiled ahead there).
     ``interpret``: CPU workers and tensors (the tests' way to run this without a GPU)."""
     from .variants import wire_name
     from .worker import Worker, WorkerStartError
@@ -100,13 +102,13 @@ def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optiona
             continue
         seen.add(key)
         todo.append((k, p, opts, key))
-    helpers = helper_count(jobs, len(todo))
+    helpers = helper_count(jobs, len(todo), worker is not None)
     if not helpers:      # the worker alone would compile them one by one anyway, as it measures
         return None
-    say(f"running compile-ahead: {len(todo)} kernel x shape pairs not compiled yet, on the worker and "
-        f"{helpers} helper process{'es' if helpers != 1 else ''}")
+    say(f"running compile-ahead: {len(todo)} kernel x shape pairs not compiled yet, on "
+        f"{'the worker and ' if worker is not None else ''}{helpers} helper process{'es' if helpers != 1 else ''}")
     t0 = time.perf_counter()
-    crew = [worker] + [Worker(plugins=plugins, kernel_timeout=kernel_timeout, interpret=interpret).start()
+    crew = [worker] * (worker is not None) + [Worker(plugins=plugins, kernel_timeout=kernel_timeout, interpret=interpret).start()
                        for _ in range(helpers)]
     lock = threading.Lock()
     queue = list(todo)
@@ -140,7 +142,7 @@ def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optiona
                 t.join(0.2)
     finally:
         stop.set()
-        for w in crew[1:]:
+        for w in crew[1:] if worker is not None else crew:
             w.close()
     wall = time.perf_counter() - t0
     say(f"running compile-ahead: {len(done)} of {len(todo)} pairs compiled in {wall:.1f} s"

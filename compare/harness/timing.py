@@ -8,7 +8,10 @@ is not on the GPU images we run on. The contract below is small, so we keep it h
 
 * warm-up: the launch runs until at least ``warmup_s`` of GPU work has passed (clocks ramp up,
   lazy module loads and autotune hits happen outside the samples); it also measures how long
-  the host takes to enqueue one launch (its "dispatch" time);
+  the host takes to enqueue one launch (its "dispatch" time). The GPU work of the previous
+  measurement counts toward it when that ended less than ``WARM_GAP_S`` ago (the GPU never went
+  idle long enough to drop its clocks), so back-to-back rows run two warm-up launches, not 50 ms
+  of them (``Measurement.warmup_s`` says how long each warm-up was);
 * every sample: optional ``before`` hook (e.g. reset C), then an L2 flush (writing a buffer of
   2x the device's L2, size read off the device), then a *hold*, then CUDA events around the
   launch alone;
@@ -72,6 +75,10 @@ HOLD_FACTOR = 3.0
 HOLD_FLOOR_S = 20e-6
 HOLD_GROWTH = 2.0
 HOLD_MAX_S = 0.05
+# The previous measurement's GPU work stands in for the next one's warm-up when the next starts
+# within this many seconds of it (a row's prepare and check in between: milliseconds when warm;
+# a compile takes longer and gets the full warm-up).
+WARM_GAP_S = 0.2
 
 
 @dataclass
@@ -94,6 +101,7 @@ class Measurement:
     hold_us: Optional[float] = None   # the last hold used (after any growth)
     hold_failures: int = 0            # samples discarded because the hold ended too early
     dispatch_us: Optional[float] = None  # median host time to enqueue one launch (warm-up)
+    warmup_s: Optional[float] = None     # how long the warm-up ran (short after a recent measurement)
     # Only when a Plant was passed: {"fraction", "spin_us", "achieved"} (achieved = the measured
     # planted median / unplanted median - 1).
     planted: Optional[dict] = None
@@ -107,6 +115,34 @@ class Measurement:
 
 
 _flush_buf = None
+
+
+class _Recent:
+    """When the last measurement in this process ended (``gpu.now()``), on which kind of GPU
+    object, and how much GPU work ran in the unbroken stretch of measurements that it ended (no
+    gap of ``WARM_GAP_S`` or more): the next measurement's warm-up credit."""
+    gpu_key: object = None
+    end: float = -math.inf
+    busy_s: float = 0.0
+
+
+def _gpu_key(gpu):
+    # Every TorchGPU reads the one process clock; another GPU object (a test's fake) has its own.
+    return TorchGPU if isinstance(gpu, TorchGPU) else id(gpu)
+
+
+def _recent(gpu, start: float) -> bool:
+    return _Recent.gpu_key == _gpu_key(gpu) and 0 <= start - _Recent.end < WARM_GAP_S
+
+
+def _warm_credit(gpu) -> float:
+    return _Recent.busy_s if _recent(gpu, gpu.now()) else 0.0
+
+
+def _was_busy(gpu, start: float, seconds: float) -> None:
+    """Called as a measurement ends: when it started (``gpu.now()``) and the GPU work it ran."""
+    carried = _Recent.busy_s if _recent(gpu, start) else 0.0
+    _Recent.gpu_key, _Recent.end, _Recent.busy_s = _gpu_key(gpu), gpu.now(), carried + seconds
 
 
 def _l2_flush_buffer():
@@ -338,6 +374,7 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
     timed = gpu.capture(launch) if method == "graph" else launch
 
     # Warm-up: also tells us roughly how long one launch takes, and its host dispatch time.
+    need = max(0.0, warmup_s - _warm_credit(gpu))
     t0 = gpu.now()
     n_warm = 0
     dispatch = []
@@ -349,9 +386,10 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
         dispatch.append(gpu.now() - t)
         n_warm += 1
         gpu.synchronize()
-        if n_warm >= 2 and gpu.now() - t0 >= warmup_s:
+        if n_warm >= 2 and gpu.now() - t0 >= need:
             break
-    per_launch = (gpu.now() - t0) / n_warm
+    warmed_s = gpu.now() - t0
+    per_launch = warmed_s / n_warm
     dispatch_s = statistics.median(dispatch)
     # A kernel that takes seconds per launch still gets a median of several samples, but not 10
     # of them inside a 2 s budget.
@@ -371,6 +409,7 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
                       target_noise=target_noise, budget_s=budget_s, hold_s=hold_s)
     c_after = gpuinfo.clock_sample()
     times = sampled.times
+    _was_busy(gpu, t0, warmed_s + sum(times))
 
     med, noise = noise_of(times)
     q1, _, q3 = statistics.quantiles(times, n=4) if len(times) >= 2 else (times[0], 0, times[0])
@@ -392,8 +431,8 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
         temp_before_c=c_before.temp_c, temp_after_c=c_after.temp_c, throttle_reasons=reasons,
         throttled=bool(hard) or slow_clock, method=how,
         hold_us=None if sampled.hold_s is None else sampled.hold_s * 1e6,
-        hold_failures=sampled.hold_failures, dispatch_us=dispatch_s * 1e6, planted=planted,
-        times_s=times)
+        hold_failures=sampled.hold_failures, dispatch_us=dispatch_s * 1e6, warmup_s=warmed_s,
+        planted=planted, times_s=times)
 
 
 @dataclass
@@ -423,6 +462,7 @@ def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
     if not (per_launch_s and per_launch_s > 0 and math.isfinite(per_launch_s)):
         return Batch(None, "n/a: no cold time to size the batch")
     n = max(1, min(max_n, math.ceil(target_s / per_launch_s)))
+    start = gpu.now()
     try:
         replay = gpu.capture_many(launch, n)
     except Exception as exc:      # e.g. a host sync inside the launch: not capturable
@@ -444,4 +484,5 @@ def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
         pending.append((s, e))
     gpu.synchronize()
     times = [gpu.elapsed_s(s, e) / n for s, e in pending]
+    _was_busy(gpu, start, sum(times) * n)
     return Batch(statistics.median(times), f"graph x{n}", n=n, reps=reps, times_s=times)

@@ -101,7 +101,7 @@ def measure_shape(job: ShapeJob) -> dict:
     if job.interpret:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
     load_plugins(job.plugins)
-    from ..harness import gpuinfo, runner
+    from ..harness import runner
     pairs = [(from_wire(wire), p) for wire, p in job.pairs]
     t0 = time.perf_counter()
     rows = runner.run(pairs, timing=job.timing, device="cpu" if job.interpret else None,
@@ -116,11 +116,20 @@ def measure_shape(job: ShapeJob) -> dict:
     for r in rows:
         r.gpu_name, r.gpu_uuid, r.worker, r.attempts = name, uuid, address, job.attempt
         r.times_ms = []
-    env = gpuinfo.environment().as_dict()
-    if job.interpret:
-        env["gpu"] = name
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
-            "label": label, "pid": os.getpid(), "env": env, "sticky": sticky_cuda_error(rows)}
+            "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret),
+            "sticky": sticky_cuda_error(rows)}
+
+
+@functools.lru_cache(maxsize=None)
+def worker_environment(interpret: bool) -> dict:
+    """The worker's versions, GPU and clock, read as it measures its first shape (the sweep's
+    output shows one worker's; NVML's clock and temperature reads are not repeated per shape)."""
+    from ..harness import gpuinfo
+    env = gpuinfo.environment().as_dict()
+    if interpret:
+        env["gpu"] = gpu_identity(True)[0]
+    return env
 
 
 def died_rows(job: ShapeJob, why: str) -> list[Result]:
@@ -244,13 +253,20 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
               measure_kw: dict, workers: Optional[int] = None, cluster: Optional[str] = None,
               checkpoint: Optional[str] = None, resume: bool = False, quiet: bool = False,
               time_limit: Optional[float] = None, plugins: tuple = (),
-              early: Optional[EarlyCluster] = None) -> tuple[list[Result], dict]:
+              early: Optional[EarlyCluster] = None, compile_jobs: Optional[int] = 0,
+              kernel_timeout: float = 120.0) -> tuple[list[Result], dict]:
     """The sweep of ``pairs`` (runner order, baseline pairs included) on Dask; returns (rows in the
     sweep's shape order, environment). Everything that can make it exit 2 is checked before a
     cluster starts. ``time_limit``: seconds after which no new shape is started (the ones running
-    finish); the result then holds the finished shapes only, and --resume continues. ``early``: a
-    cluster started ahead (:func:`start_early`), used when it is the one this sweep needs."""
+    finish), counted from this call (compile-ahead and the cluster's start included); the result
+    then holds the finished shapes only, and --resume continues. ``early``: a
+    cluster started ahead (:func:`start_early`), used when it is the one this sweep needs.
+    ``compile_jobs``: on a local GPU cluster, compile the shapes' kernels ahead in this many helper
+    processes on this host before the first shape is sent (None: one per spare core, 0: none;
+    compare/harness/precompile.py): the workers then find every compile on disk instead of
+    compiling one after another as they measure."""
     require_dask()
+    t_begin = time.perf_counter()        # the time limit counts from here: compile-ahead included
     by_shape = group_by_shape(pairs)
     kept: dict = {}
     if checkpoint and resume and os.path.exists(checkpoint):
@@ -273,6 +289,13 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     jobs = {s: ShapeJob(i, s, [(wire_name(k), p) for k, p in by_shape[s]], options, skipped, timing, interpret,
                         measure_kw, plugins=tuple(os.path.abspath(p) if os.path.isfile(p) else p for p in plugins))
             for i, s in enumerate(by_shape) if s not in kept}
+
+    ahead = None
+    if cluster is None and not interpret and compile_jobs != 0 and todo:
+        from ..harness.precompile import compile_ahead
+        ahead = compile_ahead([kp for s in todo for kp in by_shape[s]], None, options=options,
+                              skip=lambda k: skipped.get(k.name), jobs=compile_jobs, plugins=plugins,
+                              kernel_timeout=kernel_timeout, say=lambda m: print(m, file=sys.stderr, flush=True))
 
     import dask
     from distributed import Client, as_completed
@@ -303,12 +326,12 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
             queue = [jobs[s] for s in todo]
             pending = as_completed()
-            ready = time.perf_counter()          # the time limit counts from a running cluster
+            ready = time.perf_counter()
 
             def top_up():
                 # At most one shape per worker thread in flight: a worker that dies takes only the
                 # shape it was measuring with it, never shapes queued behind it.
-                if time_limit is not None and time.perf_counter() - ready > time_limit:
+                if time_limit is not None and time.perf_counter() - t_begin > time_limit:
                     return
                 capacity = max(1, sum(client.nthreads().values()))
                 while queue and pending.count() < capacity:
@@ -318,6 +341,9 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
 
             top_up()
             for fut in pending:
+                # The next shape goes out before this one's rows are fetched and written: the
+                # worker's thread is free now, and a round trip later it has its next task.
+                top_up()
                 job = _job_of(fut, jobs)
                 exc = fut.exception() if fut.status == "error" else None
                 if exc is None:
@@ -378,7 +404,8 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                           # where the wall time went: waiting for the cluster, the shapes, closing it
                           "start_s": round(ready - started, 2) if ready else None,
                           "shapes_s": round(measured - ready, 2) if ready and measured else None,
-                          "close_s": round(time.perf_counter() - measured, 2) if measured else None}
+                          "close_s": round(time.perf_counter() - measured, 2) if measured else None,
+                          "compile_ahead": ahead}
     print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
           f"{len(fresh)} measured, {len(retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
     return results, env
@@ -450,4 +477,5 @@ def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
                      measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
                      workers=args.workers or None, cluster=args.cluster, checkpoint=checkpoint,
                      resume=bool(args.resume), quiet=args.quiet, time_limit=args.time_limit,
-                     plugins=tuple(args.plugin or ()), early=getattr(args, "early_cluster", None))
+                     plugins=tuple(args.plugin or ()), early=getattr(args, "early_cluster", None),
+                     compile_jobs=args.compile_jobs, kernel_timeout=args.kernel_timeout)
