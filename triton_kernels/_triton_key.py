@@ -46,14 +46,12 @@ def stat_digest(files: list[str]) -> str:
     return h.hexdigest()[:32]
 
 
-def key_file() -> Optional[str]:
+def key_file() -> str:
+    """In Triton's cache directory (cleared with it), named by the stat digest of its inputs."""
     import triton.runtime.cache as cache
-    try:
-        import triton
-        base = triton.knobs.cache.dir
-    except Exception:
-        base = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
-    return os.path.join(base, "gemm-ladder-triton-key", stat_digest(_inputs(cache)))
+
+    from compare.harness.precompile import triton_cache_dir
+    return os.path.join(triton_cache_dir(), "gemm-ladder-triton-key", stat_digest(_inputs(cache)))
 
 
 def reuse() -> Optional[str]:

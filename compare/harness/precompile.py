@@ -53,14 +53,18 @@ def sources_digest(extra_files=()) -> str:
     return h.hexdigest()
 
 
-def marker_dir() -> str:
-    """Inside Triton's cache directory, so that clearing the cache clears the markers."""
+def triton_cache_dir() -> str:
+    """Triton's cache directory (where its compiled kernels go)."""
     try:
         import triton
-        base = triton.knobs.cache.dir
+        return triton.knobs.cache.dir
     except Exception:   # a Triton without knobs: its documented default
-        base = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
-    return os.path.join(base, "gemm-ladder-compiled")
+        return os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
+
+
+def marker_dir() -> str:
+    """Inside Triton's cache directory, so that clearing the cache clears the markers."""
+    return os.path.join(triton_cache_dir(), "gemm-ladder-compiled")
 
 
 def pair_key(wire, problem, options: Optional[dict], digest: str) -> str:
