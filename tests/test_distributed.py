@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -293,3 +294,45 @@ def test_an_early_cluster_of_another_shape_is_closed_not_used(monkeypatch):
     assert isinstance(got, Fake) and len(closed) == 1
     same.close()                                                      # taken: closing it is the sweep's job
     assert len(closed) == 1
+
+
+def test_the_early_clusters_scheduler_never_retries_and_queues_shapes():
+    # The scheduler reads allowed-failures and worker-saturation when it starts; the early cluster
+    # starts it in a thread, before the sweep: its settings must be the sweep's, not Dask's
+    # defaults (3 silent retries of a task whose worker died; a second task per thread).
+    from distributed import Client
+    early = dask_cluster.EarlyCluster(1, True, [])
+    cl = early.take(1, True, [])
+    try:
+        with Client(cl) as client:
+            got = client.run_on_scheduler(lambda dask_scheduler: (dask_scheduler.allowed_failures,
+                                                                   dask_scheduler.WORKER_SATURATION))
+            assert got == (0, 1.0)
+            # shapes wait at the scheduler, not in a worker's own queue (where a death takes them too)
+            from compare.harness.variants import wire_name
+            k = registry.get("triton.stream_k")
+            jobs = [dist.ShapeJob(i, p.shape, [(wire_name(k), p)], {}, {}, False, True, {})
+                    for i, p in enumerate(Problem(64 + i, 48, 96) for i in range(3))]
+            futures = [dist._submit(client, job, 1) for job in jobs]
+            deadline, states = time.time() + 30, []
+            while len(states) < 3 and time.time() < deadline:     # the graphs reach the scheduler
+                states = client.run_on_scheduler(lambda dask_scheduler: sorted(
+                    ts.state for ts in dask_scheduler.tasks.values() if ts.state != "memory"))
+            assert states.count("processing") <= 1 and states.count("queued") >= 1, states
+            assert [r["rows"][0].status for r in client.gather(futures)] == ["ok"] * 3
+    finally:
+        cl.close()
+
+
+def test_a_worker_starts_no_shape_after_the_deadline():
+    job = dist.ShapeJob(0, "8x8x8", [], {}, {}, False, True, {}, deadline=time.time() - 1)
+    assert dist.measure_shape(job) == {"index": 0, "not_started": "time limit"}
+
+
+def test_a_finished_cluster_is_closed_by_killing_its_workers():
+    cl = dask_cluster.local_cluster(1, True, [])
+    procs = [n.process.process for n in cl.workers.values()]
+    assert procs and all(p.is_alive() for p in procs)
+    dask_cluster.close_quickly(cl)
+    assert cl.status.name == "closed"
+    assert all(p.exitcode == -9 for p in procs)     # killed, not torn down

@@ -8,10 +8,15 @@ worker's address and the attempt that measured it.
 
 Faults: a task whose worker dies (a crash, a kill, the out-of-memory killer) is started once more
 on whichever worker is free (``attempts`` = 2 on its rows); a second death makes it error rows. The
-embedded clusters run their scheduler with ``allowed-failures`` 0 and ``worker-saturation`` 1.0, so
-the scheduler itself never retries (this module counts the attempts) and a dying worker takes only
-the one shape it was running with it. A shape whose rows show a sticky CUDA error (the context is
-dead after one) is kept, and its worker is restarted by its nanny before it takes another shape.
+embedded clusters run their scheduler with ``allowed-failures`` 0 and ``worker-saturation`` 1.0
+(compare/outputs/dask_cluster.py), so the scheduler itself never retries (this module counts the
+attempts). Every shape is submitted at the start as a Dask *data producer* task, which the
+scheduler keeps queued and hands to a worker only as a thread frees: the worker never waits a
+round trip through this process for its next shape, and a dying worker takes only the one shape
+it was running with it. A shape whose rows show a sticky CUDA error (the context is dead after
+one) is kept; its worker process measures nothing more (a shape it is handed goes back to the
+scheduler) and its nanny replaces it. ``--time-limit``: the workers start no shape after the
+deadline (wall-clock time), and those shapes stay unmeasured for --resume.
 
 Checkpoint (JSONL, one JSON object a line, flushed and fsynced per finished shape): a header
 ``{"kind": ..., "selection": {...}}`` (kernels, precisions, options, alpha/beta/seed, mode, timing
@@ -32,7 +37,7 @@ from typing import Optional
 from ..harness.errors import UsageError
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
-from .dask_cluster import EarlyCluster, dashboard, local_cluster, visible_gpus
+from .dask_cluster import EarlyCluster, close_quickly, dashboard, local_cluster, visible_gpus
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
 CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
@@ -75,6 +80,8 @@ class ShapeJob:
     # Python files imported on the worker before the kernels are looked up: kernels registered by
     # them become selectable (the fault tests' kernel that kills its own process).
     plugins: tuple = field(default_factory=tuple)
+    # Wall-clock time (time.time()) after which the worker starts no measurement (--time-limit).
+    deadline: Optional[float] = None
 
 
 def load_plugins(specs) -> None:
@@ -96,8 +103,19 @@ def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
     return torch.cuda.get_device_name(index), gpu_uuid(index)
 
 
+# Set in a worker process whose CUDA context a sticky error killed: it measures nothing more
+# (its shapes go back to the scheduler) until the sweep has its nanny replace it.
+_DEAD_CONTEXT: Optional[str] = None
+
+
 def measure_shape(job: ShapeJob) -> dict:
-    """Runs on a worker: the shape's rows (runner.run), stamped with GPU, worker and attempt."""
+    """Runs on a worker: the shape's rows (runner.run), stamped with GPU, worker and attempt; or
+    ``not_started`` and why (the time limit passed; this process's CUDA context is dead)."""
+    global _DEAD_CONTEXT
+    if job.deadline is not None and time.time() > job.deadline:
+        return {"index": job.index, "not_started": "time limit"}
+    if _DEAD_CONTEXT:
+        return {"index": job.index, "not_started": f"dead CUDA context ({_DEAD_CONTEXT})"}
     if job.interpret:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
     load_plugins(job.plugins)
@@ -116,9 +134,11 @@ def measure_shape(job: ShapeJob) -> dict:
     for r in rows:
         r.gpu_name, r.gpu_uuid, r.worker, r.attempts = name, uuid, address, job.attempt
         r.times_ms = []
+    sticky = sticky_cuda_error(rows)
+    if sticky:
+        _DEAD_CONTEXT = sticky
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
-            "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret),
-            "sticky": sticky_cuda_error(rows)}
+            "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret), "sticky": sticky}
 
 
 @functools.lru_cache(maxsize=None)
@@ -297,7 +317,6 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                               skip=lambda k: skipped.get(k.name), jobs=compile_jobs, plugins=plugins,
                               kernel_timeout=kernel_timeout, say=lambda m: print(m, file=sys.stderr, flush=True))
 
-    import dask
     from distributed import Client, as_completed
     from distributed.scheduler import KilledWorker
     fresh: dict = {}
@@ -307,80 +326,79 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     started = time.perf_counter()
     ready = measured = None
     cl = client = ckpt = None
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
-                          "distributed.scheduler.worker-saturation": 1.0}):
-        try:
-            if cluster:
-                try:
-                    client = Client(cluster, timeout="30s")
-                except (OSError, TimeoutError) as exc:
-                    raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
-            else:
-                cl = early.take(n, interpret, gpus) if early else None
-                cl = cl or local_cluster(n, interpret, gpus)
-                client = Client(cl)
-            link = client.dashboard_link if dashboard() or cluster else None
-            print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
-                  f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
-            ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
-            progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
-            queue = [jobs[s] for s in todo]
-            pending = as_completed()
-            ready = time.perf_counter()
-
-            def top_up():
-                # At most one shape per worker thread in flight: a worker that dies takes only the
-                # shape it was measuring with it, never shapes queued behind it.
-                if time_limit is not None and time.perf_counter() - t_begin > time_limit:
-                    return
-                capacity = max(1, sum(client.nthreads().values()))
-                while queue and pending.count() < capacity:
-                    job = queue.pop(0)
-                    pending.add(client.submit(measure_shape, job, pure=False,
-                                              key=f"shape-{job.index}-attempt{job.attempt}-{os.getpid()}"))
-
-            top_up()
-            for fut in pending:
-                # The next shape goes out before this one's rows are fetched and written: the
-                # worker's thread is free now, and a round trip later it has its next task.
-                top_up()
-                job = _job_of(fut, jobs)
-                exc = fut.exception() if fut.status == "error" else None
-                if exc is None:
-                    res = fut.result()
-                    rows, worker, label = res["rows"], res["worker"], res["label"]
-                    envs.append(res["env"])
-                    note = ""
-                    if res["sticky"]:
-                        note = " (sticky CUDA error: worker restarted)"
-                        restarted += [worker] if _restart(client, worker, res["sticky"]) else []
-                    meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
-                            "attempts": job.attempt}
-                elif isinstance(exc, KilledWorker) and job.attempt == 1:
-                    job.attempt = 2
-                    retried.append(job.shape)
-                    print(f"worker died measuring {job.shape}: starting it once more", file=sys.stderr, flush=True)
-                    queue.insert(0, job)
-                    top_up()
+    if time_limit is not None:     # the workers read wall-clock time: same host, or clocks in sync
+        deadline = time.time() + time_limit - (time.perf_counter() - t_begin)
+        for job in jobs.values():
+            job.deadline = deadline
+    try:
+        if cluster:
+            try:
+                client = Client(cluster, timeout="30s")
+            except (OSError, TimeoutError) as exc:
+                raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
+        else:
+            cl = early.take(n, interpret, gpus) if early else None
+            cl = cl or local_cluster(n, interpret, gpus)
+            client = Client(cl)
+        link = client.dashboard_link if dashboard() or cluster else None
+        print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
+              f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
+        ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
+        progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
+        pending = as_completed()
+        sends = iter(range(1, 1 << 30))
+        ready = time.perf_counter()
+        # Every shape goes to the scheduler now, in order; it keeps them queued and hands a worker
+        # its next one the moment it finishes one (no round trip through this process in between),
+        # one per worker thread, so a worker that dies takes only the shape it was measuring.
+        for s in todo:
+            pending.add(_submit(client, jobs[s], next(sends)))
+        restarting: set = set()
+        for fut in pending:
+            job = _job_of(fut, jobs)
+            exc = fut.exception() if fut.status == "error" else None
+            if exc is None:
+                res = fut.result()
+                if res.get("not_started"):
+                    if res["not_started"] != "time limit":   # its worker's CUDA context is dead:
+                        pending.add(_submit(client, job, next(sends), first=True))   # a fresh process takes it
                     continue
-                else:
-                    why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
-                           else f"the shape's task raised {type(exc).__name__}: {exc}")
-                    rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
-                    meta = {"worker": None, "attempts": job.attempt}
-                fresh[job.shape] = rows
-                if ckpt:
-                    ckpt.add(job.shape, rows, **meta)
-                progress.shape_done(job.shape, label or worker, note)
-                top_up()
-            measured = time.perf_counter()
-        finally:
+                rows, worker, label = res["rows"], res["worker"], res["label"]
+                envs.append(res["env"])
+                note = ""
+                if res["sticky"]:
+                    note = " (sticky CUDA error: worker restarted)"
+                    restarting.add(worker)
+                    restarted += [worker] if _restart(client, worker, res["sticky"]) else []
+                meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
+                        "attempts": job.attempt}
+            elif isinstance(exc, KilledWorker) and _last_worker(exc) in restarting:
+                # we restarted that worker (a sticky error) while it held this shape: not the shape's doing
+                pending.add(_submit(client, job, next(sends), first=True))
+                continue
+            elif isinstance(exc, KilledWorker) and job.attempt == 1:
+                job.attempt = 2
+                retried.append(job.shape)
+                print(f"worker died measuring {job.shape}: starting it once more", file=sys.stderr, flush=True)
+                pending.add(_submit(client, job, next(sends), first=True))
+                continue
+            else:
+                why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
+                       else f"the shape's task raised {type(exc).__name__}: {exc}")
+                rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
+                meta = {"worker": None, "attempts": job.attempt}
+            fresh[job.shape] = rows
             if ckpt:
-                ckpt.close()
-            if client is not None:
-                client.close()
-            if cl is not None:
-                cl.close()
+                ckpt.add(job.shape, rows, **meta)
+            progress.shape_done(job.shape, label or worker, note)
+        measured = time.perf_counter()
+    finally:
+        if ckpt:
+            ckpt.close()
+        if client is not None:
+            client.close()
+        if cl is not None:
+            close_quickly(cl)
     results = []
     for s in by_shape:
         results += kept[s][0] if s in kept else fresh.get(s, [])
@@ -391,7 +409,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
         env = gpuinfo.environment().as_dict()
         if interpret:
             env["gpu"] = gpu_identity(True)[0]
-    unfinished = [s for s in by_shape if s not in kept and s not in fresh]
+    unfinished = [s for s in by_shape if s not in kept and s not in fresh]   # unstarted, or cut short
     if unfinished:
         print(f"time limit ({time_limit} s): {len(unfinished)} of {len(by_shape)} shapes not started; the output "
               f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
@@ -414,6 +432,25 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
 def _job_of(fut, jobs: dict) -> ShapeJob:
     index = int(str(fut.key).split("-")[1])
     return next(j for j in jobs.values() if j.index == index)
+
+
+def _submit(client, job: ShapeJob, send: int, first: bool = False):
+    """The shape's task, marked as a data producer: with worker-saturation 1.0 the scheduler
+    queues it and sends it to a worker only when that worker's thread is free (a task Dask does
+    not take for root-like would go to a worker's own queue at once, and die with it). ``first``:
+    ahead of the queue (a retry)."""
+    key = f"shape-{job.index}-attempt{job.attempt}-{os.getpid()}-{send}"
+    try:
+        from dask._task_spec import Task
+        task = Task(key, measure_shape, job, _data_producer=True)
+    except (ImportError, TypeError):   # a Dask before data producers: root-like by group size
+        return client.submit(measure_shape, job, key=key, pure=False, priority=1 if first else 0)
+    return client.get({key: task}, key, sync=False, priority=1 if first else 0)
+
+
+def _last_worker(exc) -> Optional[str]:
+    last = getattr(exc, "last_worker", None)
+    return getattr(last, "address", last)
 
 
 def _restart(client, worker: Optional[str], why: str) -> bool:
