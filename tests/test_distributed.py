@@ -336,3 +336,13 @@ def test_a_finished_cluster_is_closed_by_killing_its_workers():
     dask_cluster.close_quickly(cl)
     assert cl.status.name == "closed"
     assert all(p.exitcode == -9 for p in procs)     # killed, not torn down
+
+
+def test_a_process_with_a_dead_cuda_context_hands_its_shapes_back(monkeypatch):
+    # after a sticky error the worker measures nothing more: a shape it is handed waits for the
+    # process to be replaced and, if that never comes, goes back to the sweep unmeasured
+    monkeypatch.setattr(dist, "_DEAD_CONTEXT", "cuda.x 8x8x8 fp32: illegal memory access")
+    monkeypatch.setattr(dist, "DEAD_CONTEXT_WAIT_S", 0.0)
+    job = dist.ShapeJob(3, "8x8x8", [], {}, {}, False, True, {})
+    got = dist.measure_shape(job)
+    assert got["index"] == 3 and got["not_started"].startswith("dead CUDA context") and "rows" not in got

@@ -103,9 +103,12 @@ def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
     return torch.cuda.get_device_name(index), gpu_uuid(index)
 
 
-# Set in a worker process whose CUDA context a sticky error killed: it measures nothing more
-# (its shapes go back to the scheduler) until the sweep has its nanny replace it.
+# Set in a worker process whose CUDA context a sticky error killed: it measures nothing more.
+# A shape the scheduler hands it waits for the sweep to have the nanny replace the process (the
+# kill ends the wait, and the sweep sends the shape again); were no replacement to come (a
+# worker without a nanny), the shape goes back after DEAD_CONTEXT_WAIT_S.
 _DEAD_CONTEXT: Optional[str] = None
+DEAD_CONTEXT_WAIT_S = 30.0
 
 
 def measure_shape(job: ShapeJob) -> dict:
@@ -115,6 +118,7 @@ def measure_shape(job: ShapeJob) -> dict:
     if job.deadline is not None and time.time() > job.deadline:
         return {"index": job.index, "not_started": "time limit"}
     if _DEAD_CONTEXT:
+        time.sleep(DEAD_CONTEXT_WAIT_S)
         return {"index": job.index, "not_started": f"dead CUDA context ({_DEAD_CONTEXT})"}
     if job.interpret:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
