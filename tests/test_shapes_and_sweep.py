@@ -82,12 +82,18 @@ def test_asv_set_is_small_and_drawn_from_the_sets():
 
 def test_heldout_shares_no_shape_with_anything_tuning_may_use():
     held = set(shapes.SHAPE_SETS["heldout"])
-    assert not shapes.SETS["heldout"].tunable
-    assert "tuning must never" in shapes.SHAPE_SET_DOCS["heldout"]
-    for name, s in shapes.SETS.items():
-        if name != "heldout":
-            assert s.tunable and not held & set(s.shapes), name
     assert len({("sq" if M == N == K else "x") for M, N, K in held}) == 2   # a mix, not one kind
+    for h in shapes.HELDOUT_SETS:
+        assert not shapes.SETS[h].tunable and "tuning must never" in shapes.SHAPE_SET_DOCS[h], h
+    tunable = {s for name, ss in shapes.SETS.items() if ss.tunable for s in ss.shapes}
+    assert all(ss.tunable == (name not in shapes.HELDOUT_SETS) for name, ss in shapes.SETS.items())
+    for h in shapes.HELDOUT_SETS:
+        assert not tunable & set(shapes.SHAPE_SETS[h]), h
+    # the three weak classes are what their names say, and each shape is worth timing
+    assert all(M == 1 for M, N, K in shapes.SHAPE_SETS["heldout_m1"])
+    assert all(16 <= M <= 48 and 16 <= N <= 48 and K >= 262144 for M, N, K in shapes.SHAPE_SETS["heldout_tiny_out"])
+    assert all(256 <= M <= 1024 and K >= 8192 for M, N, K in shapes.SHAPE_SETS["heldout_llm_k8k"])
+    assert all(2 * M * N * K >= shapes.MIN_FLOPS for h in shapes.HELDOUT_SETS for M, N, K in shapes.SHAPE_SETS[h])
 
 
 def test_shape_set_returns_a_list_copy_and_unknown_names_list_the_known_ones():

@@ -98,6 +98,32 @@ _HELDOUT = ShapeSet(
     tunable=False,
 )
 
+# The three classes where the general kernels fell furthest behind cuBLAS on an outside user's
+# shapes (issue 25): single-row products, tiny outputs with very long K, and 256-1024-row
+# projections with K >= 8192. Fixed on 2026-11-25 before any kernel was tuned for these classes
+# and chosen without measuring them; like ``heldout``, tuning must never use them (tune on
+# generated shapes of the same classes instead), or they stop telling whether a fix generalises.
+_HELDOUT_M1 = ShapeSet(
+    "heldout_m1",
+    "held out: single-row products (M = 1, GEMV-like, >= 1 GFLOP); tuning must never use it",
+    ((1, 32768, 16384), (1, 20480, 28672), (1, 49152, 12288), (1, 131072, 4096), (1, 36864, 14336)),
+    tunable=False,
+)
+_HELDOUT_TINY_OUT = ShapeSet(
+    "heldout_tiny_out",
+    "held out: 16-48 rows and columns, K >= 262144 (tiny output, very long K); tuning must never use it",
+    ((32, 32, 524288), (16, 48, 655360), (48, 48, 262144), (40, 24, 540000), (17, 45, 786432), (33, 29, 600000)),
+    tunable=False,
+)
+_HELDOUT_LLM_K8K = ShapeSet(
+    "heldout_llm_k8k",
+    "held out: 256-1024-row LLM projections with K >= 8192; tuning must never use it",
+    ((256, 4096, 11008), (384, 5120, 13824), (512, 8192, 28672), (768, 1536, 8960), (1000, 3072, 8192),
+     (640, 4096, 14336), (300, 8192, 28672), (1024, 2560, 9728)),
+    tunable=False,
+)
+HELDOUT_SETS = ("heldout", "heldout_m1", "heldout_tiny_out", "heldout_llm_k8k")
+
 # The sets ``all`` is the union of, in this order.
 ALL_PARTS = ("square", "odd", "llm", "skinny", "long_k")
 
@@ -106,7 +132,7 @@ def _union(sets: list[ShapeSet]) -> tuple[Shape, ...]:
     return tuple(dict.fromkeys(s for shape_set_ in sets for s in shape_set_.shapes))
 
 
-_BASE = (_SQUARE, _ODD, _LLM, _SKINNY, _LONG_K, _ASV, _HELDOUT)
+_BASE = (_SQUARE, _ODD, _LLM, _SKINNY, _LONG_K, _ASV, _HELDOUT, _HELDOUT_M1, _HELDOUT_TINY_OUT, _HELDOUT_LLM_K8K)
 _ALL = ShapeSet(
     "all",
     "square + odd + llm + skinny + long_k, duplicates dropped, order kept",
