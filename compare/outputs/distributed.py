@@ -358,8 +358,9 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
         for s in todo:
             pending.add(_submit(client, jobs[s], next(sends)))
         restarting: set = set()
+        by_index = {j.index: j for j in jobs.values()}
         for fut in pending:
-            job = _job_of(fut, jobs)
+            job = by_index[int(str(fut.key).split("-")[1])]     # keys: shape-<index>-...
             exc = fut.exception() if fut.status == "error" else None
             if exc is None:
                 res = fut.result()
@@ -431,11 +432,6 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
           f"{len(fresh)} measured, {len(retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
     return results, env
-
-
-def _job_of(fut, jobs: dict) -> ShapeJob:
-    index = int(str(fut.key).split("-")[1])
-    return next(j for j in jobs.values() if j.index == index)
 
 
 def _submit(client, job: ShapeJob, send: int, first: bool = False):
