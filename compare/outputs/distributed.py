@@ -14,8 +14,8 @@ attempts). Every shape is submitted at the start as a Dask *data producer* task,
 scheduler keeps queued and hands to a worker only as a thread frees: the worker never waits a
 round trip through this process for its next shape, and a dying worker takes only the one shape
 it was running with it. A shape whose rows show a sticky CUDA error (the context is dead after
-one) is kept; its worker process measures nothing more (a shape it is handed goes back to the
-scheduler) and its nanny replaces it. ``--time-limit``: the workers start no shape after the
+one) is kept and its worker restarted by its nanny; until then that process measures nothing (a
+shape it is handed comes straight back and is sent again, without counting an attempt). ``--time-limit``: the workers start no shape after the
 deadline (wall-clock time), and those shapes stay unmeasured for --resume.
 
 Checkpoint (JSONL, one JSON object a line, flushed and fsynced per finished shape): a header
@@ -82,6 +82,7 @@ class ShapeJob:
     plugins: tuple = field(default_factory=tuple)
     # Wall-clock time (time.time()) after which the worker starts no measurement (--time-limit).
     deadline: Optional[float] = None
+    bounces: int = 0     # times a worker with a dead CUDA context handed it back unmeasured
 
 
 def load_plugins(specs) -> None:
@@ -104,22 +105,21 @@ def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
 
 
 # Set in a worker process whose CUDA context a sticky error killed: it measures nothing more.
-# A shape the scheduler hands it waits for the sweep to have the nanny replace the process (the
-# kill ends the wait, and the sweep sends the shape again); were no replacement to come (a
-# worker without a nanny), the shape goes back after DEAD_CONTEXT_WAIT_S.
+# A shape it is handed before the sweep has its nanny replace it goes straight back (not
+# started); the sweep sends it again, to error rows after MAX_BOUNCES such returns.
 _DEAD_CONTEXT: Optional[str] = None
-DEAD_CONTEXT_WAIT_S = 30.0
+DEAD_CONTEXT = "dead CUDA context"
+MAX_BOUNCES = 3
 
 
 def measure_shape(job: ShapeJob) -> dict:
     """Runs on a worker: the shape's rows (runner.run), stamped with GPU, worker and attempt; or
-    ``not_started`` and why (the time limit passed; this process's CUDA context is dead)."""
+    ``not_started`` and why: the time limit passed, or this process's CUDA context is dead."""
     global _DEAD_CONTEXT
     if job.deadline is not None and time.time() > job.deadline:
         return {"index": job.index, "not_started": "time limit"}
     if _DEAD_CONTEXT:
-        time.sleep(DEAD_CONTEXT_WAIT_S)
-        return {"index": job.index, "not_started": f"dead CUDA context ({_DEAD_CONTEXT})"}
+        return {"index": job.index, "not_started": DEAD_CONTEXT}
     if job.interpret:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
     load_plugins(job.plugins)
@@ -364,9 +364,19 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             exc = fut.exception() if fut.status == "error" else None
             if exc is None:
                 res = fut.result()
+                if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
+                    job.bounces += 1                 # handed to a worker awaiting replacement: again
+                    pending.add(_submit(client, job, next(sends), first=True))
+                    continue
+                if res.get("not_started") == "time limit":     # left for --resume
+                    continue
                 if res.get("not_started"):
-                    if res["not_started"] != "time limit":   # its worker's CUDA context is dead:
-                        pending.add(_submit(client, job, next(sends), first=True))   # a fresh process takes it
+                    rows, worker, label = died_rows(job, "only workers with a dead CUDA context took it"), None, None
+                    note, meta = " (error rows: no live worker took it)", {"worker": None, "attempts": job.attempt}
+                    fresh[job.shape] = rows
+                    if ckpt:
+                        ckpt.add(job.shape, rows, **meta)
+                    progress.shape_done(job.shape, None, note)
                     continue
                 rows, worker, label = res["rows"], res["worker"], res["label"]
                 envs.append(res["env"])
@@ -378,7 +388,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                 meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
                         "attempts": job.attempt}
             elif isinstance(exc, KilledWorker) and _last_worker(exc) in restarting:
-                # we restarted that worker (a sticky error) while it held this shape: not the shape's doing
+                # the restart of a worker with a dead CUDA context ended this shape's task: not its doing
                 pending.add(_submit(client, job, next(sends), first=True))
                 continue
             elif isinstance(exc, KilledWorker) and job.attempt == 1:
@@ -448,13 +458,9 @@ def _submit(client, job: ShapeJob, send: int, first: bool = False):
     return client.get({key: task}, key, sync=False, priority=1 if first else 0)
 
 
-def _last_worker(exc) -> Optional[str]:
-    last = getattr(exc, "last_worker", None)
-    return getattr(last, "address", last)
-
-
 def _restart(client, worker: Optional[str], why: str) -> bool:
-    """Replace a worker whose CUDA context is dead (its nanny starts a fresh process)."""
+    """Replace a worker whose CUDA context is dead (its nanny starts a fresh process); one that
+    can't be (no nanny) is retired, so that no more shapes go to it."""
     print(f"sticky CUDA error on {worker} ({why}); restarting it", file=sys.stderr)
     try:
         n = len(client.nthreads())
@@ -462,8 +468,17 @@ def _restart(client, worker: Optional[str], why: str) -> bool:
         client.wait_for_workers(n, timeout=120)     # so the next shapes see every worker again
         return True
     except Exception as exc:   # a worker without a nanny (--cluster with --no-nanny) can't be restarted
-        print(f"warning: could not restart {worker}: {exc}", file=sys.stderr)
+        print(f"warning: could not restart {worker}: {exc}; retiring it", file=sys.stderr)
+        try:
+            client.retire_workers([worker], close_workers=True)
+        except Exception:
+            pass
         return False
+
+
+def _last_worker(exc) -> Optional[str]:
+    last = getattr(exc, "last_worker", None)
+    return getattr(last, "address", last)
 
 
 # ---- the CLI's entry --------------------------------------------------------------------------
