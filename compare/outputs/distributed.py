@@ -15,8 +15,9 @@ scheduler keeps queued and hands to a worker only as a thread frees: the worker 
 round trip through this process for its next shape, and a dying worker takes only the one shape
 it was running with it. A shape whose rows show a sticky CUDA error (the context is dead after
 one) is kept and its worker restarted by its nanny; until then that process measures nothing (a
-shape it is handed comes straight back and is sent again, without counting an attempt). ``--time-limit``: the workers start no shape after the
-deadline (wall-clock time), and those shapes stay unmeasured for --resume.
+shape it is handed comes straight back and is sent again, without counting an attempt; three
+times back makes it error rows). ``--time-limit``: the workers start no shape after the deadline
+(wall-clock time), and those shapes stay unmeasured for --resume.
 
 Checkpoint (JSONL, one JSON object a line, flushed and fsynced per finished shape): a header
 ``{"kind": ..., "selection": {...}}`` (kernels, precisions, options, alpha/beta/seed, mode, timing
