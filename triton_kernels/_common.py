@@ -160,7 +160,8 @@ def l2_bytes(device: torch.device) -> int:
 def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: int):
     """Compile jitted ``fn`` for sm_90 as the JIT would for these argument values (same
     specialisation: pointers and ints divisible by 16 get tt.divisibility=16, ints equal to 1
-    become constants), without a GPU. Returns the CompiledKernel (``.asm["ptx"]``)."""
+    become constants, except the parameters the kernel marks ``do_not_specialize``), without a
+    GPU. Returns the CompiledKernel (``.asm["ptx"]``)."""
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend, GPUTarget
     from triton.compiler import ASTSource
@@ -170,7 +171,8 @@ def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: i
         if name in constexprs:
             sig[name], consts[name] = "constexpr", constexprs[name]
             continue
-        ty, attr = native_specialize_impl(BaseBackend, args[name], False, True, True)
+        specialise = not getattr(fn.params[i], "do_not_specialize", False)
+        ty, attr = native_specialize_impl(BaseBackend, args[name], False, specialise, True)
         sig[name] = ty
         if ty == "constexpr":
             consts[name] = args[name]

@@ -2,7 +2,11 @@
 without a GPU and count the global copies by width, or read the load lanes from the TTGIR.
 
     python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
-                                            | --load-lanes JSON_CASES
+                                            | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
+
+--compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
+needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
+on 132 SMs), as the JIT specialises now and as it would with every int specialised.
 """
 from __future__ import annotations
 
@@ -189,6 +193,29 @@ def _compile_check(cases: list) -> list:
     return out
 
 
+def compile_keys(spec: str) -> dict:
+    """{precision: (compiles now, compiles were every int specialised)} over a distribution."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    from compare.harness.shapes import distribution_shapes
+    out = {}
+    for prec in ("fp32", "tf32", "tf32x3"):
+        now, every = set(), set()
+        for M, N, K in distribution_shapes(spec):
+            for fn, args, ce, w, st in launch_specs(M, N, K, prec, 1.0, 0.0, True, {}):
+                if fn is not _stream_k_kernel:
+                    continue
+                base = (tuple(sorted(ce.items())), w, st)
+                for keys, honour in ((now, True), (every, False)):
+                    sig = tuple(native_specialize_impl(BaseBackend, args[p.name], False,
+                                                       not (honour and p.do_not_specialize), True)[1]
+                                for p in fn.params if p.name not in ce)
+                    keys.add(base + sig)
+        out[prec] = (len(now), len(every))
+    return out
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--ptx"]:
         print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
@@ -202,8 +229,11 @@ if __name__ == "__main__":
         import json
         print(json.dumps([{k: sorted(v) for k, v in operand_load_lanes(*case).items()}
                           for case in json.loads(sys.argv[2])]))
+    elif sys.argv[1:2] == ["--compile-keys"] and len(sys.argv) == 3:
+        for prec, (now, every) in compile_keys(sys.argv[2]).items():
+            print(f"{prec}: {now} compiles of _stream_k_kernel (with every int specialised: {every})")
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
-              " | --load-lanes JSON_CASES",
+              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION",
               file=sys.stderr)
         sys.exit(2)

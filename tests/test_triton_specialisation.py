@@ -1,0 +1,31 @@
+"""triton.stream_k's GEMM kernel does not specialise on its stream-K bookkeeping ints: two launches
+that differ only in such a value (here SK_TILES 1 against 2, which Triton would otherwise make a
+constant) compile to the same sm_90 PTX, so they share one compile. Compiled on the CPU in a
+subprocess without TRITON_INTERPRET (the tests' conftest sets it)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SCRIPT = """
+from triton_kernels import stream_k_study as study
+from triton_kernels.stream_k_kernels import NOT_SPECIALISED, _stream_k_kernel
+assert [p.name for p in _stream_k_kernel.params if p.do_not_specialize] == list(NOT_SPECIALISED)
+specs = [s for s in study.launch_specs(593, 6733, 3703, "fp32", 1.0, 0.0, True, {}) if s[0] is _stream_k_kernel]
+fn, args, ce, w, st = specs[0]
+assert args["SK_TILES"] == 1, args["SK_TILES"]     # the case: a value Triton would make a constant
+one = study.compile_sm90(fn, args, ce, w, st).asm["ptx"]
+two = study.compile_sm90(fn, dict(args, SK_TILES=2, SK_Q=args["SK_Q"] + 16), ce, w, st).asm["ptx"]
+print("same" if one.split(".entry")[1] == two.split(".entry")[1] else "different")
+"""
+
+
+def test_bookkeeping_ints_share_one_compile():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=dict(env, PYTHONPATH=REPO), cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "same"
