@@ -112,8 +112,9 @@ def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optiona
     say(f"running compile-ahead: {len(todo)} kernel x shape pairs not compiled yet, on "
         f"{'the worker and ' if worker is not None else ''}{helpers} helper process{'es' if helpers != 1 else ''}")
     t0 = time.perf_counter()
-    crew = [worker] * (worker is not None) + [Worker(plugins=plugins, kernel_timeout=kernel_timeout, interpret=interpret).start()
-                       for _ in range(helpers)]
+    helper_workers = [Worker(plugins=plugins, kernel_timeout=kernel_timeout, interpret=interpret).start()
+                      for _ in range(helpers)]
+    crew = ([worker] if worker is not None else []) + helper_workers
     lock = threading.Lock()
     queue = list(todo)
     done, failed = [], []
@@ -146,7 +147,7 @@ def compile_ahead(pairs, worker, *, options: dict, skip: Callable, jobs: Optiona
                 t.join(0.2)
     finally:
         stop.set()
-        for w in crew[1:] if worker is not None else crew:
+        for w in helper_workers:
             w.close()
     wall = time.perf_counter() - t0
     say(f"running compile-ahead: {len(done)} of {len(todo)} pairs compiled in {wall:.1f} s"

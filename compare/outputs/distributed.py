@@ -363,22 +363,18 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
         for fut in pending:
             job = by_index[int(str(fut.key).split("-")[1])]     # keys: shape-<index>-...
             exc = fut.exception() if fut.status == "error" else None
-            if exc is None:
-                res = fut.result()
-                if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
-                    job.bounces += 1                 # handed to a worker awaiting replacement: again
-                    pending.add(_submit(client, job, next(sends), first=True))
-                    continue
-                if res.get("not_started") == "time limit":     # left for --resume
-                    continue
-                if res.get("not_started"):
-                    rows, worker, label = died_rows(job, "only workers with a dead CUDA context took it"), None, None
-                    note, meta = " (error rows: no live worker took it)", {"worker": None, "attempts": job.attempt}
-                    fresh[job.shape] = rows
-                    if ckpt:
-                        ckpt.add(job.shape, rows, **meta)
-                    progress.shape_done(job.shape, None, note)
-                    continue
+            res = fut.result() if exc is None else {}
+            if res.get("not_started") == "time limit":          # left for --resume
+                continue
+            if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
+                job.bounces += 1                 # handed to a worker awaiting replacement: again
+                pending.add(_submit(client, job, next(sends), first=True))
+                continue
+            if res.get("not_started") == DEAD_CONTEXT:
+                why = "only workers with a dead CUDA context took it"
+                rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
+                meta = {"worker": None, "attempts": job.attempt}
+            elif exc is None:
                 rows, worker, label = res["rows"], res["worker"], res["label"]
                 envs.append(res["env"])
                 note = ""
