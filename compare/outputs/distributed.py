@@ -16,7 +16,7 @@ round trip through this process for its next shape, and a dying worker takes onl
 it was running with it. A shape whose rows show a sticky CUDA error (the context is dead after
 one) is kept and its worker restarted by its nanny; until then that process measures nothing (a
 shape it is handed comes straight back and is sent again, without counting an attempt; three
-times back makes it error rows). ``--time-limit``: the workers start no shape after the deadline
+a hundred times back makes it error rows). ``--time-limit``: the workers start no shape after the deadline
 (wall-clock time), and those shapes stay unmeasured for --resume.
 
 Checkpoint (JSONL, one JSON object a line, flushed and fsynced per finished shape): a header
@@ -107,10 +107,11 @@ def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
 
 # Set in a worker process whose CUDA context a sticky error killed: it measures nothing more.
 # A shape it is handed before the sweep has its nanny replace it goes straight back (not
-# started); the sweep sends it again, to error rows after MAX_BOUNCES such returns.
+# started) and the sweep sends it again; MAX_BOUNCES only ends a loop where that worker can be
+# neither restarted nor retired (a slow restart on a busy host bounces a shape several times).
 _DEAD_CONTEXT: Optional[str] = None
 DEAD_CONTEXT = "dead CUDA context"
-MAX_BOUNCES = 3
+MAX_BOUNCES = 100
 
 
 def measure_shape(job: ShapeJob) -> dict:
