@@ -208,6 +208,8 @@ from compare.harness import registry
 
 def _prepare(problem, inputs, options):
     if problem.shape == {target!r}:
+        with open({runs!r}, "a") as f:
+            f.write("x")
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
     return registry.get("triton.stream_k").prepare(problem, inputs, options)
 
@@ -222,7 +224,8 @@ def test_a_sticky_cuda_error_keeps_the_rows_and_replaces_the_worker(tmp_path, ca
     shapes = distribution("interpret_tiny", 6, 2)
     target = "x".join(map(str, shapes[0]))
     plugin = tmp_path / "sticky.py"
-    plugin.write_text(STICKY_PLUGIN.format(target=target))
+    runs = tmp_path / "target-runs"
+    plugin.write_text(STICKY_PLUGIN.format(target=target, runs=str(runs)))
     dist.load_plugins([str(plugin)])
     try:
         kernels = [registry.get("triton.test_sticky")]
@@ -237,6 +240,9 @@ def test_a_sticky_cuda_error_keeps_the_rows_and_replaces_the_worker(tmp_path, ca
     by_shape = {r.shape: r for r in rows}
     assert len(rows) == len(by_shape) == 6                                    # kept once, not retried
     assert by_shape[target].status == "error" and by_shape[target].attempts == 1
+    # run once: a result the sweep still held when its worker restarted was computed again by
+    # Dask elsewhere, killing a second worker's context unseen (its shapes then all bounced)
+    assert runs.read_text() == "x"
     assert all(r.status == "ok" for s, r in by_shape.items() if s != target)
     # The worker that hit it was a fresh process for any shape it measured afterwards.
     done = [json.loads(x) for x in (tmp_path / "ck.jsonl").read_text().splitlines()[1:] if x.startswith('{"done"')]
@@ -308,6 +314,8 @@ def test_the_early_clusters_scheduler_never_retries_and_queues_shapes():
             got = client.run_on_scheduler(lambda dask_scheduler: (dask_scheduler.allowed_failures,
                                                                    dask_scheduler.WORKER_SATURATION))
             assert got == (0, 1.0)
+            # and its workers run no statistical profiler (it samples the measuring thread)
+            assert not any(client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks).values())
             # shapes wait at the scheduler, not in a worker's own queue (where a death takes them too)
             from compare.harness.variants import wire_name
             k = registry.get("triton.stream_k")
@@ -322,6 +330,22 @@ def test_the_early_clusters_scheduler_never_retries_and_queues_shapes():
             assert [r["rows"][0].status for r in client.gather(futures)] == ["ok"] * 3
     finally:
         cl.close()
+
+
+def test_a_cluster_workers_profiler_is_stopped_before_it_measures():
+    # a --cluster worker started with Dask's defaults samples the measuring thread every 10 ms
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
+            Client(cl) as client:
+        running = lambda dask_worker: dask_worker.periodic_callbacks["profile"].is_running()  # noqa: E731
+        assert all(client.run(running).values())
+        stop = lambda dask_worker: dask_cluster.stop_profiler(dask_worker)  # noqa: E731
+        assert all(client.run(stop).values())
+        deadline = time.time() + 5
+        while any(client.run(running).values()) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not any(client.run(running).values())
+        assert not any(client.run(stop).values())     # nothing left to stop
 
 
 def test_a_worker_starts_no_shape_after_the_deadline():

@@ -38,9 +38,14 @@ PRELOAD = __name__
 
 
 # The scheduler of an embedded cluster: it never retries a task whose worker died (the sweep
-# counts attempts itself) and sends a worker one queued shape per thread. Read when the
-# scheduler starts, so set around its creation (the early cluster starts it in a thread).
-SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+# counts attempts itself) and sends a worker one queued shape per thread. Its workers run no
+# statistical profiler: Dask's samples the measuring thread's stack every 10 ms, taking the GIL
+# from the thread that launches the timed kernels (on the H100, 300 shapes on one worker: 28
+# held launches lost against 3 in one process, and 1.12x the one-process time per shape). Read
+# when the scheduler and each nanny start (a nanny hands its config to its worker), so set
+# around their creation (the early cluster starts them in a thread).
+SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0,
+                    "distributed.worker.profile.enabled": False}
 
 
 def local_cluster(n: int, interpret: bool, gpus: list):
@@ -49,6 +54,16 @@ def local_cluster(n: int, interpret: bool, gpus: list):
     import dask
     with dask.config.set(SCHEDULER_CONFIG):
         return _local_cluster(n, interpret, gpus)
+
+
+def stop_profiler(worker) -> bool:
+    """Stop a worker's statistical profiler if it runs (a ``--cluster`` worker started with Dask's
+    defaults; see SCHEDULER_CONFIG for why): True when there was one to stop."""
+    running = [pc for name, pc in worker.periodic_callbacks.items()
+               if name in ("profile", "profile-cycle") and pc.is_running()]
+    for pc in running:
+        worker.loop.add_callback(pc.stop)    # the callbacks belong to the worker's event loop
+    return bool(running)
 
 
 def _local_cluster(n: int, interpret: bool, gpus: list):

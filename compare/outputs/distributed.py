@@ -125,6 +125,7 @@ def measure_shape(job: ShapeJob) -> dict:
     if job.interpret:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
     load_plugins(job.plugins)
+    _quiet_worker()
     from ..harness import runner
     pairs = [(from_wire(wire), p) for wire, p in job.pairs]
     t0 = time.perf_counter()
@@ -145,6 +146,19 @@ def measure_shape(job: ShapeJob) -> dict:
         _DEAD_CONTEXT = sticky
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
             "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret), "sticky": sticky}
+
+
+@functools.lru_cache(maxsize=None)
+def _quiet_worker() -> bool:
+    """Once per worker process, before its first shape: no statistical profiler sampling the
+    measuring thread (the embedded clusters start without one; a --cluster worker may not)."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except Exception:       # not on a Dask worker (a test calling measure_shape directly)
+        return False
+    from .dask_cluster import stop_profiler
+    return stop_profiler(worker)
 
 
 @functools.lru_cache(maxsize=None)
@@ -365,6 +379,11 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             job = by_index[int(str(fut.key).split("-")[1])]     # keys: shape-<index>-...
             exc = fut.exception() if fut.status == "error" else None
             res = fut.result() if exc is None else {}
+            # Let go of the result at once: a result Dask still holds for this client, on a worker
+            # that is then restarted, is computed again elsewhere, and a shape that killed a CUDA
+            # context would kill a second worker's unseen (every shape sent to it bounced after).
+            fut.release()
+            del fut
             if res.get("not_started") == "time limit":          # left for --resume
                 continue
             if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
