@@ -29,3 +29,18 @@ def test_bookkeeping_ints_share_one_compile():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "same"
+
+
+def test_judge_tiles_reads_the_heuristics_pick_from_measured_variants(tmp_path):
+    from triton_kernels import stream_k_study
+    rows = tmp_path / "rows.csv"
+    head = "precision,shape,M,N,K,kernel,status,median_ms,pct_cublas,tile,decomposition,rel_err\n"
+    body = ("fp32,800x2400x4500,800,2400,4500,triton.stream_k,ok,1,50.0,128x128x16,sk,0\n"
+            "fp32,800x2400x4500,800,2400,4500,triton.stream_k[tile=64x64x32/4/4],ok,1,90.0,64x64x32,dp,0\n"
+            "fp32,800x2400x4500,800,2400,4500,triton.stream_k[tile=64x128x16/4/4],ok,1,95.0,64x128x16,dp,0\n"
+            "tf32,9x9x9,9,9,9,triton.stream_k[tile=64x64x32/4/4],ok,1,90.0,64x64x32,dp,0\n")
+    rows.write_text(head + body)
+    text = "\n".join(stream_k_study.judge_tiles(str(rows)))
+    # this checkout picks 64x64x32 data-parallel there: its row, not the better one it didn't pick
+    assert [ln.split()[0] for ln in text.splitlines() if "geomean   50.0 ->   90.0" in ln] == ["fp32", "fp32"]
+    assert "not measured (the pick has no row): tf32 9x9x9" in text

@@ -165,9 +165,9 @@ def test_decomposition_covers_every_iteration_once():
 
 
 def test_heuristic_table():
-    # Below one wave: everything stream-K, one program per SM (128x4096x11008 tf32: 32 tiles of
-    # 128x128; fp32 takes 64x64 tiles there, test_tiles_for_few_tiles_and_padding).
-    t, d = sk.choose_plan(128, 4096, 11008, "tf32", 132)
+    # Below one wave: everything stream-K, one program per SM (128x4096x11008: 32 tiles of
+    # 128x128, whose 64-row halves would not fill a data-parallel wave either).
+    t, d = sk.choose_plan(128, 4096, 11008, "fp32", 132)
     assert (t.bm, t.bn, d.mode, d.sk_tiles, d.sk_programs) == (128, 128, "sk", 32, 132)
     # Full waves: data-parallel only.
     t, d = sk.choose_plan(4096, 4096, 4096, "tf32", 132)
@@ -693,7 +693,7 @@ def test_unaligned_loads_walk_the_contiguous_axis():
 @pytest.mark.parametrize("shape,tile,mode", [
     ((127, 8191, 1021), sk.FP32_FEW_ROWS_TILE, "dp"),      # 64 tiles of 128x128: 128 of 64x128, one wave
     ((1000, 1000, 1000), sk.FP32_FEW_ROWS_TILE, "dp"),
-    ((128, 4096, 11008), sk.FP32_FEW_TILES_TILE, "dp"),    # 64-row tiles would not fill a wave: 64x64 do
+    ((128, 4096, 11008), sk.Tile(128, 128, 16, 8, 4), "sk"),  # 64-row tiles would not fill a wave
     ((2048, 2048, 2048), sk.Tile(128, 128, 16, 8, 4), "dp"),  # a wave or more of 128x128 tiles
     ((257, 255, 65537), sk.FP32_FEW_ROWS_TILE, "sk"),      # long K, 320 padded rows instead of 384
     ((256, 256, 131072), sk.Tile(128, 128, 32, 8, 3), "sk"),  # long K, no padding either way
@@ -708,6 +708,8 @@ def test_fp32_few_rows_tile(shape, tile, mode):
     ((800, 2400, 4500), "fp32", sk.FP32_FEW_TILES_TILE),     # 133 tiles of 128x128: a wave and one
     ((3500, 560, 320), "fp32", sk.FP32_FEW_TILES_TILE),
     ((2000, 1700, 2000), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # 224 tiles: 128x128 as before
+    ((320, 4096, 11008), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # K >= 8192: 128x128 as before
+    ((1537, 2049, 1023), "tf32", sk.TF32_MID_TILE),           # 429 tiles of 128x64: data-parallel
     ((1200, 170, 4000), "tf32", sk.Tile(128, 128, 32, 8, 4)),  # 30 tiles of 128x64: not a wave
     ((1024, 1024, 1024), "tf32", sk.TF32_MID_TILE),           # 128 tiles of 128x64: a wave, dp
     ((3500, 560, 320), "tf32", sk.TF32_MID_TILE),

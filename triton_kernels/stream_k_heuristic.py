@@ -8,10 +8,10 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  fp32: long K (K >= 4*max(M, N)) 128x128x32/8/3 or FP32_FEW_ROWS_TILE where
                  64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
                  a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
-                 else under 1.1 waves of 128x128: FP32_FEW_TILES_TILE (64x64x32/4/4); else
-                 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90% of a wave, else
-                 TF32_MID_TILE data-parallel for M > 512 and K < 4*max(M, N) where its waves
-                 are 90% full, else 128x128x32/8/4. tf32x3: X3_SMALL_TILE (64x64x32/4/3) where
+                 else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
+                 (64x64x32/4/4); else 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90%
+                 of a wave, else TF32_MID_TILE data-parallel for M > 512 and K < 4*max(M, N)
+                 where its tiles fill 90% of a wave of SMs, else 128x128x32/8/4. tf32x3: X3_SMALL_TILE (64x64x32/4/3) where
                  it pads much less than 128x128, else 128x128x32/8/3.
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
@@ -171,15 +171,15 @@ FP32_FEW_ROWS_TILE = Tile(64, 128, 16, 4, 4)
 
 
 # tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with: 128x64 data-parallel
-# (1024^3 0.0340 -> 0.0240 ms; docs/findings.md), where its own waves are full: where they are
-# not, 128x128 stream-K (1200x170x4000 70.3% -> 94.4% of cuBLAS tf32, docs/findings.md).
+# (1024^3 0.0340 -> 0.0240 ms; docs/findings.md) once its tiles fill a wave of SMs; fewer, and
+# 128x128 stream-K (1200x170x4000, 30 such tiles: 70.3% -> 94.4% of cuBLAS tf32).
 TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 
 
-# fp32 outputs of under ~1.1 waves of 128x128 tiles (short K): 64x64 tiles (800x2400x4500
-# 50.8% -> 93.8% of cuBLAS, 15 of 20 such shapes faster; docs/findings.md).
+# fp32 outputs of under ~1.1 waves of 128x128 tiles, K under 8192: 64x64 tiles (800x2400x4500
+# 50.8% -> 93.8% of cuBLAS; at K >= 8192 two of three such shapes lost; docs/findings.md).
 FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
-FP32_FEW_TILES = 1.1
+FP32_FEW_TILES, FP32_FEW_TILES_MAX_K = 1.1, 8192
 
 
 # tf32x3 where 64x64 tiles pad much less than 128x128 (fill < 0.8, +0.15 or more): the three
@@ -213,13 +213,14 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
         if t128 < sms and decompose(M, N, K, FP32_FEW_ROWS_TILE, sms).mode == "dp":
             # Less than a wave of 128x128 tiles, which 64-row tiles fill data-parallel.
             return FP32_FEW_ROWS_TILE, "dp"
-        if t128 < FP32_FEW_TILES * sms:
+        if t128 < FP32_FEW_TILES * sms and K < FP32_FEW_TILES_MAX_K:
             return FP32_FEW_TILES_TILE, None
         return Tile(128, 128, 16, 8, 4), None
     if precision == "tf32":
         if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
             return Tile(128, 256, 32, 8, 3), None
-        if M > SWAP_MAX_M and not long_k and decompose(M, N, K, TF32_MID_TILE, sms).mode == "dp":
+        if M > SWAP_MAX_M and not long_k and \
+                triton.cdiv(M, TF32_MID_TILE.bm) * triton.cdiv(N, TF32_MID_TILE.bn) >= DP_WAVE_EFFICIENCY * sms:
             return TF32_MID_TILE, "dp"
         return Tile(128, 128, 32, 8, 4), None
     f128 = tile_fill(M, N, 128, 128)

@@ -3,10 +3,17 @@ without a GPU and count the global copies by width, or read the load lanes from 
 
     python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
+                                            | --judge-tiles ROWS.csv
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
 on 132 SMs), as the JIT specialises now and as it would with every int specialised.
+
+--judge-tiles (e.g. results/h100/explore/round14/rows.csv): rows of tile variants measured side by
+side (`--variant triton.stream_k:tile=...`, each row's config naming the tile and decomposition
+that ran); for every shape and precision, the row of the tile and decomposition this checkout's
+heuristic picks, against the "triton.stream_k" row (the heuristic of the run): geomean and worst
+% of cuBLAS, per shape class. A pick with no measured row is counted as not measured.
 """
 from __future__ import annotations
 
@@ -216,6 +223,52 @@ def compile_keys(spec: str) -> dict:
     return out
 
 
+def shape_class(M: int, N: int, K: int) -> str:
+    """The classes of issue 25's weak shapes, then the rest."""
+    if M <= 8:
+        return "few rows (M <= 8)"
+    if M <= 64 and N <= 64:
+        return "tiny output, long K"
+    if 256 <= M <= 1024 and K >= 8192 and N >= 1000:
+        return "LLM, K >= 8192"
+    return "long K" if K >= 4 * max(M, N) else "other"
+
+
+def judge_tiles(path: str, sms: int = 132) -> list[str]:
+    import csv
+    import math
+    from .stream_k_heuristic import choose_plan
+    measured: dict = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["status"] == "ok" and r["pct_cublas"] and r["kernel"].startswith("triton.stream_k"):
+                key = (r["precision"], int(r["M"]), int(r["N"]), int(r["K"]))
+                measured.setdefault(key, {})[(r["tile"], r["decomposition"])] = float(r["pct_cublas"])
+                if r["kernel"] == "triton.stream_k":
+                    measured[key]["run's heuristic"] = float(r["pct_cublas"])
+    groups: dict = {}
+    missing = []
+    for (prec, M, N, K), rows in sorted(measured.items()):
+        tile, d = choose_plan(M, N, K, prec, sms)
+        pick = rows.get((f"{tile.bm}x{tile.bn}x{tile.bk}", d.mode))     # the config names BMxBNxBK
+        if pick is None or "run's heuristic" not in rows:
+            missing.append(f"{prec} {M}x{N}x{K}")
+            continue
+        for cls in (shape_class(M, N, K), "all"):
+            groups.setdefault((prec, cls), []).append((rows["run's heuristic"], pick))
+
+    def gm(v):
+        return math.exp(sum(math.log(x) for x in v) / len(v))
+    out = [f"# {path}: the run's heuristic -> this checkout's, % of cuBLAS (geomean / worst)", ""]
+    for (prec, cls), pairs in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] == "all", g[0][1])):
+        old, new = [a for a, _ in pairs], [b for _, b in pairs]
+        out.append(f"{prec:7s} {cls:22s} {len(pairs):3d} shapes: geomean {gm(old):6.1f} -> {gm(new):6.1f}, "
+                   f"worst {min(old):6.1f} -> {min(new):6.1f}")
+    if missing:
+        out.append(f"not measured (the pick has no row): {', '.join(missing)}")
+    return out
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--ptx"]:
         print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
@@ -232,8 +285,10 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--compile-keys"] and len(sys.argv) == 3:
         for prec, (now, every) in compile_keys(sys.argv[2]).items():
             print(f"{prec}: {now} compiles of _stream_k_kernel (with every int specialised: {every})")
+    elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
+        print("\n".join(judge_tiles(sys.argv[2])))
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
-              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION",
+              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv",
               file=sys.stderr)
         sys.exit(2)
