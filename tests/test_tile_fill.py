@@ -7,12 +7,13 @@ import csv
 import pytest
 
 from compare.ci import tile_fill
+from compare.families import decompose
 
 
 def test_fill_is_the_real_share_of_the_padded_grid():
-    assert tile_fill.fill(256, 256, 128, 128) == 1.0
-    assert tile_fill.fill(129, 128, 128, 128) == pytest.approx(129 / 256)
-    assert tile_fill.fill(170, 300, 128, 256) == pytest.approx((170 * 300) / (256 * 512))
+    assert decompose.tile_fill(256, 256, 128, 128) == 1.0
+    assert decompose.tile_fill(129, 128, 128, 128) == pytest.approx(129 / 256)
+    assert decompose.tile_fill(170, 300, 128, 256) == pytest.approx((170 * 300) / (256 * 512))
     assert tile_fill.tile_of("128x256x32s4") == (128, 256) and tile_fill.tile_of("64x128x16") == (64, 128)
     assert tile_fill.tile_of(None) is None and tile_fill.tile_of("") is None
 

@@ -80,8 +80,13 @@ class Tile:
     group_m: int = 8
 
     @property
+    def dims(self) -> str:
+        """BMxBNxBK, as a run's config names the tile."""
+        return f"{self.bm}x{self.bn}x{self.bk}"
+
+    @property
     def name(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}/{self.warps}/{self.stages}"
+        return f"{self.dims}/{self.warps}/{self.stages}"
 
 
 @dataclass(frozen=True)
@@ -188,10 +193,6 @@ X3_SMALL_TILE = Tile(64, 64, 32, 4, 3)
 X3_SMALL_FILL, X3_SMALL_GAIN = 0.8, 0.15
 
 
-def tile_fill(M: int, N: int, bm: int, bn: int) -> float:
-    """The share of a bm x bn tile grid over M x N that is inside the output."""
-    return M * N / (triton.cdiv(M, bm) * bm * triton.cdiv(N, bn) * bn)
-
 
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
     """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100),
@@ -223,8 +224,8 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
                 triton.cdiv(M, TF32_MID_TILE.bm) * triton.cdiv(N, TF32_MID_TILE.bn) >= DP_WAVE_EFFICIENCY * sms:
             return TF32_MID_TILE, "dp"
         return Tile(128, 128, 32, 8, 4), None
-    f128 = tile_fill(M, N, 128, 128)
-    if f128 < X3_SMALL_FILL and tile_fill(M, N, 64, 64) - f128 >= X3_SMALL_GAIN:
+    f128 = model.tile_fill(M, N, 128, 128)
+    if f128 < X3_SMALL_FILL and model.tile_fill(M, N, 64, 64) - f128 >= X3_SMALL_GAIN:
         return X3_SMALL_TILE, None
     return Tile(128, 128, 32, 8, 3), None
 

@@ -216,7 +216,7 @@ class _Plan:
         split_tiles = sum(1 for tt in range(d.sk_tiles) if self._split(tt))
         given = sorted(k for k, v in options.items() if v is not None)
         self.config = {
-            "tile": f"{t.bm}x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
+            "tile": t.dims, "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
             "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,
             "sms": sms, "programs_per_sm": programs_per_sm(t),

@@ -236,7 +236,7 @@ def shape_class(M: int, N: int, K: int) -> str:
 
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
-    import math
+    from compare.outputs.sweep import geomean
     from .stream_k_heuristic import choose_plan
     measured: dict = {}
     with open(path) as f:
@@ -250,19 +250,16 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     missing = []
     for (prec, M, N, K), rows in sorted(measured.items()):
         tile, d = choose_plan(M, N, K, prec, sms)
-        pick = rows.get((f"{tile.bm}x{tile.bn}x{tile.bk}", d.mode))     # the config names BMxBNxBK
+        pick = rows.get((tile.dims, d.mode))
         if pick is None or "run's heuristic" not in rows:
             missing.append(f"{prec} {M}x{N}x{K}")
             continue
         for cls in (shape_class(M, N, K), "all"):
             groups.setdefault((prec, cls), []).append((rows["run's heuristic"], pick))
-
-    def gm(v):
-        return math.exp(sum(math.log(x) for x in v) / len(v))
     out = [f"# {path}: the run's heuristic -> this checkout's, % of cuBLAS (geomean / worst)", ""]
     for (prec, cls), pairs in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] == "all", g[0][1])):
         old, new = [a for a, _ in pairs], [b for _, b in pairs]
-        out.append(f"{prec:7s} {cls:22s} {len(pairs):3d} shapes: geomean {gm(old):6.1f} -> {gm(new):6.1f}, "
+        out.append(f"{prec:7s} {cls:22s} {len(pairs):3d} shapes: geomean {geomean(old):6.1f} -> {geomean(new):6.1f}, "
                    f"worst {min(old):6.1f} -> {min(new):6.1f}")
     if missing:
         out.append(f"not measured (the pick has no row): {', '.join(missing)}")

@@ -21,12 +21,8 @@ import sys
 from collections import defaultdict
 from typing import Iterable, Optional
 
+from ..families.decompose import tile_fill
 from ..outputs.sweep import geomean
-
-
-def fill(m: int, n: int, bm: int, bn: int) -> float:
-    """Share of the padded tile grid that is real output."""
-    return (m * n) / (math.ceil(m / bm) * bm * math.ceil(n / bn) * bn)
 
 
 def tile_of(text) -> Optional[tuple[int, int]]:
@@ -56,7 +52,7 @@ def table(rows: Iterable[dict], kernels=None, precisions=None, step: float = 0.1
             continue
         if (kernels and r["kernel"] not in kernels) or (precisions and r["precision"] not in precisions):
             continue
-        f = fill(int(r["M"]), int(r["N"]), *tile)
+        f = tile_fill(int(r["M"]), int(r["N"]), *tile)
         bucket = min(1.0, math.floor(f / step + 1e-9) * step)
         groups[(r["kernel"], r["precision"], round(bucket, 6))].append(float(pct))
     return [(k, p, b, len(v), geomean(v), min(v)) for (k, p, b), v in sorted(groups.items())]

@@ -41,6 +41,12 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def tile_fill(M: int, N: int, bm: int, bn: int) -> float:
+    """The share of a bm x bn tile grid over an M x N output that is real output (1.0 when both
+    sides are multiples of the tile)."""
+    return M * N / (cdiv(M, bm) * bm * cdiv(N, bn) * bn)
+
+
 # --------------------------------------------------------------------------------------------
 # split-K
 

@@ -383,7 +383,6 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             # that is then restarted, is computed again elsewhere, and a shape that killed a CUDA
             # context would kill a second worker's unseen (every shape sent to it bounced after).
             fut.release()
-            del fut
             if res.get("not_started") == "time limit":          # left for --resume
                 continue
             if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
