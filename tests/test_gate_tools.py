@@ -90,35 +90,3 @@ def test_history_merge_takes_a_points_samples_with_its_value():
     assert pts[("gemm.X.track_time", ("b",))].samples == (2.9, 3.0, 3.1, 3.0)     # taken with its value
     assert pts[("gemm.X.track_time", ("a",))].samples == (0.9, 1.0, 1.1, 1.0)     # the recorded one stays
 
-
-def test_a_benchmark_group_compiles_everything_before_its_first_sample(monkeypatch):
-    # A measurement right after a compile finds the GPU idle since (a cold gate run read three
-    # 4096^3 points 6-21% slow that way): the group's compiles all come first.
-    import torch
-
-    from compare.harness import precompile, worker
-    events = []
-
-    class FakeWorker:
-        kernel_timeout = 5.0
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def run_kernel(self, k, p, **kw):
-            events.append(("run", k.name))
-            from compare.harness import runner
-            return runner.blank_row(k, p, runner.ERROR, "fake")
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(worker, "Worker", FakeWorker)
-    monkeypatch.setattr(precompile, "compile_ahead",
-                        lambda pairs, pool, **kw: events.append(("compile", len(pairs))))
-    from compare.harness import registry
-    from compare.harness.problem import Problem
-    pairs = [(registry.get(k), Problem(64, 64, 64)) for k in ("cublas", "triton.tiled", "cuda.05_blocktile_2d")]
-    suite_cache._run_isolated(pairs, progress=lambda k, p: None)
-    assert events[0] == ("compile", 3) and [e[0] for e in events[1:]] == ["run"] * 3

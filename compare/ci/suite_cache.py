@@ -128,21 +128,14 @@ def row_summary(r) -> dict:
 def _run_isolated(pairs, progress):
     """The group's pairs through a worker process (compare.harness.worker) on a real GPU, so a
     kernel that faults or hangs costs its own points, not the rest of its group; in this process
-    where there is no GPU to poison (the CPU tests' fake one).
-
-    Every compile happens before the first sample (compile-ahead, as the main command does): a
-    measurement that follows a compile of a second or so finds the GPU idle since, and on the
-    H100 the three 4096^3 tf32 kernel points measured that way in a cold gate run read 6-21%
-    slower than every later measurement of the same commit (results/h100/gate-default/)."""
+    where there is no GPU to poison (the CPU tests' fake one)."""
     import torch
 
     from ..harness import runner
     if not torch.cuda.is_available():
         return runner.run(pairs, batch=False, progress=progress)
-    from ..harness.precompile import compile_ahead
     from ..harness.worker import Worker
     with Worker() as pool:
-        compile_ahead(pairs, pool, options={}, skip=lambda k: None, kernel_timeout=pool.kernel_timeout)
         return runner.run(pairs, batch=False, progress=progress, execute=pool.run_kernel)
 
 
