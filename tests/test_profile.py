@@ -97,6 +97,21 @@ def test_recorded_metrics_and_claims():
     assert rows["triton.tiled"]["claims"] == [] and rows["cublas"]["claims"] == []
 
 
+def test_issue_slots_ffma_share_and_top_stalls():
+    # 40 issue slots a cycle-window, 1/4 of warp instructions FFMA (ncu counts FFMAs per thread)
+    c = {"issue_pct": 40.0, "inst": 1000.0, "ffma_thread_inst": 32 * 250.0,
+         "stall_wait": 1.37, "stall_math_pipe_throttle": 0.79, "stall_long_scoreboard": 0.68,
+         "stall_short_scoreboard": 0.58, "stall_barrier": 0.08}
+    m = {x.key: x.value(c, {}) for x in P.METRICS if x.key in ("issue_pct", "ffma_share", "stalls")}
+    assert m["issue_pct"] == 40.0 and m["ffma_share"] == pytest.approx(25.0)
+    assert m["stalls"] == "wait 1.37, math_pipe_throttle 0.79, long_scoreboard 0.68"
+    # an ncu without the counters: no numbers made up
+    assert all(x.value({}, {}) is None for x in P.METRICS if x.key in ("issue_pct", "ffma_share", "stalls"))
+    # each reason is read under ncu's own name
+    names = {n for ctr in P.COUNTERS if ctr.key.startswith("stall_") for n in ctr.names}
+    assert "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio" in names
+
+
 def test_stage_07_store_conflicts_on_the_recording():
     """Stage 07's loads are conflict-free; its transposed-A store is not (7.4% of wavefronts), so
     its header now claims a cut from stage 06's 36.6%, not zero, and that corrected claim holds."""

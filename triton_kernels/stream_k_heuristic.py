@@ -11,8 +11,8 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
                  (64x64x32/4/4); else 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90%
                  of a wave, else TF32_MID_TILE data-parallel for M > 512 and K < 4*max(M, N)
-                 where its tiles fill 90% of a wave of SMs, else 128x128x32/8/4. tf32x3: X3_SMALL_TILE (64x64x32/4/3) where
-                 it pads much less than 128x128, else 128x128x32/8/3.
+                 where its tiles fill 90% of a wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3
+                 (64x64 where it pads less lost on held-out shapes: docs/findings.md).
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
@@ -187,10 +187,6 @@ FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
 FP32_FEW_TILES, FP32_FEW_TILES_MAX_K = 1.1, 8192
 
 
-# tf32x3 where 64x64 tiles pad much less than 128x128 (fill < 0.8, +0.15 or more): the three
-# products per tile are work the padding wastes (1200x170x4000 126% -> 147% of cuBLAS fp32).
-X3_SMALL_TILE = Tile(64, 64, 32, 4, 3)
-X3_SMALL_FILL, X3_SMALL_GAIN = 0.8, 0.15
 
 
 
@@ -224,9 +220,6 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
                 triton.cdiv(M, TF32_MID_TILE.bm) * triton.cdiv(N, TF32_MID_TILE.bn) >= DP_WAVE_EFFICIENCY * sms:
             return TF32_MID_TILE, "dp"
         return Tile(128, 128, 32, 8, 4), None
-    f128 = model.tile_fill(M, N, 128, 128)
-    if f128 < X3_SMALL_FILL and model.tile_fill(M, N, 64, 64) - f128 >= X3_SMALL_GAIN:
-        return X3_SMALL_TILE, None
     return Tile(128, 128, 32, 8, 3), None
 
 

@@ -27,6 +27,13 @@ class Counter:
     join: str = "sum"
 
 
+# ncu's warp stall reasons (smsp__average_warps_issue_stalled_<reason>_per_issue_active): warps
+# waiting for that reason per issued instruction, the main ones for a GEMM's main loop.
+STALL_REASONS = ("wait", "long_scoreboard", "short_scoreboard", "math_pipe_throttle", "mio_throttle",
+                 "not_selected", "dispatch_stall", "barrier", "lg_throttle", "no_instruction",
+                 "branch_resolving")
+
+
 COUNTERS: tuple[Counter, ...] = (
     Counter("time_ns", ("gpu__time_duration.sum",)),
     Counter("dram_read", ("dram__bytes_read.sum",)),
@@ -57,6 +64,13 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("local_ld", ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",)),
     Counter("local_st", ("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",)),
     Counter("barrier_pct", ("smsp__warp_issue_stalled_barrier_per_warp_active.pct",), "mean"),
+    # Where issue slots go (a kernel short of its pipe's peak is either issuing something else or
+    # stalled): instructions issued, the FFMAs among them, and the stall reasons per issued one.
+    Counter("issue_pct", ("smsp__issue_active.avg.pct_of_peak_sustained_active",), "mean"),
+    Counter("inst", ("smsp__inst_executed.sum",)),
+    Counter("ffma_thread_inst", ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",)),
+    *(Counter(f"stall_{r}", (f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",), "mean")
+      for r in STALL_REASONS),
 )
 
 
@@ -108,6 +122,19 @@ def _conflict_pct(op):
         r = _ratio(c.get(f"conflicts_{op}"), c.get(f"wavefronts_{op}"))
         return None if r is None else 100 * r
     return value
+
+
+def _ffma_share(c, row):
+    """Per cent of the warp instructions issued that were FFMAs (ncu counts FFMAs per thread)."""
+    r = _ratio(c.get("ffma_thread_inst"), c.get("inst"))
+    return None if r is None else 100 * r / 32
+
+
+def _top_stalls(c, row, n: int = 3):
+    """The n largest stall reasons, "reason ratio" per issued instruction."""
+    vals = sorted(((c.get(f"stall_{r}"), r) for r in STALL_REASONS if c.get(f"stall_{r}") is not None),
+                  reverse=True)
+    return None if not vals else ", ".join(f"{r} {v:.2f}" for v, r in vals[:n])
 
 
 def _local(c, row):
@@ -176,6 +203,19 @@ METRICS: tuple[Metric, ...] = (
     Metric("barrier_pct", "barrier %", ".1f",
            "share of active warp cycles stalled at __syncthreads: what double buffering removes",
            lambda c, row: c.get("barrier_pct")),
+    Metric("issue_pct", "issue %", ".1f",
+           "cycles a scheduler issued an instruction, of its active cycles: below 100 the kernel waits on something "
+           "(the stalls column says on what); an FFMA kernel at its peak issues an FFMA nearly every cycle",
+           lambda c, row: c.get("issue_pct")),
+    Metric("ffma_share", "FFMA/inst %", ".0f",
+           "FFMAs among the warp instructions issued: the rest (loads, address arithmetic, branches) take issue slots "
+           "an FFMA kernel would spend on math",
+           _ffma_share),
+    Metric("stalls", "stalls/issue", "s",
+           "the three largest reasons warps were stalled, in warps per issued instruction (ncu's "
+           "smsp__average_warps_issue_stalled_*_per_issue_active): wait = fixed-latency dependencies, "
+           "long/short_scoreboard = global/shared-memory results, math_pipe_throttle = the pipe is busy",
+           _top_stalls),
 )
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
