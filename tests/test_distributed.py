@@ -368,3 +368,42 @@ def test_a_process_with_a_dead_cuda_context_hands_its_shapes_back(monkeypatch):
     monkeypatch.setattr(dist, "_DEAD_CONTEXT", "cuda.x 8x8x8 fp32: illegal memory access")
     got = dist.measure_shape(dist.ShapeJob(3, "8x8x8", [], {}, {}, False, True, {}))
     assert got == {"index": 3, "not_started": dist.DEAD_CONTEXT}
+
+
+def test_a_shape_waits_for_the_gpu_warm_up_before_it_measures(monkeypatch):
+    # The preload's warm-up thread (CUDA context, cuBLAS handle, ...) must be done before the
+    # task's first launch: a measurement beside it would time the warm-up too.
+    import threading
+    release, order = threading.Event(), []
+
+    def slow_warm_up():
+        release.wait(5)
+        order.append("warm-up done")
+
+    once = dask_cluster._Once(slow_warm_up)
+    monkeypatch.setattr(dask_cluster, "_GPU_READY", once)
+    once.start()
+    once.start()                                  # a second preload call starts nothing more
+    monkeypatch.setattr(dist, "load_plugins", lambda specs: order.append("task started"))
+    real_run = runner.run
+    monkeypatch.setattr(runner, "run", lambda *a, **k: order.append("measured") or real_run([], **k))
+    t = threading.Thread(target=dist.measure_shape, args=(dist.ShapeJob(0, "8x8x8", [], {}, {}, False, True, {}),))
+    t.start()
+    time.sleep(0.3)
+    assert order == ["task started"]              # held at the warm-up
+    release.set()
+    t.join(10)
+    assert order == ["task started", "warm-up done", "measured"]
+
+
+def test_the_gpu_warm_up_does_nothing_on_an_interpreter_worker(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import torch
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append("CUDA") or True)
+    monkeypatch.setattr(torch, "ones", lambda *a, **k: asked.append("tensor"))
+    dask_cluster._ready_gpu()
+    assert asked == []                            # returned before any CUDA call
+    monkeypatch.delenv("TRITON_INTERPRET")
+    dask_cluster._ready_gpu()                     # a GPU worker: it does ask (and meets the fakes)
+    assert asked[:2] == ["CUDA", "tensor"]

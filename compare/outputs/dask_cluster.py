@@ -176,10 +176,71 @@ def _gpus_without_cuda() -> list:
 
 def dask_setup(worker) -> None:
     """Dask's preload hook, run in every worker as it starts: torch, Triton, CuPy and the kernel
-    registry load while the cluster comes up, not in the first shape's task. Never fails the
-    worker: a registry that can't load is reported by the task itself."""
+    registry load while the cluster comes up, not in the first shape's task; then a thread
+    readies the GPU (:func:`_ready_gpu`) while the worker registers and the sweep sends its
+    first shape. Never fails the worker: a registry that can't load is reported by the task itself."""
     try:
         from compare.harness import registry
         registry.kernels()
     except Exception:
         pass
+    _GPU_READY.start()
+
+
+def _ready_gpu() -> None:
+    """The one-time costs of a worker's first shape, paid before it: the CUDA context, cuBLAS's
+    handle, Triton's driver, CuPy's device, the timing engine's L2-flush buffer and the worker's
+    environment record (NVML). On the H100 the first shape's task took ~1 s more than the next
+    ones without this (results/h100/dist-workers1-best/). No kernel of the suite runs here, and
+    nothing on a CPU (--interpret) worker."""
+    try:
+        import torch
+        if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+            return
+        a = torch.ones(64, 64, device="cuda")
+        (a @ a).sum().item()
+        import triton
+        triton.runtime.driver.active.get_current_device()
+        try:
+            import cupy
+            cupy.zeros(1).sum()
+        except ImportError:
+            pass
+        from compare.harness import timing
+        timing._l2_flush_buffer()
+        from compare.outputs import distributed
+        distributed.gpu_identity(False)
+        distributed.worker_environment(False)
+    except Exception:      # the first shape meets whatever failed here, and reports it
+        pass
+
+
+class _Once:
+    """A thread started at most once; ``wait`` joins it (a no-op when it never started)."""
+
+    def __init__(self, target):
+        import threading
+        self._lock = threading.Lock()
+        self._target, self._thread = target, None
+
+    def start(self) -> None:
+        import threading
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._target, daemon=True, name="ready-gpu")
+                self._thread.start()
+
+    def wait(self) -> None:
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
+_GPU_READY = _Once(_ready_gpu)
+
+
+def wait_until_ready() -> None:
+    """Called by a shape's task before it measures: the GPU warm-up thread must not run beside
+    a measurement."""
+    _GPU_READY.wait()

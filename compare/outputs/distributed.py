@@ -38,7 +38,7 @@ from typing import Optional
 from ..harness.errors import UsageError
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
-from .dask_cluster import EarlyCluster, close_quickly, dashboard, local_cluster, visible_gpus
+from .dask_cluster import EarlyCluster, close_quickly, dashboard, local_cluster, visible_gpus, wait_until_ready
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
 CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
@@ -126,6 +126,7 @@ def measure_shape(job: ShapeJob) -> dict:
         os.environ["TRITON_INTERPRET"] = "1"    # before any Triton kernel module is imported
     load_plugins(job.plugins)
     _quiet_worker()
+    wait_until_ready()
     from ..harness import runner
     pairs = [(from_wire(wire), p) for wire, p in job.pairs]
     t0 = time.perf_counter()
