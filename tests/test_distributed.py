@@ -407,3 +407,16 @@ def test_the_gpu_warm_up_does_nothing_on_an_interpreter_worker(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET")
     dask_cluster._ready_gpu()                     # a GPU worker: it does ask (and meets the fakes)
     assert asked[:2] == ["CUDA", "tensor"]
+
+
+def test_the_early_cluster_returns_once_its_workers_are_spawned():
+    # The CLI goes on to import torch right after starting the early cluster; the scheduler and
+    # nannies start in Python in a thread of this process, so the CLI waits until the worker
+    # processes exist (their imports are the run's longest chain) before competing for the GIL.
+    import multiprocessing
+    before = len(multiprocessing.active_children())
+    early = dask_cluster.EarlyCluster(1, True, [])
+    try:
+        assert len(multiprocessing.active_children()) - before >= 1
+    finally:
+        early.close()

@@ -112,12 +112,24 @@ class EarlyCluster:
     the sweep does not wait for them afterwards. ``take`` hands it to the sweep when the sweep
     wants the same cluster; otherwise it is closed and the sweep starts its own."""
 
-    def __init__(self, n: int, interpret: bool, gpus: list):
+    def __init__(self, n: int, interpret: bool, gpus: list, spawn_wait_s: float = 3.0):
+        import multiprocessing
         import threading
+        import time
         self.spec = (n, interpret, tuple(gpus[:n]))
         self._cluster = self._error = None
+        before = len(multiprocessing.active_children())
         self._thread = threading.Thread(target=self._start, daemon=True, name="early-dask-cluster")
         self._thread.start()
+        # Hold this thread until the worker processes exist: the scheduler and nannies start in
+        # Python, sharing the GIL with whatever this thread does next (the CLI imports torch and
+        # the registry), and every millisecond they lose delays the workers' own imports, the
+        # longest chain of a --workers run (CPU box: cluster ready 2.2-2.4 s after start with
+        # this wait, 2.7-3.3 s without; results/h100/dist-workers1-best/ has the GPU figures).
+        deadline = time.monotonic() + spawn_wait_s
+        while (len(multiprocessing.active_children()) - before < n and self._thread.is_alive()
+               and time.monotonic() < deadline):
+            time.sleep(0.005)
 
     def _start(self) -> None:
         try:
@@ -176,15 +188,15 @@ def _gpus_without_cuda() -> list:
 
 def dask_setup(worker) -> None:
     """Dask's preload hook, run in every worker as it starts: torch, Triton, CuPy and the kernel
-    registry load while the cluster comes up, not in the first shape's task; then a thread
-    readies the GPU (:func:`_ready_gpu`) while the worker registers and the sweep sends its
-    first shape. Never fails the worker: a registry that can't load is reported by the task itself."""
+    registry load while the cluster comes up, not in the first shape's task, and a thread
+    readies the GPU (:func:`_ready_gpu`) meanwhile and while the worker registers. Never fails
+    the worker: a registry that can't load is reported by the task itself."""
+    _GPU_READY.start()      # first: its CUDA context forms while this thread imports the registry
     try:
         from compare.harness import registry
         registry.kernels()
     except Exception:
         pass
-    _GPU_READY.start()
 
 
 def _ready_gpu() -> None:
