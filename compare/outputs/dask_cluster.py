@@ -124,8 +124,8 @@ class EarlyCluster:
         # Hold this thread until the worker processes exist: the scheduler and nannies start in
         # Python, sharing the GIL with whatever this thread does next (the CLI imports torch and
         # the registry), and every millisecond they lose delays the workers' own imports, the
-        # longest chain of a --workers run (CPU box: cluster ready 2.2-2.4 s after start with
-        # this wait, 2.7-3.3 s without; results/h100/dist-workers1-best/ has the GPU figures).
+        # longest chain of a --workers run (H100: the sweep waited 0.31 s for its cluster after
+        # the selection with this wait, 0.87-1.48 s without; results/h100/dist-workers1-best/).
         deadline = time.monotonic() + spawn_wait_s
         while (len(multiprocessing.active_children()) - before < n and self._thread.is_alive()
                and time.monotonic() < deadline):
