@@ -291,3 +291,22 @@ def test_interpret_with_family_plugin_runs_the_plugin(toy):
     assert _rows(p.stdout)["my.blocked"]["status"] == "ok"
     p = _compare(["--interpret", "--family", "cuda", "--shape", "8"], toy)
     assert p.returncode == 2 and "--interpret runs the Triton kernels only" in p.stderr
+
+
+def test_the_tf32_b_through_registers_example_is_right_in_every_mode(tmp_path):
+    """docs/examples/tf32_b_through_registers.py (the experiment behind results/h100/tf32-llm/):
+    each of its B paths gives the right product on a shape with partial tiles, under the
+    interpreter; on the GPU they are timed beside triton.stream_k."""
+    shutil.copy(os.path.join(EXAMPLES, "tf32_b_through_registers.py"), tmp_path / "b_regs.py")
+    kernels = ["x.load256", "x.stage256", "x.stage128", "x.stage128w4", "x.swap128"]
+    p = _compare(["--interpret", "--plugin", str(tmp_path / "b_regs.py"), *[a for k in kernels for a in ("--kernel", k)],
+                  "--precision", "tf32", "--shape", "70x96x64", "--format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = _rows(p.stdout)
+    assert {k: rows[k]["status"] for k in kernels} == {k: "ok" for k in kernels}
+    assert all(rows[k]["rel_err"] < 1e-3 for k in kernels)
+    # K not a multiple of the tile's BLOCK_K is refused in words, not computed wrong
+    p = _compare(["--interpret", "--plugin", str(tmp_path / "b_regs.py"), "--kernel", "x.stage128",
+                  "--precision", "tf32", "--shape", "70x96x65", "--format", "json"], tmp_path)
+    row = _rows(p.stdout)["x.stage128"]
+    assert row["status"] == "error" and "K % BK == 0" in row["reason"], row
