@@ -11,7 +11,12 @@ task thread (dask: the sweep's --workers 1 host) and the isolation worker driven
 (daskchild). MODES is a comma list; the first run compiles. Prints and writes (EXP_OUT, default
 dist-hosts.json) one JSON line per run: wall (runner.run alone), samples, GPU ms sampled.
 """
-import asyncio, json, os, sys, threading, time
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 SPEC = sys.argv[1] if len(sys.argv) > 1 else "loguniform:100:1"
@@ -59,11 +64,15 @@ def loop_thread():
     def monitor():
         try:
             import psutil
-            psutil.cpu_percent(); psutil.virtual_memory(); psutil.net_io_counters(); psutil.disk_io_counters()
+            psutil.cpu_percent()
+            psutil.virtual_memory()
+            psutil.net_io_counters()
+            psutil.disk_io_counters()
         except Exception:
             pass
         loop.call_later(0.5, monitor)
-    loop.call_soon(tick); loop.call_soon(monitor)
+    loop.call_soon(tick)
+    loop.call_soon(monitor)
     threading.Thread(target=loop.run_forever, daemon=True).start()
     return loop
 
@@ -96,7 +105,8 @@ def main():
         print(json.dumps(r), flush=True)
         out.append(r)
     if client:
-        client.close(); cluster.close()
+        client.close()
+        cluster.close()
     json.dump(out, open(os.environ.get("EXP_OUT", "dist-hosts.json"), "w"), indent=1)
 
 

@@ -299,7 +299,8 @@ def test_the_tf32_b_through_registers_example_is_right_in_every_mode(tmp_path):
     interpreter; on the GPU they are timed beside triton.stream_k."""
     shutil.copy(os.path.join(EXAMPLES, "tf32_b_through_registers.py"), tmp_path / "b_regs.py")
     kernels = ["x.load256", "x.stage256", "x.stage128", "x.stage128w4", "x.swap128"]
-    p = _compare(["--interpret", "--plugin", str(tmp_path / "b_regs.py"), *[a for k in kernels for a in ("--kernel", k)],
+    selection = [a for k in kernels for a in ("--kernel", k)]
+    p = _compare(["--interpret", "--plugin", str(tmp_path / "b_regs.py"), *selection,
                   "--precision", "tf32", "--shape", "70x96x64", "--format", "json"], tmp_path)
     assert p.returncode == 0, p.stderr
     rows = _rows(p.stdout)

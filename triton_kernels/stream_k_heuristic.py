@@ -11,8 +11,8 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
                  (64x64x32/4/4); else 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90%
                  of a wave, else TF32_MID_TILE data-parallel for M > 512 and K < 4*max(M, N)
-                 where its tiles fill 90% of a wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3
-                 (64x64 where it pads less lost on held-out shapes: docs/findings.md).
+                 where its tiles fill 90% of a wave of SMs, else 128x128x32/8/4. tf32x3:
+                 128x128x32/8/3 (64x64 where it pads less lost on held-out shapes: docs/findings.md).
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
@@ -185,9 +185,6 @@ TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 # 50.8% -> 93.8% of cuBLAS; at K >= 8192 two of three such shapes lost; docs/findings.md).
 FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
 FP32_FEW_TILES, FP32_FEW_TILES_MAX_K = 1.1, 8192
-
-
-
 
 
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:

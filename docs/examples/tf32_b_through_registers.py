@@ -1,7 +1,8 @@
-"""A plugin that tests an idea (results/h100/tf32-llm/): tf32 with a row-major B handed to tl.dot
+r"""A plugin that tests an idea (results/h100/tf32-llm/): tf32 with a row-major B handed to tl.dot
 through registers (b * one, so Triton stores it K-major itself) instead of a K-major copy.
 
-    python -m compare --plugin docs/examples/tf32_b_through_registers.py --kernel x.stage256 --precision tf32 --shape 960x8192x8192
+    python -m compare --plugin docs/examples/tf32_b_through_registers.py --kernel x.stage256 \
+        --precision tf32 --shape 960x8192x8192
 
 On an H100 with Triton 3.6 it read 10-35% of cuBLAS tf32, below triton.stream_k with the copy
 (47-82%) on every shape measured."""
