@@ -69,11 +69,13 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
     127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92), except for long K
     (K >= 4 max(M, N)) where 64 rows pad no less than 128 (the H100 sweep: 1024x1024x16384 88%
-    with 128x128, 82% with 64x128). Everything else the
+    with 128x128, 82% with 64x128). 128-row tiles that pad more than a tenth of their rows
+    (pads_many_rows): the 64x128 tile. Everything else the
     128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
-    reading B; the 32-row tile keeps the wasted FFMAs under that time."""
+    reading B; the 32-row tile keeps the wasted FFMAs under that time, and for N <= 64 (tiny
+    outputs, long K) the 32x64 tile halves the FFMAs a 32x128 tile spends on empty columns."""
     if M <= 32:
-        return "32x128x16"
+        return "32x64x16" if N <= 64 else "32x128x16"
     if M <= 64:
         return "64x64x16" if N <= 64 else "64x128x16"
     if N <= 32:
@@ -86,6 +88,8 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
         long_k = K >= 4 * max(M, N)
         if not long_k or _cdiv(M, 64) * 64 < _cdiv(M, 128) * 128:
             return "64x128x16"
+    if decompose.pads_many_rows(M):
+        return "64x128x16"
     return "128x128x16"
 
 

@@ -123,12 +123,13 @@ DEFAULT_TILE = {9: "128x128x8s3", 10: "128x128x16"}
 # Stage 11 tiles: name -> (BM, BN, BK, STAGES, WN, blocks per SM the kernel is bounded for).
 # 64x128: 2x2 warps of 32x64 (128 threads, 4 blocks per SM); 32x128: 1x2 warps (64 threads);
 # 128x64: 4x2 warps of 32x32 (8x4 per thread); 128x32: 4x1 warps of 32x32 (128 threads);
-# 64x64: 2x2 warps of 32x32 (128 threads).
+# 64x64: 2x2 warps of 32x32 (128 threads); 32x64: 1x2 warps of 32x32 (64 threads).
 STREAM_K_TILES = {
     "128x128x16": (128, 128, 16, 2, 64, 2),
     "64x64x16": (64, 64, 16, 2, 32, 4),
     "64x128x16": (64, 128, 16, 2, 64, 4),
     "32x128x16": (32, 128, 16, 2, 64, 8),
+    "32x64x16": (32, 64, 16, 2, 32, 8),
     "128x64x16": (128, 64, 16, 2, 32, 2),
     "128x32x16": (128, 32, 16, 2, 32, 4),
 }

@@ -68,7 +68,9 @@ CASES = {
 def test_split_paths(kernel, case, precision):
     shape, options = CASES[case]
     r = _ok(kernel, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cpu", **options)
-    assert r.config["input_precision"] == sk.DOT_PRECISION[precision]
+    # A 1x1 output with no tile given: tf32x3 takes fp32's plan (tf32x3_split=ffma).
+    ffma = precision == "tf32x3" and case == "one"
+    assert r.config["input_precision"] == ("ieee" if ffma else sk.DOT_PRECISION[precision])
     if case not in ("one", "k_below_one_block"):
         assert r.config["split_tiles"] >= 1, r.config    # the case really splits a tile
     if case == "hybrid":
@@ -513,7 +515,7 @@ def test_gpu_sk_align(shape, precision, sk_align):
 # ---------------------------------------------------------------------------------------------
 # tf32x3 with the TF32 big/small split taken out of the K loop (option tf32x3_split).
 
-X3_SPLITS = ("in_loop", "a", "b", "ab")
+X3_SPLITS = ("in_loop", "a", "b", "ab", "ffma")
 
 
 @pytest.mark.parametrize("shape,want", [
@@ -538,6 +540,29 @@ def test_tf32x3_split_heuristic(shape, want):
     assert ("+split" in plan.config["operands"].split(", ")[0]) == (want in ("a", "ab"))
     assert (plan.config["b_transpose"] == "swap") == (want == "a" or shape == (64, 4096, 65536) or shape[1] == 64)
     assert _plan(*shape, "tf32").config["tf32x3_split"] == "n/a"
+
+
+@pytest.mark.parametrize("shape,ffma", [
+    ((48, 48, 262144), True), ((64, 64, 4096), True), ((1, 1, 1), True), ((16, 40, 600000), True),
+    ((65, 64, 100000), False), ((64, 65, 100000), False), ((8, 32768, 8192), False), ((4096, 4096, 4096), False),
+])
+def test_tf32x3_on_tiny_outputs_runs_fp32s_plan(shape, ffma):
+    """Outputs of at most 64x64 (<= 16 flops per byte): tf32x3 takes fp32's plan with IEEE dots,
+    and the config says so; larger ones keep the tensor cores."""
+    plan = _plan(*shape, "tf32x3")
+    assert (plan.config["tf32x3_split"] == "ffma") == ffma, plan.config
+    assert (plan.config["input_precision"] == "ieee") == ffma
+    if ffma:
+        fp32 = _plan(*shape, "fp32").config
+        assert {k: v for k, v in plan.config.items() if k != "tf32x3_split"} == \
+            {k: v for k, v in fp32.items() if k != "tf32x3_split"}
+    # Forced on a large output, or refused beside a tensor-core option.
+    assert _plan(1024, 1024, 1024, "tf32x3", tf32x3_split="ffma").config["input_precision"] == "ieee"
+    with pytest.raises(UsageError, match="contradict"):
+        _plan(*shape, "tf32x3", tf32x3_split="ffma", b_transpose="swap")
+    # A tensor-core option or a tile given: the user's plan, not the fallback.
+    assert _plan(*shape, "tf32x3", tf32x3_split="in_loop").config["input_precision"] == "tf32x3"
+    assert _plan(*shape, "tf32x3", tile="32x32x32").config["input_precision"] == "tf32x3"
 
 
 def test_tf32x3_split_copy_bytes():
@@ -708,7 +733,11 @@ def test_fp32_few_rows_tile(shape, tile, mode):
     ((800, 2400, 4500), "fp32", sk.FP32_FEW_TILES_TILE),     # 133 tiles of 128x128: a wave and one
     ((3500, 560, 320), "fp32", sk.FP32_FEW_TILES_TILE),
     ((2000, 1700, 2000), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # 224 tiles: 128x128 as before
-    ((320, 4096, 11008), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # K >= 8192: 128x128 as before
+    ((768, 5120, 13824), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # K >= 8192, 768 rows: no padding
+    # 128-row tiles leave 17% of 384 rows empty, 64-row tiles none (round 14: 83.0% -> 96.5%)
+    ((320, 4096, 11008), "fp32", sk.FP32_FEW_ROWS_TILE),
+    ((300, 8192, 2048), "fp32", sk.FP32_FEW_ROWS_TILE),         # 192 tiles of 128x128, 22% empty rows
+    ((600, 3072, 8192), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # 640 rows: 6% empty, no change
     ((1537, 2049, 1023), "tf32", sk.TF32_MID_TILE),           # 429 tiles of 128x64: data-parallel
     ((1200, 170, 4000), "tf32", sk.Tile(128, 128, 32, 8, 4)),  # 30 tiles of 128x64: not a wave
     ((1024, 1024, 1024), "tf32", sk.TF32_MID_TILE),           # 128 tiles of 128x64: a wave, dp

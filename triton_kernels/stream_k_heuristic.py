@@ -9,7 +9,9 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
                  a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
                  else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
-                 (64x64x32/4/4); else 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90%
+                 (64x64x32/4/4); else FP32_FEW_ROWS_TILE where 128-row tiles leave more than
+                 a tenth of their rows empty and 64-row ones fewer (decompose.pads_many_rows),
+                 else 128x128x16/8/4. tf32: 128x256x32/8/3 once those fill 90%
                  of a wave, else TF32_MID_TILE data-parallel for M > 512 and K < 4*max(M, N)
                  where its tiles fill 90% of a wave of SMs, else 128x128x32/8/4. tf32x3:
                  128x128x32/8/3 (64x64 where it pads less lost on held-out shapes: docs/findings.md).
@@ -19,7 +21,7 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
-tf32x3_split     x3_split_plan.
+tf32x3_split     x3_split_plan; outputs of at most 64x64: "ffma", fp32's plan (x3_uses_ffma).
 ===============  ==========================================================================
 """
 from __future__ import annotations
@@ -209,6 +211,8 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
             return FP32_FEW_ROWS_TILE, "dp"
         if t128 < FP32_FEW_TILES * sms and K < FP32_FEW_TILES_MAX_K:
             return FP32_FEW_TILES_TILE, None
+        if model.pads_many_rows(M):
+            return FP32_FEW_ROWS_TILE, None
         return Tile(128, 128, 16, 8, 4), None
     if precision == "tf32":
         if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
@@ -251,7 +255,16 @@ B_TRANSPOSE_CHOICES = ("auto", "copy", "load", "swap")
 # tf32x3: where the TF32 big/small split happens (_dot_x3). in_loop: Triton's built-in, both
 # tiles split at every k-step; b: B split once by its K-major copy, A in the loop; ab: both
 # split by copies; a (the swapped product): A split by a copy, B^T in the loop.
-X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab")
+X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
+# ffma: no split; fp32's plan and IEEE dots on the FFMA pipe, for outputs of at most
+# X3_FFMA_MAX_SIDE on both sides. Such a product does at most 16 flops per byte of A and B read
+# (64*64 / (2*128)), which FFMA sustains at HBM speed, so tf32x3's three TF32 products buy no time
+# and cost the split (docs/findings.md, "tf32x3 on tiny outputs").
+X3_FFMA_MAX_SIDE = 64
+
+
+def x3_uses_ffma(M: int, N: int) -> bool:
+    return M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE
 # The split paths go without the built-in's NaN mask between the small and big products: it
 # cost most of the gain (4096^3 b 1.481 ms without, 1.637 with); an inf input can then give NaN
 # where IEEE gives +-inf (docs/findings.md).

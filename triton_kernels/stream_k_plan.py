@@ -17,7 +17,7 @@ from ._operands import _aligned, _prepare_a, _prepare_b
 from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS, DOT_PRECISION,
                                  INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
-                                 worth_copying, x3_split_plan)
+                                 worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
 # ---------------------------------------------------------------------------------------------
@@ -82,7 +82,8 @@ OPTIONS = (
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
            "and B once, by copies), a (A once, by a copy, for the swapped product C^T = B^T A^T; "
-           "implies b_transpose=swap)", parse_choice(X3_SPLIT_CHOICES)),
+           "implies b_transpose=swap), ffma (no split: fp32's plan with IEEE dots on the FFMA pipe; the "
+           "default for outputs of at most 64x64)", parse_choice(X3_SPLIT_CHOICES)),
 )
 
 
@@ -111,6 +112,8 @@ CONFLICTS = (
      "options tf32x3_split={tf32x3_split} (copies) and operands={operands} (no copy of B) contradict each other"),
     (lambda o, p: o["tf32x3_split"] == "ab" and o["operands"] == "copy_b",
      "options tf32x3_split={tf32x3_split} (copies) and operands={operands} (no copy of A) contradict each other"),
+    (lambda o, p: o["tf32x3_split"] == "ffma" and o["b_transpose"] != "auto",
+     "options tf32x3_split=ffma (fp32 dots, no tensor cores) and b_transpose={b_transpose} contradict each other"),
     # a: A^T, the swapped product's shared-memory operand, is split by a copy of A.
     (lambda o, p: o["tf32x3_split"] == "a" and o["b_transpose"] in ("load", "copy"),
      "option tf32x3_split=a (the swapped product, A split by a copy) contradicts b_transpose={b_transpose}"),
@@ -150,6 +153,14 @@ class _Plan:
         self.deterministic = deterministic
         sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
         o = resolve_options(options, precision)
+        # The heuristic's fallback; a tile, split or B path the user gives keeps the tensor cores.
+        if precision == "tf32x3" and o["tf32x3_split"] == "auto" and o["b_transpose"] == "auto" \
+                and options.get("tile") is None and x3_uses_ffma(self.M, self.N):
+            o["tf32x3_split"] = "ffma"
+        # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
+        ffma = precision == "tf32x3" and o["tf32x3_split"] == "ffma"
+        precision = "fp32" if ffma else precision
+        self.dot_precision = DOT_PRECISION[precision]
         mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
         tile = options.get("tile")
         if isinstance(tile, str):
@@ -194,7 +205,7 @@ class _Plan:
             if not (self.a.copy_dst is not None and self.a.k_contiguous):
                 self.a = _prepare_a(A, "k", allow_direct=False)
             self.a = self.a.split()
-        self.x3_split = x3_split if precision == "tf32x3" else "n/a"
+        self.x3_split = "ffma" if ffma else x3_split if precision == "tf32x3" else "n/a"
         # The 16-byte hints where true (every copy satisfies them; an operand read as given
         # only when its strides do); hint=off only to compare with what Triton does unhinted
         # (python -m triton_kernels.stream_k_study --ptx).
@@ -227,7 +238,7 @@ class _Plan:
                 self.a.copy_bytes() + self.b.copy_bytes(), "c_vector_hint": self.c_hint,
             "b_transpose": ("n/a" if precision == "fp32" else "k_major" if self.b.k_contiguous else
                             "swap" if self.swap_ab else "load"),
-            "input_precision": DOT_PRECISION[precision], "tf32x3_split": self.x3_split,
+            "input_precision": self.dot_precision, "tf32x3_split": self.x3_split,
             # What the user set (any option: operands, b_transpose and tf32x3_split change the
             # plan as much as tile does), as the CUDA family records it.
             "chosen_by": (f"user ({', '.join(given)}), heuristic (the rest)" if given else "heuristic"),
@@ -265,7 +276,7 @@ class _Plan:
             av, bv, C, w, a_small, b_small, self.M, self.N, self.K, self.a.wrap, self.b.wrap,
             av.stride(0), av.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
             self.alpha, self.beta, 1.0, d.sk_tiles, d.sk_programs, self.sk_q, self.sk_r, d.max_segments,
-            DOT_PRECISION=DOT_PRECISION[self.precision], SWAP_AB=self.swap_ab,
+            DOT_PRECISION=self.dot_precision, SWAP_AB=self.swap_ab,
             SPLIT_A=self.a.small is not None, SPLIT_B=self.b.small is not None, MASK_NAN=X3_MASK_NAN,
             ATOMIC=atomic, HAS_BETA=self.beta != 0,
             A_K_CONTIG=self.a.k_contiguous, B_K_CONTIG=self.b.k_contiguous, A_HINT=self.a_hint,

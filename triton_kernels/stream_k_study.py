@@ -237,7 +237,7 @@ def shape_class(M: int, N: int, K: int) -> str:
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
-    from .stream_k_heuristic import choose_plan
+    from .stream_k_heuristic import choose_plan, x3_uses_ffma
     measured: dict = {}
     with open(path) as f:
         for r in csv.DictReader(f):
@@ -249,8 +249,10 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     groups: dict = {}
     missing = []
     for (prec, M, N, K), rows in sorted(measured.items()):
-        tile, d = choose_plan(M, N, K, prec, sms)
-        pick = rows.get((tile.dims, d.mode))
+        # tf32x3_split=ffma runs fp32's plan: its row is the fp32 row of the same tile.
+        ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
+        tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
+        pick = (measured.get(("fp32", M, N, K), {}) if ffma else rows).get((tile.dims, d.mode))
         if pick is None or "run's heuristic" not in rows:
             missing.append(f"{prec} {M}x{N}x{K}")
             continue
