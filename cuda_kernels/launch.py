@@ -69,8 +69,8 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
     127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92), except for long K
     (K >= 4 max(M, N)) where 64 rows pad no less than 128 (the H100 sweep: 1024x1024x16384 88%
-    with 128x128, 82% with 64x128). 128-row tiles that pad more than a tenth of their rows
-    (pads_many_rows): the 64x128 tile. Everything else the
+    with 128x128, 82% with 64x128). 128-row tiles that leave more than PAD_MAX_EMPTY_ROWS of
+    their rows empty: the 64x128 tile. Everything else the
     128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
     reading B; the 32-row tile keeps the wasted FFMAs under that time, and for N <= 64 (tiny
     outputs, long K) the 32x64 tile halves the FFMAs a 32x128 tile spends on empty columns."""
@@ -88,9 +88,17 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
         long_k = K >= 4 * max(M, N)
         if not long_k or _cdiv(M, 64) * 64 < _cdiv(M, 128) * 128:
             return "64x128x16"
-    if decompose.pads_many_rows(M):
+    if decompose.pads_many_rows(M, PAD_MAX_EMPTY_ROWS):
         return "64x128x16"
     return "128x128x16"
+
+
+# 128x128 tiles leaving more than this share of their rows empty lose to 64x128 ones that pad
+# fewer. Where neither pads, the 64-row tile's lower operand reuse costs 1-4.5% (768x5120x13824
+# 96.5% -> 92.7% of cuBLAS); on the 12 tunable shapes of results/h100/explore/round15 where it
+# pads fewer, it gained from 6.25% empty up (1200x3072x3072 91.3% -> 93.8%; 30%, 180x12288x12288:
+# 76.7% -> 96.7%).
+PAD_MAX_EMPTY_ROWS = 0.05
 
 
 # ---------------------------------------------------------------------------------------------

@@ -217,16 +217,16 @@ def test_stream_k_tile_heuristic():
     assert t(50, 60, 10**6) == "64x64x16" and t(20, 4096, 64) == "32x128x16"
     assert t(16, 48, 655360) == t(32, 64, 10**5) == "32x64x16"    # tiny outputs: no 128-wide tile
     assert t(32, 65, 10**5) == "32x128x16"
-    # A wave or more of 128x128 tiles that leave > 10% of their rows empty: 64-row tiles.
-    assert t(300, 8192, 28672) == t(448, 4096, 14336) == "64x128x16"    # 384 / 512 rows
-    assert t(600, 8192, 8192) == t(768, 5120, 13824) == "128x128x16"    # 6% / 0% empty
+    # A wave or more of 128x128 tiles that leave > 5% of their rows empty: 64-row tiles.
+    assert t(300, 8192, 28672) == t(448, 4096, 14336) == t(960, 8192, 8192) == "64x128x16"  # 22 / 12.5 / 6.25%
+    assert t(4097, 4095, 255) == t(768, 5120, 13824) == "128x128x16"    # 1.5% / 0% empty
     assert t(200, 16384, 8192) == "128x128x16"                            # 64-row tiles pad 256 too
 
 
 def test_pads_many_rows():
     p = decompose.pads_many_rows
-    assert p(300) and p(320) and p(272) and p(448) and p(130)
-    assert not p(128) and not p(256) and not p(600) and not p(1000) and not p(200)
+    assert p(300, 0.1) and p(320, 0.1) and p(272, 0.1) and p(448, 0.1) and p(130, 0.1) and p(830, 0.07)
+    assert not p(830, 0.1) and not p(960, 0.07) and not p(4097, 0.05) and not p(128, 0) and not p(200, 0)
 
 
 def test_stream_k_heuristic_on_the_headline_shapes():

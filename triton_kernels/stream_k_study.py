@@ -234,6 +234,31 @@ def shape_class(M: int, N: int, K: int) -> str:
     return "long K" if K >= 4 * max(M, N) else "other"
 
 
+ROWS_COLUMNS = ("precision", "shape", "M", "N", "K", "kernel", "status", "median_ms", "pct_cublas", "tile",
+                "decomposition", "rel_err")
+
+
+def rows_csv(paths: list[str]) -> str:
+    """The rows of ``python -m compare ... --format json -o FILE`` runs as the CSV --judge-tiles
+    reads (one line per row: the variant label in ``kernel``, the tile and decomposition that ran)."""
+    import csv
+    import io
+    import json
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(ROWS_COLUMNS)
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f)["results"]:
+                cfg = r.get("config") or {}
+                deco = cfg.get("decomposition", cfg.get("mode", ""))
+                w.writerow([r["precision"], r["shape"], r["M"], r["N"], r["K"], r["kernel"], r["status"],
+                            r.get("median_ms") if r.get("median_ms") is not None else "",
+                            round(r["pct_cublas"], 2) if r.get("pct_cublas") is not None else "",
+                            cfg.get("tile", ""), deco, r.get("rel_err") if r.get("rel_err") is not None else ""])
+    return out.getvalue()
+
+
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
@@ -286,8 +311,11 @@ if __name__ == "__main__":
             print(f"{prec}: {now} compiles of _stream_k_kernel (with every int specialised: {every})")
     elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
         print("\n".join(judge_tiles(sys.argv[2])))
+    elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
+        print(rows_csv(sys.argv[2:]), end="")
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
-              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv",
+              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv"
+              " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)

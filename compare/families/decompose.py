@@ -47,17 +47,12 @@ def tile_fill(M: int, N: int, bm: int, bn: int) -> float:
     return M * N / (cdiv(M, bm) * bm * cdiv(N, bn) * bn)
 
 
-# 128-row fp32 tiles that leave more than this share of their rows empty (M = 300: 384 rows, 22%
-# empty) lose to 64-row tiles that pad fewer (320 rows): the FFMAs spent on empty rows cost more
-# than the 64-row tile's lower operand reuse (docs/findings.md, "Padded rows").
-PAD_MAX_EMPTY_ROWS = 0.10
-
-
-def pads_many_rows(M: int) -> bool:
-    """Do 128-row tiles leave more than PAD_MAX_EMPTY_ROWS of their M rows empty, where 64-row
-    tiles leave fewer? Both families' fp32 tile heuristics ask."""
+def pads_many_rows(M: int, max_empty: float) -> bool:
+    """Do 128-row tiles leave more than ``max_empty`` of their rows empty (M = 300: 384 rows,
+    22%), where 64-row tiles leave fewer (320 rows)? Both families' fp32 tile heuristics ask,
+    each with its own measured threshold."""
     rows128, rows64 = cdiv(M, 128) * 128, cdiv(M, 64) * 64
-    return M < (1 - PAD_MAX_EMPTY_ROWS) * rows128 and rows64 < rows128
+    return M < (1 - max_empty) * rows128 and rows64 < rows128
 
 
 # --------------------------------------------------------------------------------------------
