@@ -88,7 +88,7 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
         long_k = K >= 4 * max(M, N)
         if not long_k or _cdiv(M, 64) * 64 < _cdiv(M, 128) * 128:
             return "64x128x16"
-    if decompose.pads_many_rows(M, PAD_MAX_EMPTY_ROWS):
+    if pads_many_rows(M, PAD_MAX_EMPTY_ROWS):
         return "64x128x16"
     return "128x128x16"
 
@@ -99,6 +99,13 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
 # pads fewer, it gained from 6.25% empty up (1200x3072x3072 91.3% -> 93.8%; 30%, 180x12288x12288:
 # 76.7% -> 96.7%).
 PAD_MAX_EMPTY_ROWS = 0.05
+
+
+def pads_many_rows(M: int, max_empty: float) -> bool:
+    """Do 128-row tiles leave more than ``max_empty`` of their rows empty (M = 300: 384 rows,
+    22%), where 64-row tiles leave fewer (320 rows)?"""
+    rows128, rows64 = _cdiv(M, 128) * 128, _cdiv(M, 64) * 64
+    return M < (1 - max_empty) * rows128 and rows64 < rows128
 
 
 # ---------------------------------------------------------------------------------------------

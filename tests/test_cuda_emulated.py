@@ -224,7 +224,7 @@ def test_stream_k_tile_heuristic():
 
 
 def test_pads_many_rows():
-    p = decompose.pads_many_rows
+    p = cuda_launch.pads_many_rows
     assert p(300, 0.1) and p(320, 0.1) and p(272, 0.1) and p(448, 0.1) and p(130, 0.1) and p(830, 0.07)
     assert not p(830, 0.1) and not p(960, 0.07) and not p(4097, 0.05) and not p(128, 0) and not p(200, 0)
 

@@ -739,11 +739,10 @@ def test_fp32_few_rows_tile(shape, tile, mode):
     ((3500, 560, 320), "fp32", sk.FP32_FEW_TILES_TILE),
     ((2000, 1700, 2000), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # 224 tiles: 128x128 as before
     ((768, 5120, 13824), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # K >= 8192, 768 rows: no padding
-    # 128-row tiles leave 17% of 384 rows empty, 64-row tiles none (round 14: 83.0% -> 96.5%)
-    ((320, 4096, 11008), "fp32", sk.FP32_FEW_ROWS_TILE),
-    ((300, 8192, 28672), "fp32", sk.FP32_FEW_ROWS_TILE),        # 192 tiles of 128x128, 22% empty rows
-    ((420, 5120, 5120), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # K < 8192: 128x128 (round 15: 91.7 vs 73.3)
-    ((600, 8192, 8192), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # 640 rows: 6% empty, no change
+    # No padded-rows rule in this family: the held-out 300x8192x28672 lost with 64x128 tiles
+    # (results/h100/heldout-round15/), so 22% empty rows keep 128x128.
+    ((300, 8192, 28672), "fp32", sk.Tile(128, 128, 16, 8, 4)),
+    ((320, 4096, 11008), "fp32", sk.Tile(128, 128, 16, 8, 4)),
     ((1537, 2049, 1023), "tf32", sk.TF32_MID_TILE),           # 429 tiles of 128x64: data-parallel
     ((1200, 170, 4000), "tf32", sk.Tile(128, 128, 32, 8, 4)),  # 30 tiles of 128x64: not a wave
     ((1024, 1024, 1024), "tf32", sk.TF32_MID_TILE),           # 128 tiles of 128x64: a wave, dp

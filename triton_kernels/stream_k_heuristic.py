@@ -9,9 +9,7 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
                  a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
                  else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
-                 (64x64x32/4/4); else at K >= 8192 FP32_FEW_ROWS_TILE where 128-row tiles
-                 leave more than a tenth of their rows empty and 64-row ones fewer
-                 (decompose.pads_many_rows), else 128x128x16/8/4.
+                 (64x64x32/4/4); else 128x128x16/8/4.
                  tf32: 128x256x32/8/3 once those fill 90% of a wave, else TF32_MID_TILE
                  data-parallel for M > 512 and K < 4*max(M, N) where its tiles fill 90% of a
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
@@ -190,13 +188,12 @@ TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
 FP32_FEW_TILES, FP32_FEW_TILES_MAX_K = 1.1, 8192
 
-# fp32 at K >= 8192 where 128-row tiles leave more than a tenth of their rows empty and 64-row
-# tiles fewer: FP32_FEW_ROWS_TILE (rounds 14 and 15, tunable shapes: 320x4096x11008 83.6% ->
-# 97.1% of cuBLAS, 272x28672x8192 91.9 -> 107.8, one loss, 180x12288x12288 79.9 -> 74.4). Below
-# K = 8192 this tile lost as often as it won (420x5120x5120 91.7 -> 73.3, 400x7000x5000 74.5 ->
-# 98.7). Where neither tile pads, Triton's 64x128 tile loses more to its 128x128 one than the CUDA
-# family's does (1100x4096x2048: 93.1% against 107.0%; CUDA 101.1% against 102.5%).
-FP32_PAD_MAX_EMPTY_ROWS, FP32_PAD_MIN_K = 0.10, 8192
+# No padded-rows rule for fp32 (the CUDA family's PAD_MAX_EMPTY_ROWS): Triton's 64x128x16 tile
+# won on rounds 14-15's tunable K >= 8192 shapes with 12-29% of 128-row tiles empty (320x4096x11008
+# 83.6% -> 97.1% of cuBLAS) but lost on the held-out 300x8192x28672 (78.5% -> 68.1%,
+# results/h100/heldout-round15/), and below K = 8192 it lost as often as it won (420x5120x5120
+# 91.7 -> 73.3, 400x7000x5000 74.5 -> 98.7). Where neither tile pads it loses 14-16% to
+# 128x128x16 (1100x4096x2048: 93.1% against 107.0%), much more than the CUDA family's 64x128.
 
 
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
@@ -221,8 +218,6 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
             return FP32_FEW_ROWS_TILE, "dp"
         if t128 < FP32_FEW_TILES * sms and K < FP32_FEW_TILES_MAX_K:
             return FP32_FEW_TILES_TILE, None
-        if K >= FP32_PAD_MIN_K and model.pads_many_rows(M, FP32_PAD_MAX_EMPTY_ROWS):
-            return FP32_FEW_ROWS_TILE, None
         return Tile(128, 128, 16, 8, 4), None
     if precision == "tf32":
         if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:

@@ -47,14 +47,6 @@ def tile_fill(M: int, N: int, bm: int, bn: int) -> float:
     return M * N / (cdiv(M, bm) * bm * cdiv(N, bn) * bn)
 
 
-def pads_many_rows(M: int, max_empty: float) -> bool:
-    """Do 128-row tiles leave more than ``max_empty`` of their rows empty (M = 300: 384 rows,
-    22%), where 64-row tiles leave fewer (320 rows)? Both families' fp32 tile heuristics ask,
-    each with its own measured threshold."""
-    rows128, rows64 = cdiv(M, 128) * 128, cdiv(M, 64) * 64
-    return M < (1 - max_empty) * rows128 and rows64 < rows128
-
-
 # --------------------------------------------------------------------------------------------
 # split-K
 
