@@ -63,10 +63,6 @@ __device__ __forceinline__ void tf32_split(float x, unsigned& big, unsigned& sma
     small = tf32_operand(s == s ? s : 0.f);
 }
 
-__device__ __forceinline__ float f4_at(const float4& v, int i) {
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
 // Four 8x4-float matrices, rows addressed by lanes 8j..8j+7 for matrix j.
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -85,31 +81,13 @@ struct Geometry {
     static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     static constexpr int MI = WM / 16, NI = WN / 8;      // mma tiles per warp
-    static constexpr int A_LD = BK + 4, B_LD = BN;       // A rows padded; B rows swizzled (b_chunk)
+    static constexpr int A_LD = BK + 4, B_LD = BN + 8;   // padded rows (floats)
     static constexpr int A_FLOATS = BM * A_LD, B_FLOATS = BK * B_LD;
     static constexpr int STAGE = A_FLOATS + B_FLOATS;
-    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && BK % 8 == 0, "tile shapes");
-    static_assert((NI == 4 || NI == 8) && BN % 32 == 0, "B fragments: one or two float4 per row, 8-chunk swizzle");
+    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "tile shapes");
     static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0, "float4 copies split evenly");
     static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "scalar copies split evenly");
 };
-
-// B's shared-memory layout: row k of the tile holds its BN floats as 16-byte chunks, chunk c at
-// position c ^ b_swizzle(k). Lane (g, t) reads NI consecutive floats (its NI mma columns, see
-// the kernel) from rows t and t+4 as float4s; in each 8-lane phase of such a read, lanes
-// (g, t) for two g and four t then hit 8 different 4-bank groups: with two float4 per lane
-// (NI = 8) a phase's chunks are {c, c+2} and the swizzle flips bits 0 and 2 by t; with one
-// (NI = 4) they are {c, c+1} and it flips bits 1 and 2. Rows k and k + 4 swizzle alike.
-template <class G>
-__device__ __forceinline__ int b_swizzle(int k) {
-    return G::NI == 8 ? (k & 1) | ((k & 2) << 1) : (k & 3) << 1;
-}
-
-// Offset (floats) of B's element (k, n) inside a stage's B tile.
-template <class G>
-__device__ __forceinline__ int b_offset(int k, int n) {
-    return k * G::B_LD + ((((n >> 2) ^ b_swizzle<G>(k))) << 2) + (n & 3);
-}
 
 // Copies K tiles of A and B into shared memory; zeros outside the matrix.
 // VEC: 16-byte copies (K % 4 == 0, N % 4 == 0: a float4 is wholly inside or outside). Else
@@ -125,15 +103,13 @@ struct TileLoader {
     static constexpr int A_PASSES = BM / A_RPP, B_PASSES = BK / B_RPP;
     static_assert(A_RPP * A_PER_ROW == G::THREADS && A_PASSES * A_RPP == BM, "A copies split evenly");
     static_assert(B_RPP * B_PER_ROW == G::THREADS && B_PASSES * B_RPP == BK, "B copies split evenly");
-    static_assert((B_RPP & (B_RPP - 1)) == 0 && G::B_LD % 32 == 0, "B passes: swizzle by XOR (issue)");
     const float* a;    // A + row*K + k + a_k (row clamped into the matrix), k = next tile's first k
     const float* b;    // B + (k + b_k)*N + col (col clamped into the row)
     size_t a_pass, b_pass;   // elements between two passes
     int a_rows;        // passes whose A row exists
     int a_k, b_k;      // this thread's k offset inside the tile (A column, B row)
     bool b_col;        // this thread's B column exists
-    int a_dst;         // offset inside a stage of the first pass's A copy
-    int b_dst;         // offset inside the B tile of the first pass's B copy
+    int a_dst, b_dst;  // offsets inside a stage
 
     __device__ __forceinline__ void init(const float* A, const float* B, int M, int N, int K, int m0, int n0,
                                          int tid) {
@@ -148,7 +124,7 @@ struct TileLoader {
         a_pass = (size_t)A_RPP * K;
         b_pass = (size_t)B_RPP * N;
         a_dst = ar * G::A_LD + a_k;
-        b_dst = b_offset<G>(b_k, bc);
+        b_dst = G::A_FLOATS + b_k * G::B_LD + bc;
     }
 
     // The tile starting at k0 into `stage`, then the pointers step to the next tile.
@@ -166,11 +142,7 @@ struct TileLoader {
 #pragma unroll
         for (int i = 0; i < B_PASSES; ++i, q += b_pass) {
             const bool ok = b_col && k0 + b_k + i * B_RPP < K;
-            // Pass i's row is b_k + i*B_RPP with b_k < B_RPP (powers of two): its k % 4 is
-            // b_k % 4 with the bits of (i*B_RPP) % 4 set, and b_swizzle is a bitwise map, so its
-            // chunk is the first pass's XOR a constant (B_LD % 32 == 0 keeps bits 2-4 free).
-            const int flip = b_swizzle<G>((i * B_RPP) & 3) << 2;
-            float* d = stage + G::A_FLOATS + ((b_dst ^ flip) + i * B_RPP * G::B_LD);
+            float* d = stage + b_dst + i * B_RPP * G::B_LD;
             if (VEC) cp_async16(d, ok ? q : B, ok);
             else cp_async4(d, ok ? q : B, ok);
         }
@@ -187,64 +159,46 @@ struct TileLoader {
 // rounded to nearest, it stays at fp32's level, for 4 FADDs per 3 mma.
 template <class G, int BK, bool SPLIT3>
 __device__ __forceinline__ void compute_stage(float (&acc)[G::MI][G::NI][4], const float* stage, int a_row,
-                                              int a_col, const int (&b_off)[G::NI / 4]) {
+                                              int a_col, int b_off) {
     const unsigned a_base = smem_addr(stage) + 4u * (a_row * G::A_LD + a_col);
-    const float* Bs = stage + G::A_FLOATS;
-    // SPLIT3 holds big and small parts (2x the fragment registers): unrolled, ptxas hoisted the
-    // next k8 steps' loads above this one's mma and spilled at 255 registers; one step at a
-    // time it needs 187.
-#pragma unroll (SPLIT3 ? 1 : BK / 8)
+    const float* Bs = stage + G::A_FLOATS + b_off;
+#pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
-        // This lane's NI columns of rows kk+t and kk+t+4: NI/4 float4 of each.
-        float4 lo[G::NI / 4], hi[G::NI / 4];
+        // SPLIT3 holds big and small parts of A (2x the fragment registers): loads of the next
+        // k8 step hoisted above this one's mma pushed the 64x64 warp tile past 255 registers.
+        if (SPLIT3) asm volatile("" ::: "memory");
+        unsigned a_big[G::MI][4], a_small[G::MI][4];
 #pragma unroll
-        for (int q = 0; q < G::NI / 4; ++q) {
-            lo[q] = *reinterpret_cast<const float4*>(Bs + b_off[q] + kk * G::B_LD);
-            hi[q] = *reinterpret_cast<const float4*>(Bs + b_off[q] + (kk + 4) * G::B_LD);
+        for (int mi = 0; mi < G::MI; ++mi) {
+            unsigned raw[4];
+            ldmatrix_x4(raw, a_base + 4u * (mi * 16 * G::A_LD + kk));
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float x = __uint_as_float(raw[j]);
+                if (SPLIT3) tf32_split(x, a_big[mi][j], a_small[mi][j]);
+                else a_big[mi][j] = tf32_operand(x);
+            }
         }
-        if (!SPLIT3) {
-            unsigned a[G::MI][4], b[G::NI][2];
 #pragma unroll
-            for (int mi = 0; mi < G::MI; ++mi) {
-                unsigned raw[4];
-                ldmatrix_x4(raw, a_base + 4u * (mi * 16 * G::A_LD + kk));
+        for (int ni = 0; ni < G::NI; ++ni) {
+            const float x0 = Bs[kk * G::B_LD + ni * 8], x1 = Bs[(kk + 4) * G::B_LD + ni * 8];
+            if (SPLIT3) {
+                unsigned b0, b1, s0, s1;
+                tf32_split(x0, b0, s0);
+                tf32_split(x1, b1, s1);
 #pragma unroll
-                for (int j = 0; j < 4; ++j) a[mi][j] = tf32_operand(__uint_as_float(raw[j]));
-            }
-#pragma unroll
-            for (int ni = 0; ni < G::NI; ++ni) {
-                b[ni][0] = tf32_operand(f4_at(lo[ni / 4], ni % 4));
-                b[ni][1] = tf32_operand(f4_at(hi[ni / 4], ni % 4));
-            }
-#pragma unroll
-            for (int ni = 0; ni < G::NI; ++ni)
-#pragma unroll
-                for (int mi = 0; mi < G::MI; ++mi) mma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
-        } else {
-            // B's big and small parts for all NI tiles (4 registers a tile), then A one mma row
-            // at a time (8): holding A's parts for every row instead (as B's for one column)
-            // pushed the 64x32 warp tile past 255 registers.
-            unsigned bb[G::NI][2], bs[G::NI][2];
-#pragma unroll
-            for (int ni = 0; ni < G::NI; ++ni) {
-                tf32_split(f4_at(lo[ni / 4], ni % 4), bb[ni][0], bs[ni][0]);
-                tf32_split(f4_at(hi[ni / 4], ni % 4), bb[ni][1], bs[ni][1]);
-            }
-#pragma unroll
-            for (int mi = 0; mi < G::MI; ++mi) {
-                unsigned raw[4], ab[4], as[4];
-                ldmatrix_x4(raw, a_base + 4u * (mi * 16 * G::A_LD + kk));
-#pragma unroll
-                for (int j = 0; j < 4; ++j) tf32_split(__uint_as_float(raw[j]), ab[j], as[j]);
-#pragma unroll
-                for (int ni = 0; ni < G::NI; ++ni) {
+                for (int mi = 0; mi < G::MI; ++mi) {
                     float t[4] = {0.f, 0.f, 0.f, 0.f};
-                    mma(t, as, bb[ni][0], bb[ni][1]);   // small terms first, then the big one
-                    mma(t, ab, bs[ni][0], bs[ni][1]);
-                    mma(t, ab, bb[ni][0], bb[ni][1]);
+                    mma(t, a_small[mi], b0, b1);   // small terms first, then the big one
+                    mma(t, a_big[mi], s0, s1);
+                    mma(t, a_big[mi], b0, b1);
 #pragma unroll
                     for (int j = 0; j < 4; ++j) acc[mi][ni][j] += t[j];
                 }
+            } else {
+                const unsigned b0 = tf32_operand(x0), b1 = tf32_operand(x1);
+#pragma unroll
+                for (int mi = 0; mi < G::MI; ++mi) mma(acc[mi][ni], a_big[mi], b0, b1);
             }
         }
     }
@@ -271,13 +225,7 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
     // ldmatrix: lane l gives the address of row l%8 of matrix l/8; matrices 0..3 are
     // (rows 0-7, k 0-3), (rows 8-15, k 0-3), (rows 0-7, k 4-7), (rows 8-15, k 4-7) -> a0..a3.
     const int a_row = wm + (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 4;
-    // B fragments: b0 = B[k=t][n=g], b1 = B[k=t+4][n=g] of mma tile ni. Which block column an mma
-    // column is, is ours to choose: (ni, g) is column wn + g*NI + ni, so a lane's NI columns are
-    // consecutive (float4 reads) and its results are too (mma column j of tile ni: wn + j*NI + ni).
-    // Rows t + 8i and t + 4 + 8i share row t's swizzle: the float4s' offsets in row t suffice.
-    int b_off[G::NI / 4];
-#pragma unroll
-    for (int q = 0; q < G::NI / 4; ++q) b_off[q] = tf32mma::b_offset<G>(t, wn + g * G::NI + 4 * q);
+    const int b_off = t * G::B_LD + wn + g;   // b0 = B[k=t][n=g], b1 = B[k=t+4][n=g]
 
     float acc[G::MI][G::NI][4];
 #pragma unroll
@@ -309,8 +257,7 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
     }
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 
-    // acc[mi][ni][2h + e] = C row g + 8h of mma tile mi, mma column 2t + e of tile ni, which is
-    // block column wn + (2t + e)*NI + ni: per row, a lane holds 2*NI consecutive columns.
+    // acc[mi][ni] = C rows (g, g+8) x columns (2t, 2t+1) of mma tile (mi, ni).
 #pragma unroll
     for (int mi = 0; mi < G::MI; ++mi) {
 #pragma unroll
@@ -319,33 +266,25 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
             if (row >= M) continue;
             float* c_row = C + (size_t)row * N;
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col0 = n0 + wn + (2 * t + e) * G::NI;
-#pragma unroll
-                for (int q = 0; q < G::NI / 4; ++q) {
-                    const int col = col0 + 4 * q;
-                    float v[4];
-#pragma unroll
-                    for (int j = 0; j < 4; ++j) v[j] = acc[mi][4 * q + j][2 * h + e];
-                    if (VEC) {
-                        // N % 4 == 0 and col % 4 == 0: the float4 is wholly in or out.
-                        if (col < N) {
-                            float4* p = reinterpret_cast<float4*>(c_row + col);
-                            float4 r;
-                            if (beta == 0.0f) {
-                                r = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
-                            } else {
-                                const float4 o = *p;
-                                r = make_float4(alpha * v[0] + beta * o.x, alpha * v[1] + beta * o.y,
-                                                alpha * v[2] + beta * o.z, alpha * v[3] + beta * o.w);
-                            }
-                            *p = r;
+            for (int ni = 0; ni < G::NI; ++ni) {
+                const int col = n0 + wn + ni * 8 + 2 * t;
+                const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
+                if (VEC) {
+                    // N % 4 == 0 and col even: the pair is 8-byte aligned and wholly in or out.
+                    if (col < N) {
+                        float2* p = reinterpret_cast<float2*>(c_row + col);
+                        float2 r;
+                        if (beta == 0.0f) {
+                            r.x = alpha * v0; r.y = alpha * v1;
+                        } else {
+                            const float2 o = *p;
+                            r.x = alpha * v0 + beta * o.x; r.y = alpha * v1 + beta * o.y;
                         }
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < 4; ++j)
-                            if (col + j < N) c_row[col + j] = axpby(v[j], alpha, beta, c_row + col + j);
+                        *p = r;
                     }
+                } else {
+                    if (col < N) c_row[col] = axpby(v0, alpha, beta, c_row + col);
+                    if (col + 1 < N) c_row[col + 1] = axpby(v1, alpha, beta, c_row + col + 1);
                 }
             }
         }

@@ -217,7 +217,7 @@ def _pick_config(spec: StageSpec, problem, inputs, opts: dict, suffix: str = "")
 
 def _check_smem(spec: StageSpec, cfg: Config) -> None:
     """A block asking for more shared memory than the GPU lets one block opt in to can't launch
-    (stage 12's 102 KiB runs on sm_80 / sm_90, not on sm_86 / sm_89 with 99 KiB): say so first."""
+    (stage 12's 105 KiB runs on sm_80 / sm_90, not on sm_86 / sm_89 with 99 KiB): say so first."""
     be = loader.backend()
     if cfg.smem_dynamic > 48 * 1024 and hasattr(be, "smem_optin"):
         have = be.smem_optin()
