@@ -12,13 +12,9 @@
 // the same run, `--opt cuda.11_stream_k:mode=dp` = this kernel without stream-K): 1000^3 (64
 // tiles) 18.9 -> 25.9 TFLOP/s (58% -> 79%); 5003x1021x2039 (320 tiles, 1.2 waves) 34.5 -> 39.6
 // (79% -> 90%); 128x4096x11008 (32 tiles) 10.6 -> 41.2 (23% -> 87%).
-// Tile per shape (launch.py, stream_k_tile): 128x128x16 (stages 09/10's warp tile); for
-// skinny outputs, where a 128-row (-column) tile would be mostly empty FFMAs: 32x128x16 (M <= 32,
-// 2 warps), 32x64x16 (M <= 32, N <= 64), 64x128x16 (M <= 64), 64x64x16 (M, N <= 64), 128x32x16
-// (N <= 32, 4 warps of 32x32) and 128x64x16 (N <= 64); below one wave of 128x128 tiles, 64x128x16
-// (twice the blocks), except for long K where 64 rows pad no less; 64x128x16 also where 128-row
-// tiles leave more than 5% of their rows empty and 64-row ones fewer. Over the 58-shape H100 sweep (results/h100/sweep): 96.1%
-// of cuBLAS (geometric mean), worst 81.4%.
+// Tile per shape (launch.py, stream_k_tile): 128x128x16 (stages 09/10's warp tile); smaller
+// tiles where a 128-row (-column) tile would be mostly empty FFMAs (M or N <= 32 or 64); and
+// 64x128x16 below one wave of 128x128 tiles or where those leave > 5% of their rows empty.
 //
 // Fixup of split tiles: a stream-K block's range starts and ends at arbitrary iterations, so it
 // covers at most two partial tiles (its first and its last) and whole tiles in between. Whole
