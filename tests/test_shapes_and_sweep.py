@@ -93,6 +93,8 @@ def test_heldout_shares_no_shape_with_anything_tuning_may_use():
     assert all(M == 1 for M, N, K in shapes.SHAPE_SETS["heldout_m1"])
     assert all(16 <= M <= 48 and 16 <= N <= 48 and K >= 262144 for M, N, K in shapes.SHAPE_SETS["heldout_tiny_out"])
     assert all(256 <= M <= 1024 and K >= 8192 for M, N, K in shapes.SHAPE_SETS["heldout_llm_k8k"])
+    pad = shapes.SHAPE_SETS["heldout_llm_pad"]
+    assert all(128 < M < 1024 and K >= 8192 for M, N, K in pad) and sum(0 < M % 128 <= 64 for M, N, K in pad) >= 6
     assert all(2 * M * N * K >= shapes.MIN_FLOPS for h in shapes.HELDOUT_SETS for M, N, K in shapes.SHAPE_SETS[h])
 
 
