@@ -9,7 +9,9 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
                  a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
                  else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
-                 (64x64x32/4/4); else 128x128x16/8/4.
+                 (64x64x32/4/4); else FP32_PAD_TILE (64x256x16/8/4) where it fills 5 points
+                 more of its area than 128x128 tiles (M just past a multiple of 128); else
+                 128x128x16/8/4.
                  tf32: 128x256x32/8/3 once those fill 90% of a wave, else TF32_MID_TILE
                  data-parallel for M > 512 and K < 4*max(M, N) where its tiles fill 90% of a
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
@@ -188,12 +190,16 @@ TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
 FP32_FEW_TILES, FP32_FEW_TILES_MAX_K = 1.1, 8192
 
-# No padded-rows rule for fp32 (the CUDA family's PAD_MAX_EMPTY_ROWS): Triton's 64x128x16 tile
-# won on rounds 14-15's tunable K >= 8192 shapes with 12-29% of 128-row tiles empty (320x4096x11008
-# 83.6% -> 97.1% of cuBLAS) but lost on the held-out 300x8192x28672 (78.5% -> 68.1%,
-# results/h100/heldout-round15/), and below K = 8192 it lost as often as it won (420x5120x5120
-# 91.7 -> 73.3, 400x7000x5000 74.5 -> 98.7). Where neither tile pads it loses 14-16% to
-# 128x128x16 (1100x4096x2048: 93.1% against 107.0%), much more than the CUDA family's 64x128.
+# fp32 where 64x256 tiles leave at least 5 points more of their area in the output than 128x128
+# ones (M just past a multiple of 128: 320 rows fill 83% of 384): 64x256x16/8/4, same area and
+# warps. Round 16 (tunable shapes, results/h100/explore/round16): all 10 such shapes gained,
+# 7-23 points of fill -> +9 to +26 points of cuBLAS (320x4096x11008 82.6% -> 100.1%, 830x5000x3000
+# 83.5 -> 93.2); where nothing pads it read within 1 point of 128x128 on three of four shapes
+# (1000x1536x8960: 86.0 -> 79.5). Triton's 64x128 tiles were no substitute: they lost up to 16
+# points where nothing pads, and on the held-out 300x8192x28672 (78.5% -> 68.1%,
+# results/h100/heldout-round15/), so that row counts as seen for this rule.
+FP32_PAD_TILE = Tile(64, 256, 16, 8, 4)
+FP32_PAD_MIN_FILL_GAIN = 0.05
 
 
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
@@ -218,6 +224,8 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
             return FP32_FEW_ROWS_TILE, "dp"
         if t128 < FP32_FEW_TILES * sms and K < FP32_FEW_TILES_MAX_K:
             return FP32_FEW_TILES_TILE, None
+        if model.tile_fill(M, N, 64, 256) >= model.tile_fill(M, N, 128, 128) + FP32_PAD_MIN_FILL_GAIN:
+            return FP32_PAD_TILE, None
         return Tile(128, 128, 16, 8, 4), None
     if precision == "tf32":
         if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= DP_WAVE_EFFICIENCY * sms:
