@@ -11,8 +11,6 @@ import json
 import os
 import sys
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "decompose", "plans_before.json")
 SHAPES = [(M, N, K) for M in (1, 64, 127, 1000, 4096) for N in (1, 128, 255, 4096, 11008)
           for K in (7, 300, 1021, 16384, 131072)]
@@ -58,6 +56,10 @@ def test_plans_match_the_recorded_table():
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
+    # Standalone, without the conftest: importing triton_kernels on a machine without a GPU needs
+    # the interpreter. Never at import under pytest, where it would switch every later Triton
+    # test of the process to the interpreter on a GPU box.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(FIXTURE, "w") as f:
         json.dump(plans(), f, separators=(",", ":"))

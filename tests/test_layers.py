@@ -233,3 +233,45 @@ def test_the_checker_catches_an_upward_import_a_cycle_and_a_stray_module(tmp_pat
     assert {"compare.harness.runner", "compare.harness.timing"} in cycles, cycles
     assert {"compare.ci.gate", "compare.cli"} in cycles, cycles
     assert not any("compare.harness.problem" in c for c in cycles), cycles
+
+
+def _sets_interpret_at_import(source: str) -> list[int]:
+    """Lines of module-level statements (outside ``def``/``class`` and ``if __name__ == ...``)
+    that write TRITON_INTERPRET into os.environ."""
+    hits = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        for sub in ast.walk(node):
+            writes = (isinstance(sub, ast.Call) and ast.unparse(sub.func) in
+                      ("os.environ.setdefault", "os.environ.update", "os.putenv")) or \
+                     (isinstance(sub, ast.Assign) and any(isinstance(t, ast.Subscript) and
+                                                          ast.unparse(t.value) == "os.environ" for t in sub.targets))
+            if writes and "TRITON_INTERPRET" in ast.unparse(sub):
+                hits.append(sub.lineno)
+                break
+    return hits
+
+
+def test_no_test_module_switches_the_interpreter_on_at_import():
+    """Only conftest.py decides TRITON_INTERPRET (on, without a GPU). A test module that sets it
+    while pytest collects it switches every later Triton test of the process to the interpreter on
+    a GPU box: `pytest -m gpu tests` (.ci/gpu) then failed 349 tests with "TRITON_INTERPRET=1 runs
+    kernels on CPU tensors" (tests/test_decompose_plans.py did, until it moved under __main__)."""
+    tests = os.path.join(REPO, "tests")
+    bad = {}
+    for name in sorted(os.listdir(tests)):
+        if name.endswith(".py") and name != "conftest.py":
+            with open(os.path.join(tests, name), encoding="utf-8") as f:
+                lines = _sets_interpret_at_import(f.read())
+            if lines:
+                bad[name] = lines
+    assert not bad, bad
+    # The checker sees the pattern it guards against, and not the allowed places.
+    assert _sets_interpret_at_import('import os\nos.environ.setdefault("TRITON_INTERPRET", "1")\n') == [2]
+    assert _sets_interpret_at_import('import os\nif True:\n    os.environ["TRITON_INTERPRET"] = "1"\n') == [3]
+    assert _sets_interpret_at_import('import os\nif os.environ.get("TRITON_INTERPRET") == "1":\n    pass\n') == []
+    assert _sets_interpret_at_import('import os\nif __name__ == "__main__":\n    os.environ["TRITON_INTERPRET"] = "1"\n'
+                                     'def f(m):\n    m.setenv("TRITON_INTERPRET", "1")\n') == []
