@@ -273,5 +273,6 @@ def test_no_test_module_switches_the_interpreter_on_at_import():
     assert _sets_interpret_at_import('import os\nos.environ.setdefault("TRITON_INTERPRET", "1")\n') == [2]
     assert _sets_interpret_at_import('import os\nif True:\n    os.environ["TRITON_INTERPRET"] = "1"\n') == [3]
     assert _sets_interpret_at_import('import os\nif os.environ.get("TRITON_INTERPRET") == "1":\n    pass\n') == []
-    assert _sets_interpret_at_import('import os\nif __name__ == "__main__":\n    os.environ["TRITON_INTERPRET"] = "1"\n'
-                                     'def f(m):\n    m.setenv("TRITON_INTERPRET", "1")\n') == []
+    allowed = ('import os\nif __name__ == "__main__":\n    os.environ["TRITON_INTERPRET"] = "1"\n'
+               'def f(m):\n    m.setenv("TRITON_INTERPRET", "1")\n')
+    assert _sets_interpret_at_import(allowed) == []
