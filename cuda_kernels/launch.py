@@ -104,8 +104,8 @@ PAD_MAX_EMPTY_ROWS = 0.05
 def pads_many_rows(M: int, max_empty: float) -> bool:
     """Do 128-row tiles leave more than ``max_empty`` of their rows empty (M = 300: 384 rows,
     22%), where 64-row tiles leave fewer (320 rows)?"""
-    rows128, rows64 = _cdiv(M, 128) * 128, _cdiv(M, 64) * 64
-    return M < (1 - max_empty) * rows128 and rows64 < rows128
+    fill128, fill64 = decompose.tile_fill(M, 1, 128, 1), decompose.tile_fill(M, 1, 64, 1)
+    return fill128 < 1 - max_empty and fill64 > fill128
 
 
 # ---------------------------------------------------------------------------------------------

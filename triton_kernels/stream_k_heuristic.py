@@ -276,8 +276,12 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 X3_FFMA_MAX_SIDE = 64
 
 
-def x3_uses_ffma(M: int, N: int) -> bool:
-    return M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE
+def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None) -> bool:
+    """Does tf32x3 run fp32's plan (tf32x3_split=ffma)? As asked, or by the heuristic for an
+    output of at most X3_FFMA_MAX_SIDE a side where the user chose no split, B path or tile."""
+    if x3_split != "auto":
+        return x3_split == "ffma"
+    return b_transpose == "auto" and tile is None and M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE
 # The split paths go without the built-in's NaN mask between the small and big products: it
 # cost most of the gain (4096^3 b 1.481 ms without, 1.637 with); an inf input can then give NaN
 # where IEEE gives +-inf (docs/findings.md).

@@ -153,13 +153,11 @@ class _Plan:
         self.deterministic = deterministic
         sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
         o = resolve_options(options, precision)
-        # The heuristic's fallback; a tile, split or B path the user gives keeps the tensor cores.
-        if precision == "tf32x3" and o["tf32x3_split"] == "auto" and o["b_transpose"] == "auto" \
-                and options.get("tile") is None and x3_uses_ffma(self.M, self.N):
-            o["tf32x3_split"] = "ffma"
         # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
-        ffma = precision == "tf32x3" and o["tf32x3_split"] == "ffma"
-        precision = "fp32" if ffma else precision
+        ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, o["tf32x3_split"], o["b_transpose"],
+                                                      options.get("tile"))
+        if ffma:
+            o["tf32x3_split"], precision = "ffma", "fp32"
         self.dot_precision = DOT_PRECISION[precision]
         mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
         tile = options.get("tile")
