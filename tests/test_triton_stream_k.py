@@ -856,4 +856,4 @@ def test_implications_complete_the_options():
     assert plan.resolve_options({"tf32x3_split": "b"}, "tf32x3")["b_transpose"] == "copy"
     assert plan.resolve_options({"tf32x3_split": "a"}, "tf32x3")["b_transpose"] == "swap"
     assert plan.resolve_options({}, "fp32") == plan.DEFAULTS
-    assert len(plan.CONFLICTS) == 13
+    assert len(plan.CONFLICTS) == 17

@@ -23,7 +23,9 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
-tf32x3_split     x3_split_plan; outputs of at most 64x64: "ffma", fp32's plan (x3_uses_ffma).
+tf32x3_split     x3_split_plan; outputs of at most 64x64 and single rows: "ffma", fp32's plan
+                 (x3_uses_ffma).
+gemv             M = 1 in fp32 (tf32x3 through ffma): the GEMV of stream_k_gemv.py, not a tile.
 ===============  ==========================================================================
 """
 from __future__ import annotations
@@ -38,6 +40,7 @@ from compare.families import decompose as model
 
 from ._common import DEFAULT_L2_BYTES
 from ._operands import _n_major_hintable
+from .stream_k_gemv import GEMV_MAX_M
 
 PRECISIONS = ("fp32", "tf32", "tf32x3")
 DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
@@ -50,7 +53,7 @@ MIN_SK_ITERS = 4
 DP_WAVE_EFFICIENCY = model.TRITON_STREAM_K.dp_fill
 # Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
 ALIGN_MAX_IDLE = 0.05
-DECOMPOSITIONS = ("dp", "sk")
+DECOMPOSITIONS = ("dp", "sk", "gemv")
 # The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
 # at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
 # [FIX_PIECE_MIN, FIX_PIECE_MAX], at most FIX_N wide): a 16-partial step where one tile has
@@ -272,16 +275,19 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 # ffma: no split; fp32's plan and IEEE dots on the FFMA pipe, for outputs of at most
 # X3_FFMA_MAX_SIDE on both sides. Such a product does at most 16 flops per byte of A and B read
 # (64*64 / (2*128)), which FFMA sustains at HBM speed, so tf32x3's three TF32 products buy no time
-# and cost the split (docs/findings.md, "tf32x3 on tiny outputs").
+# and cost the split (docs/findings.md, "tf32x3 on tiny outputs"). A single row (M <= GEMV_MAX_M)
+# does half a flop per byte: fp32's plan there is the GEMV (stream_k_gemv.py).
 X3_FFMA_MAX_SIDE = 64
 
 
 def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None) -> bool:
     """Does tf32x3 run fp32's plan (tf32x3_split=ffma)? As asked, or by the heuristic for an
-    output of at most X3_FFMA_MAX_SIDE a side where the user chose no split, B path or tile."""
+    output of at most X3_FFMA_MAX_SIDE a side or a single row, where the user chose no split, B
+    path or tile."""
     if x3_split != "auto":
         return x3_split == "ffma"
-    return b_transpose == "auto" and tile is None and M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE
+    small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M
+    return b_transpose == "auto" and tile is None and small
 # The split paths go without the built-in's NaN mask between the small and big products: it
 # cost most of the gain (4096^3 b 1.481 ms without, 1.637 with); an inf input can then give NaN
 # where IEEE gives +-inf (docs/findings.md).

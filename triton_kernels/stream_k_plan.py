@@ -18,6 +18,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
+from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
 # ---------------------------------------------------------------------------------------------
@@ -54,8 +55,10 @@ def _parse_positive(text) -> int:
 OPTIONS = (
     Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
-    Option("mode", "decomposition: dp (one program per tile) or sk (hybrid data-parallel + stream-K "
-           "for the last partial wave); default: the heuristic", parse_choice(DECOMPOSITIONS)),
+    Option("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
+           f"for the last partial wave) or gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
+           "fp32, and tf32x3 through tf32x3_split=ffma); default: the heuristic (gemv for a single "
+           "row in fp32 and tf32x3)", parse_choice(DECOMPOSITIONS)),
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
     Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
@@ -78,6 +81,10 @@ OPTIONS = (
            "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
            "(computes C^T = B^T A^T with B^T as the register operand)", parse_choice(B_TRANSPOSE_CHOICES)),
+    Option("gemv_tile", "mode=gemv: [1x]BNxBK[/warps[/stages]], the B piece a program streams per step "
+           "(default 1x256x32/4/1); implies mode=gemv", parse_gemv_tile),
+    Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
+           "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
     Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
@@ -90,6 +97,16 @@ OPTIONS = (
 # Options that contradict each other: (when, message), checked in this order on the options as
 # given (``o``: every option, None or its default where unset; ``p``: the precision).
 CONFLICTS = (
+    (lambda o, p: (o["gemv_tile"] is not None or o["k_splits"] is not None) and o["mode"] in ("dp", "sk"),
+     "options gemv_tile / k_splits (the single-row GEMV) and mode={mode} contradict each other"),
+    (lambda o, p: o["mode"] == "gemv" and p == "tf32",
+     "mode=gemv multiplies on the FFMA pipe (fp32, or tf32x3 with tf32x3_split=ffma); tf32 keeps the tensor cores"),
+    (lambda o, p: o["mode"] == "gemv" and p == "tf32x3" and o["tf32x3_split"] not in ("auto", "ffma"),
+     "mode=gemv runs tf32x3 as fp32 (tf32x3_split=ffma); tf32x3_split={tf32x3_split} contradicts it"),
+    (lambda o, p: (o["mode"] == "gemv" or o["gemv_tile"] is not None or o["k_splits"] is not None) and (
+        o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
+     "mode=gemv reads A and B as given and has no stream-K grid: options grid, sk_align, operands and "
+     "b_transpose do not apply to it"),
     (lambda o, p: o["grid"] is not None and o["mode"] == "dp",
      "options grid= and mode=dp contradict each other: grid is the stream-K program count"),
     (lambda o, p: o["grid"] is not None and o["sk_align"] != "auto",
@@ -122,13 +139,14 @@ CONFLICTS = (
 )
 # What an option set implies for another, applied in order after the conflicts: (when, option, value).
 IMPLIES = (
+    (lambda o: o["gemv_tile"] is not None or o["k_splits"] is not None, "mode", "gemv"),
     (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
     (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
     (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
     (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
-            "tf32x3_split": "auto"}
+            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -156,9 +174,17 @@ class _Plan:
         # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
         ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, o["tf32x3_split"], o["b_transpose"],
                                                       options.get("tile"))
+        if precision == "tf32x3" and o["mode"] == "gemv":
+            ffma = True
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
         self.dot_precision = DOT_PRECISION[precision]
+        self.gemv = None
+        if o["mode"] == "gemv" or (o["mode"] is None and self._gemv_by_default(precision, options, o)):
+            self.gemv = GemvPlan(A, B, C, alpha, beta, sms, o["gemv_tile"], o["k_splits"])
+            self.config = dict(self.gemv.config, tf32x3_split="ffma" if ffma else "n/a",
+                               chosen_by=self._chosen_by(options))
+            return
         mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
         tile = options.get("tile")
         if isinstance(tile, str):
@@ -223,7 +249,6 @@ class _Plan:
                 raise UsageError(f"stream-K workspace of {n} elements exceeds 32-bit indexing; use fewer programs")
             self.W = torch.empty(n, device=A.device, dtype=torch.float32)
         split_tiles = sum(1 for tt in range(d.sk_tiles) if self._split(tt))
-        given = sorted(k for k, v in options.items() if v is not None)
         self.config = {
             "tile": t.dims, "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
@@ -239,8 +264,20 @@ class _Plan:
             "input_precision": self.dot_precision, "tf32x3_split": self.x3_split,
             # What the user set (any option: operands, b_transpose and tf32x3_split change the
             # plan as much as tile does), as the CUDA family records it.
-            "chosen_by": (f"user ({', '.join(given)}), heuristic (the rest)" if given else "heuristic"),
+            "chosen_by": self._chosen_by(options),
         }
+
+    def _gemv_by_default(self, precision: str, options: dict, o: dict) -> bool:
+        """The heuristic's GEMV: a single row in fp32 (tf32x3 arrives here as fp32 through ffma)
+        where the user set nothing that shapes the tile GEMM."""
+        shaped = options.get("tile") is not None or any(
+            o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
+        return self.M <= GEMV_MAX_M and precision == "fp32" and not shaped
+
+    @staticmethod
+    def _chosen_by(options: dict) -> str:
+        given = sorted(k for k, v in options.items() if v is not None)
+        return f"user ({', '.join(given)}), heuristic (the rest)" if given else "heuristic"
 
     def _split(self, tile: int) -> bool:
         """Host twin of the kernels' test: is stream-K tile ``tile`` shared by two programs?"""
@@ -257,6 +294,9 @@ class _Plan:
         return dict(BLOCK_M=t.bm, BLOCK_N=t.bn, BLOCK_K=t.bk, GROUP_M=t.group_m)
 
     def launch(self):
+        if self.gemv is not None:
+            self.gemv.launch()
+            return
         C, d, t = self.C, self.d, self.tile
         self.a.fill()
         self.b.fill()

@@ -1,0 +1,159 @@
+"""triton.stream_k's single-row path (mode=gemv, triton_kernels/stream_k_gemv.py): correctness under
+TRITON_INTERPRET=1 on the cases that reach each branch (K ranges and their in-order sum, the
+masked K tail, wrapped columns, B contiguous along N or K, 4-byte and 16-byte loads, alpha/beta),
+the heuristic that picks it, its options and refusals, and, with a GPU, the compiled kernels on
+odd shapes and bit-identical reruns."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compare.harness.errors import UsageError
+from compare.harness.problem import Problem
+from compare.harness.runner import OK, run_kernel
+from triton_kernels import stream_k as sk
+from triton_kernels import stream_k_gemv as gemv
+from triton_kernels._common import interpreting
+
+interpreter = pytest.mark.skipif(not interpreting(), reason="needs TRITON_INTERPRET=1 (set by conftest without a GPU)")
+KERNELS = [sk.KERNEL, sk.KERNEL_ATOMIC]
+
+
+def _row(kernel, problem, device, **options):
+    parsed = kernel.parse_options({k: str(v) for k, v in options.items()})
+    r = run_kernel(kernel, problem, timing=False, device=device, options=parsed)
+    assert r.status == OK, f"{kernel.name} {problem} {options}: {r.status_text}"
+    return r
+
+
+# (M, N, K), options: what each case reaches.
+CASES = {
+    # 3 K ranges of 2 steps of 16 and a tail of 4 in the last: the workspace and the in-order sum.
+    "splits_and_tail": ((1, 96, 100), dict(gemv_tile="1x32x16", k_splits=3)),
+    # N = 70: the last column block wraps past N; N % 4 != 0: 4-byte loads.
+    "wrapped_columns": ((1, 70, 64), dict(gemv_tile="1x32x16", k_splits=2)),
+    # one range, written straight to C with beta (no workspace).
+    "one_range": ((1, 64, 48), dict(gemv_tile="1x64x16", k_splits=1)),
+    # K < BLOCK_K: only the masked step.
+    "k_below_one_step": ((1, 40, 5), dict(gemv_tile="1x32x16")),
+    # the heuristic's own tile and split count.
+    "heuristic": ((1, 300, 700), dict()),
+}
+
+
+@interpreter
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("precision", ["fp32", "tf32x3"])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 1.5)])
+def test_gemv_paths(kernel, case, precision, alpha, beta):
+    shape, options = CASES[case]
+    r = _row(kernel, Problem(*shape, precision=precision, alpha=alpha, beta=beta), "cpu", **options)
+    assert r.config["decomposition"] == "gemv", r.config
+    assert r.config["input_precision"] == "ieee"
+    assert r.config["tf32x3_split"] == ("ffma" if precision == "tf32x3" else "n/a")
+    if "k_splits" in options:
+        assert r.config["k_splits"] == options["k_splits"]
+
+
+@interpreter
+@pytest.mark.parametrize("b_layout", ["n_major", "k_major", "n_major_strided"])
+def test_gemv_reads_b_in_either_layout(b_layout):
+    """B contiguous along K (a transposed view: 16-byte loads along K) or along N with a row
+    stride that is not a multiple of 4 (4-byte loads), against float64."""
+    torch.manual_seed(0)
+    K, N = 200, 136
+    A = torch.randn(1, K)
+    if b_layout == "k_major":
+        B = torch.randn(N, K).t()
+    elif b_layout == "n_major_strided":
+        B = torch.randn(K, N + 3)[:, :N]
+    else:
+        B = torch.randn(K, N)
+    C = torch.full((1, N), float("nan"))
+    plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132, "gemv_tile": "1x64x16", "k_splits": 4})
+    plan.launch()
+    ref = A.double() @ B.double()
+    assert torch.allclose(C.double(), ref, rtol=1e-5, atol=1e-4)
+    want = {"n_major": "N-major, 16-byte", "k_major": "K-major, 16-byte", "n_major_strided": "N-major, 4-byte"}
+    assert want[b_layout] in plan.config["operands"], plan.config["operands"]
+
+
+def _plan(M, N, K, precision, **options):
+    A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
+    return sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132, **options})
+
+
+@pytest.mark.parametrize("M,precision,options,want", [
+    (1, "fp32", {}, "gemv"),
+    (1, "tf32x3", {}, "gemv"),          # through tf32x3_split=ffma
+    (1, "tf32", {}, "tiles"),           # tf32's label promises tensor-core rounding
+    (2, "fp32", {}, "tiles"),
+    (1, "fp32", {"tile": "16x128x32"}, "tiles"),   # a tile asks for the GEMM
+    (1, "fp32", {"mode": "sk"}, "sk"),
+    (1, "tf32x3", {"tf32x3_split": "in_loop"}, "tiles"),
+    (1, "fp32", {"k_splits": 2}, "gemv"),
+])
+def test_gemv_heuristic(M, precision, options, want):
+    got = _plan(M, 8192, 8192, precision, **options).config["decomposition"]
+    assert got == want if want != "tiles" else got in ("dp", "sk"), got
+
+
+def test_gemv_default_splits_fill_the_gpu():
+    """Few column blocks: K is cut until there are about GEMV_PROGRAMS_PER_SM programs per SM,
+    never into ranges under GEMV_MIN_STEPS steps; many column blocks: one range."""
+    t = gemv.GEMV_TILE
+    c = _plan(1, 8192, 65536, "fp32").config        # 32 blocks of 256
+    assert c["k_splits"] * c["tiles"] >= gemv.GEMV_PROGRAMS_PER_SM * 132
+    assert c["k_per_split"] >= gemv.GEMV_MIN_STEPS * t.bk and c["k_per_split"] % t.bk == 0
+    assert (c["k_splits"] - 1) * c["k_per_split"] < 65536 <= c["k_splits"] * c["k_per_split"]
+    assert _plan(1, 1 << 20, 64, "fp32").config["k_splits"] == 1
+    assert _plan(1, 256, 100, "fp32").config["k_splits"] == 1     # one range of 4 steps
+
+
+@pytest.mark.parametrize("M,precision,options,message", [
+    (4, "fp32", {"mode": "gemv"}, "single row"),
+    (1, "tf32", {"mode": "gemv"}, "tf32 keeps the tensor cores"),
+    (1, "fp32", {"k_splits": 2, "mode": "dp"}, "contradict"),
+    (1, "fp32", {"gemv_tile": "1x64x16", "grid": 4}, "do not apply"),
+    (1, "tf32x3", {"mode": "gemv", "tf32x3_split": "b"}, "contradicts"),
+])
+def test_gemv_refusals(M, precision, options, message):
+    with pytest.raises(UsageError, match=message):
+        _plan(M, 64, 64, precision, **options)
+
+
+@pytest.mark.parametrize("text", ["1x48x16", "1x256x32/3", "1x256x32/4/9", "256", "1x2048x32"])
+def test_gemv_tile_parse_refuses(text):
+    with pytest.raises(ValueError):
+        gemv.parse_gemv_tile(text)
+
+
+def test_gemv_tile_parse():
+    assert gemv.parse_gemv_tile("1x128x64/8/2") == gemv.GemvTile(128, 64, 8, 2)
+    assert gemv.parse_gemv_tile("512x16") == gemv.GemvTile(512, 16, 4, 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("shape", [(1, 8192, 8192), (1, 1001, 100003), (1, 50000, 999), (1, 4099, 4093)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("precision", ["fp32", "tf32x3"])
+def test_gpu_gemv_shapes(kernel, shape, precision):
+    r = _row(kernel, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
+    assert r.config["decomposition"] == "gemv"
+
+
+@pytest.mark.gpu
+def test_gpu_gemv_k_major_b_and_bit_identical():
+    torch.manual_seed(0)
+    A = torch.randn(1, 20000, device="cuda")
+    B = torch.randn(3000, 20000, device="cuda").t()
+    outs = []
+    for _ in range(3):
+        C = torch.full((1, 3000), float("nan"), device="cuda")
+        sk.stream_k_matmul(A, B, C)
+        outs.append(C)
+    ref = A.double() @ B.double()
+    assert torch.allclose(outs[0].double(), ref, rtol=1e-5, atol=1e-3)
+    assert all(torch.equal(outs[0], o) for o in outs[1:])

@@ -1,0 +1,222 @@
+"""Triton stream_k's single-row path: C = alpha * a @ B + beta * C for M = 1 as a GEMV.
+
+A one-row product reads all of B (4*K*N bytes) to do 2*K*N flops: half a flop per byte, so the
+time is B's bytes over DRAM bandwidth whatever the multiply runs on. The tile GEMM wastes that
+row's tile: its narrowest tile has 16 rows, so it issues 16x the multiply-adds and pays the
+layouts a dot needs, and at 1x131072x4096 fp32 it reached 88% of cuBLAS (results/h100/heldout-
+round16). Here each program streams a BLOCK_K x BLOCK_N piece of B at a time with 16-byte loads,
+multiplies it by the matching piece of the row with FFMAs into a BLOCK_K x BLOCK_N accumulator
+(no reduction inside the loop) and sums it over K once at the end. cuBLAS serves these shapes
+with GEMV kernels too.
+
+K is cut into ``k_splits`` equal ranges when the column blocks alone would leave the GPU short of
+programs (1x8192x65536 has 32 column blocks of 256 for 132 SMs); each range writes its partial
+row to a workspace and a second kernel sums the ranges in range order, so the result is the same
+bits every run, as the stream-K fixup's is.
+
+Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma (its error is then
+fp32's); tf32 keeps the tensor cores, whose rounding its label promises.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from compare.harness.errors import UsageError
+
+from ._operands import _aligned
+
+# ---------------------------------------------------------------------------------------------
+# Kernels.
+
+
+@triton.jit
+def _mult4(x, KNOWN: tl.constexpr):
+    # x // 4 * 4 == x when the host checked x % 4 == 0: tells the compiler x is a multiple of
+    # 4 elements (16 bytes), which a runtime int not divisible by 16 can't.
+    if KNOWN:
+        x = (x // 4) * 4
+    return x
+
+
+@triton.jit
+def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, N, K, k_per_split, stride_ak, stride_bk, stride_bn, stride_cn,
+                 alpha, beta, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr,
+                 HAS_BETA: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    # B is contiguous along N (row-major) or K; the unit stride is written as the constant 1 so
+    # the loads along that axis are vectors. Columns past N wrap around (% N) instead of being
+    # masked: the loop's loads stay unpredicated, and wrapped columns are never stored.
+    if B_K_CONTIG:
+        stride_bk = 1
+        stride_bn = _mult4(stride_bn, B_HINT)
+        offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    else:
+        stride_bn = 1
+        stride_bk = _mult4(stride_bk, B_HINT)
+        offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % _mult4(N, B_HINT)
+        # "% N" hides that the columns run consecutively; say so, or the compiler orders a
+        # warp's lanes along K (one row per lane) as it did for the GEMM (docs/findings.md).
+        offs_n = tl.max_contiguous(offs_n, BLOCK_N)
+    k_lo = pid_k * k_per_split
+    k_hi = tl.minimum(k_lo + k_per_split, K)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (k_lo + offs_k) * stride_ak
+    b_ptrs = b_ptr + (k_lo + offs_k)[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
+    n_full = (k_hi - k_lo) // BLOCK_K
+    for _ in range(0, n_full):
+        x = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        acc += x[:, None] * b
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    k_left = k_hi - k_lo - n_full * BLOCK_K
+    if k_left > 0:
+        # The range's partial last step: the only masked loads.
+        x = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc += x[:, None] * b
+    y = tl.sum(acc, axis=0)
+    offs_c = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if SPLIT:
+        # Raw partial row of range pid_k; _gemv_sum_kernel adds the ranges in order.
+        tl.store(w_ptr + pid_k * N + offs_c, y, mask=offs_c < N)
+    else:
+        c_ptrs = c_ptr + offs_c * stride_cn
+        out = y * alpha
+        if HAS_BETA:
+            out += beta * tl.load(c_ptrs, mask=offs_c < N, other=0.0)
+        tl.store(c_ptrs, out, mask=offs_c < N)
+
+
+@triton.jit
+def _gemv_sum_kernel(w_ptr, c_ptr, N, stride_cn, alpha, beta, SPLITS, HAS_BETA: tl.constexpr,
+                     BLOCK: tl.constexpr):
+    # C = alpha * (sum of the SPLITS partial rows, in range order) + beta * C.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    s = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(0, SPLITS):
+        s += tl.load(w_ptr + i * N + offs, mask=mask, other=0.0)
+    c_ptrs = c_ptr + offs * stride_cn
+    out = s * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+    tl.store(c_ptrs, out, mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan.
+
+# Rows at most this many take the GEMV (the held-out single-row class; cuBLAS's GEMV territory).
+GEMV_MAX_M = 1
+# Programs to aim for: this many per SM keeps enough 16-byte loads in flight to cover DRAM
+# latency and makes the last wave's idle SMs a small share of the run.
+GEMV_PROGRAMS_PER_SM = 8
+# A K range gets at least this many BLOCK_K steps: shorter ones spend more on the partial row's
+# write and the sum than the extra programs gain.
+GEMV_MIN_STEPS = 8
+SUM_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class GemvTile:
+    bn: int
+    bk: int
+    warps: int = 4
+    stages: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"1x{self.bn}x{self.bk}/{self.warps}/{self.stages}"
+
+
+GEMV_TILE = GemvTile(256, 32, 4, 1)
+_GEMV_TILE_RE = re.compile(r"^(?:1x)?(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
+
+
+def parse_gemv_tile(text) -> GemvTile:
+    if isinstance(text, GemvTile):
+        return text
+    m = _GEMV_TILE_RE.match(str(text).strip())
+    if not m:
+        raise ValueError("expected [1x]BNxBK[/warps[/stages]], e.g. 1x256x32/4/1")
+    bn, bk = int(m.group(1)), int(m.group(2))
+    for nm, v in (("BN", bn), ("BK", bk)):
+        if v < 16 or v & (v - 1) or v > 1024:
+            raise ValueError(f"{nm}={v} must be a power of two in 16..1024")
+    if bn * bk > 32768:
+        raise ValueError(f"BNxBK={bn}x{bk}: the accumulator holds BN*BK floats; at most 32768")
+    warps = int(m.group(3)) if m.group(3) else 4
+    if warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    stages = int(m.group(4)) if m.group(4) else 1
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages={stages} must be 1..8")
+    return GemvTile(bn, bk, warps, stages)
+
+
+def default_splits(N: int, K: int, tile: GemvTile, sms: int) -> int:
+    """K ranges per column block: enough programs for GEMV_PROGRAMS_PER_SM per SM, each range at
+    least GEMV_MIN_STEPS steps long."""
+    blocks = triton.cdiv(N, tile.bn)
+    want = triton.cdiv(GEMV_PROGRAMS_PER_SM * sms, blocks)
+    return max(1, min(want, triton.cdiv(K, GEMV_MIN_STEPS * tile.bk)))
+
+
+class GemvPlan:
+    """The M = 1 launch: ``tile`` (GemvTile) and ``k_splits`` (None: default_splits)."""
+
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None):
+        M, K = A.shape
+        N = B.shape[1]
+        if M > GEMV_MAX_M:
+            raise UsageError(f"mode=gemv multiplies a single row; this A has M={M} rows")
+        self.N, self.K = N, K
+        self.A, self.B, self.C = A, B, C
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.tile = parse_gemv_tile(tile) if tile is not None else GEMV_TILE
+        t = self.tile
+        splits = k_splits or default_splits(N, K, t, sms)
+        splits = max(1, min(splits, triton.cdiv(K, t.bk)))
+        # Equal ranges of whole BLOCK_K steps; the count drops to what they need.
+        self.k_per_split = triton.cdiv(triton.cdiv(K, splits), t.bk) * t.bk
+        self.splits = triton.cdiv(K, self.k_per_split)
+        self.blocks = triton.cdiv(N, t.bn)
+        self.b_k_contig = B.stride(0) == 1 and B.stride(1) != 1
+        if self.b_k_contig:
+            self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
+        else:
+            self.b_hint = _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0
+        self.W = (torch.empty(self.splits * N, device=A.device, dtype=torch.float32)
+                  if self.splits > 1 else None)
+        self.config = {
+            "tile": f"1x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages,
+            "decomposition": "gemv", "tiles": self.blocks, "k_splits": self.splits,
+            "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits],
+            "sms": sms, "fixup": ("none" if self.splits == 1 else
+                                  "workspace + fixed-order sum kernel (range order)"),
+            "operands": f"A direct, B direct ({'K' if self.b_k_contig else 'N'}-major"
+                        f"{', 16-byte loads' if self.b_hint else ', 4-byte loads'})",
+            "operand_copy_bytes": 0, "input_precision": "ieee",
+        }
+
+    def launch(self):
+        A, B, C, t = self.A, self.B, self.C, self.tile
+        has_beta = self.beta != 0
+        split = self.splits > 1
+        _gemv_kernel[(self.blocks, self.splits)](
+            A, B, C, self.W if split else C, self.N, self.K, self.k_per_split, A.stride(1),
+            B.stride(0), B.stride(1), C.stride(1), self.alpha, self.beta,
+            B_K_CONTIG=self.b_k_contig, B_HINT=self.b_hint, SPLIT=split, HAS_BETA=has_beta,
+            BLOCK_N=t.bn, BLOCK_K=t.bk, num_warps=t.warps, num_stages=t.stages)
+        if split:
+            _gemv_sum_kernel[(triton.cdiv(self.N, SUM_BLOCK),)](
+                self.W, C, self.N, C.stride(1), self.alpha, self.beta, self.splits, HAS_BETA=has_beta,
+                BLOCK=SUM_BLOCK, num_warps=4)
