@@ -5,6 +5,11 @@ the heuristic that picks it, its options and refusals, and, with a GPU, the comp
 odd shapes and bit-identical reruns."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -132,6 +137,30 @@ def test_gemv_tile_parse_refuses(text):
 def test_gemv_tile_parse():
     assert gemv.parse_gemv_tile("1x128x64/8/2") == gemv.GemvTile(128, 64, 8, 2)
     assert gemv.parse_gemv_tile("512x16") == gemv.GemvTile(512, 16, 4, 1)
+
+
+def _compile_check(cases):
+    """stream_k_study --compile-check in a subprocess without TRITON_INTERPRET (the interpreter's
+    InterpretedFunctions can't be compiled)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--compile-check", json.dumps(cases)],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_gemv_cases_compile_for_sm90():
+    """Both GEMV kernels, every case above, tf32x3 at M = 1 and a pipelined tile, compiled for
+    sm_90 without a GPU (the interpreter runs Python, not the compiler)."""
+    cases = [[*shape, "fp32", 0.5, -1.5, True, {k: str(v) for k, v in options.items()}]
+             for shape, options in CASES.values()]
+    cases.append([1, 8192, 65536, "tf32x3", 1.0, 0.0, True, {}])
+    cases.append([1, 4096, 4096, "fp32", 1.0, 0.0, True, {"gemv_tile": "1x256x32/4/3"}])
+    results = _compile_check(cases)
+    assert all(r.endswith(": ok") for rows in results for r in rows), results
+    kernels = {r.split(":")[0] for rows in results for r in rows}
+    assert kernels == {"_gemv_kernel", "_gemv_sum_kernel"}, kernels
 
 
 @pytest.mark.gpu

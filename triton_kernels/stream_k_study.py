@@ -164,22 +164,21 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
                 specs.append((self.fn, named, ce, warps, stages))
             return record
 
-    from . import stream_k_plan
-    g = vars(stream_k_plan)     # the names _Plan.launch looks up
-    names = ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")
-    copies = ("_transpose_kernel", "_copy_rows_kernel")
-    saved, saved_ops = {n: g[n] for n in names}, {n: getattr(ops, n) for n in copies}
+    from . import stream_k_gemv, stream_k_plan
+    # The names _Plan.launch (and GemvPlan.launch, ops' copies) look up.
+    patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
+               (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
+               (vars(stream_k_gemv), ("_gemv_kernel", "_gemv_sum_kernel"))]
+    saved = [(g, {n: g[n] for n in names}) for g, names in patched]
     try:
-        for n in names:
-            g[n] = _Recorder(saved[n])
-        for n in copies:
-            setattr(ops, n, _Recorder(saved_ops[n]))
+        for g, names in patched:
+            for n in names:
+                g[n] = _Recorder(g[n])
         A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
         _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
     finally:
-        g.update(saved)
-        for n in copies:
-            setattr(ops, n, saved_ops[n])
+        for g, old in saved:
+            g.update(old)
     return specs
 
 
