@@ -4,13 +4,13 @@ A one-row product reads all of B (4*K*N bytes) to do 2*K*N flops: half a flop pe
 time is B's bytes over DRAM bandwidth whatever the multiply runs on. The tile GEMM wastes that
 row's tile: its narrowest tile has 16 rows, so it issues 16x the multiply-adds and pays the
 layouts a dot needs, and at 1x131072x4096 fp32 it reached 88% of cuBLAS (results/h100/heldout-
-round16). Here each program streams a BLOCK_K x BLOCK_N piece of B at a time with 16-byte loads,
-multiplies it by the matching piece of the row with FFMAs into a BLOCK_K x BLOCK_N accumulator
-(no reduction inside the loop) and sums it over K once at the end. cuBLAS serves these shapes
-with GEMV kernels too.
+round16). Here each program streams a BLOCK_K x BLOCK_N piece of B at a time (16-byte loads where
+B's alignment allows), multiplies it by the matching piece of the row with FFMAs into a BLOCK_K x
+BLOCK_N accumulator (no reduction inside the loop) and sums it over K once at the end. cuBLAS
+serves these shapes with GEMV kernels too.
 
 K is cut into ``k_splits`` equal ranges when the column blocks alone would leave the GPU short of
-programs (1x8192x65536 has 32 column blocks of 256 for 132 SMs); each range writes its partial
+programs (1x8192x65536 has 128 column blocks of 64 for 132 SMs); each range writes its partial
 row to a workspace and a second kernel sums the ranges in range order, so the result is the same
 bits every run, as the stream-K fixup's is.
 
@@ -137,7 +137,13 @@ class GemvTile:
         return f"1x{self.bn}x{self.bk}/{self.warps}/{self.stages}"
 
 
-GEMV_TILE = GemvTile(256, 32, 4, 1)
+# The tiles, chosen on nine tunable single-row shapes (results/h100/explore/round17): where B can
+# be read with 16-byte loads, 64x64 pieces on 2 warps were the fastest or within 0.1 point of it on
+# all eight such shapes (102.7-108.4% of cuBLAS on those of >= 1 GFLOP; 1x256x32/4 read 95-107%).
+# With 4-byte loads (N % 4 != 0) 256x16 on 4 warps read 116% at 1x10007x9973 where 64x64 read 87%
+# and 256x32 69%.
+GEMV_TILE = GemvTile(64, 64, 2, 1)
+GEMV_TILE_4B = GemvTile(256, 16, 4, 1)
 _GEMV_TILE_RE = re.compile(r"^(?:1x)?(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
 
 
@@ -181,7 +187,12 @@ class GemvPlan:
         self.N, self.K = N, K
         self.A, self.B, self.C = A, B, C
         self.alpha, self.beta = float(alpha), float(beta)
-        self.tile = parse_gemv_tile(tile) if tile is not None else GEMV_TILE
+        self.b_k_contig = B.stride(0) == 1 and B.stride(1) != 1
+        if self.b_k_contig:
+            self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
+        else:
+            self.b_hint = _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0
+        self.tile = parse_gemv_tile(tile) if tile is not None else GEMV_TILE if self.b_hint else GEMV_TILE_4B
         t = self.tile
         splits = k_splits or default_splits(N, K, t, sms)
         splits = max(1, min(splits, triton.cdiv(K, t.bk)))
@@ -189,11 +200,6 @@ class GemvPlan:
         self.k_per_split = triton.cdiv(triton.cdiv(K, splits), t.bk) * t.bk
         self.splits = triton.cdiv(K, self.k_per_split)
         self.blocks = triton.cdiv(N, t.bn)
-        self.b_k_contig = B.stride(0) == 1 and B.stride(1) != 1
-        if self.b_k_contig:
-            self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
-        else:
-            self.b_hint = _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0
         self.W = (torch.empty(self.splits * N, device=A.device, dtype=torch.float32)
                   if self.splits > 1 else None)
         self.config = {

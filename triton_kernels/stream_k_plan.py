@@ -82,7 +82,7 @@ OPTIONS = (
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
            "(computes C^T = B^T A^T with B^T as the register operand)", parse_choice(B_TRANSPOSE_CHOICES)),
     Option("gemv_tile", "mode=gemv: [1x]BNxBK[/warps[/stages]], the B piece a program streams per step "
-           "(default 1x256x32/4/1); implies mode=gemv", parse_gemv_tile),
+           "(default 1x64x64/2/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
     Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
     Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
