@@ -22,8 +22,9 @@
 //    tf32(x - big); acc += a_s*b_b + a_b*b_s + a_b*b_b (small*small dropped, about 2^-22
 //    relative): FP32-class error at three tensor-core products per product. The three go into
 //    a zeroed temporary added to acc by an FADD (compute_stage says why).
-// Still there: mma.sync is Hopper's legacy tensor-core path; wgmma + TMA (what cuBLAS runs)
-// is not used. Measured on an H100 (results/h100/tensor-core/): 157-170 TFLOP/s, 43-47% of
+// Still there: mma.sync is Hopper's legacy tensor-core path, 334.9 TFLOP/s at most on an H100
+// (probes/mma_peak.py), below what wgmma + TMA (cuBLAS, stage 13) reach. Measured on an H100
+// (results/h100/tensor-core/): 157-177 TFLOP/s, 43-50% of
 // cuBLAS tf32 at 4096^3 / 8192^3, with the tensor pipe 57% busy and the issue slots 35%: two
 // warps per scheduler (196 registers for 128 accumulators) leave fixed-latency waits exposed.
 // B fragments are scalar shared loads (ldmatrix can't transpose 32-bit data); the epilogue

@@ -22,6 +22,7 @@ COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
            "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan") + _TAB20 + _TAB20B
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 FAMILY_LINESTYLE = {"cuda": "-", "triton": ":"}
+CUBLAS_MARKERS = {"fp32": "s", "tf32": "^", "tf32x3": "D"}
 QUESTION = "How close is each kernel to cuBLAS?"
 
 
@@ -84,7 +85,9 @@ def plot(results: list[Result], path: str, title: str = "", gpu: str = "") -> st
         pts.sort()
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         if pts[0][2] == "cublas":
-            ax1.plot(xs, ys, "k--", lw=2.5, marker="s", label=label, zorder=5)
+            # one black dashed line per precision; the marker tells fp32 from tf32
+            marker = CUBLAS_MARKERS.get(label.rsplit("[", 1)[-1].rstrip("]"), "s")
+            ax1.plot(xs, ys, "k--", lw=2.5, marker=marker, label=label, zorder=5)
         else:
             colour, marker = styles[label]
             ax1.plot(xs, ys, linestyle=FAMILY_LINESTYLE.get(pts[0][2], "-."), color=colour,
