@@ -44,3 +44,19 @@ def test_judge_tiles_reads_the_heuristics_pick_from_measured_variants(tmp_path):
     # this checkout picks 64x64x32 data-parallel there: its row, not the better one it didn't pick
     assert [ln.split()[0] for ln in text.splitlines() if "geomean   50.0 ->   90.0" in ln] == ["fp32", "fp32"]
     assert "not measured (the pick has no row): tf32 9x9x9" in text
+
+
+def test_judge_tiles_takes_the_gemv_row_for_a_single_row(tmp_path):
+    """M = 1: this checkout's pick is the GEMV (its tile by B's alignment), and tf32x3 reads
+    fp32's row through tf32x3_split=ffma; a stale tile-GEMM pick would read 80 / 70."""
+    from triton_kernels import stream_k_study
+    rows = tmp_path / "rows.csv"
+    head = "precision,shape,M,N,K,kernel,status,median_ms,pct_cublas,tile,decomposition,rel_err\n"
+    body = ("fp32,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,80.0,16x128x32,sk,0\n"
+            "fp32,1x4096x8192,1,4096,8192,triton.stream_k[tile=16x128x32/4/3],ok,1,80.0,16x128x32,sk,0\n"
+            "fp32,1x4096x8192,1,4096,8192,triton.stream_k[gemv_tile=1x64x64/2/1],ok,1,104.0,1x64x64,gemv,0\n"
+            "tf32x3,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,70.0,16x128x32,sk,0\n")
+    rows.write_text(head + body)
+    text = "\n".join(stream_k_study.judge_tiles(str(rows)))
+    assert "geomean   80.0 ->  104.0" in text and "geomean   70.0 ->  104.0" in text, text
+    assert "not measured" not in text

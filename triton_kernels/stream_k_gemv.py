@@ -133,8 +133,13 @@ class GemvTile:
     stages: int = 1
 
     @property
+    def dims(self) -> str:
+        """1xBNxBK, as a run's config names the tile."""
+        return f"1x{self.bn}x{self.bk}"
+
+    @property
     def name(self) -> str:
-        return f"1x{self.bn}x{self.bk}/{self.warps}/{self.stages}"
+        return f"{self.dims}/{self.warps}/{self.stages}"
 
 
 # The tiles, chosen on nine tunable single-row shapes (results/h100/explore/round17): where B can
@@ -168,6 +173,11 @@ def parse_gemv_tile(text) -> GemvTile:
     return GemvTile(bn, bk, warps, stages)
 
 
+def default_tile(b_hint: bool) -> GemvTile:
+    """The tile for a B read with 16-byte loads (``b_hint``) or 4-byte ones."""
+    return GEMV_TILE if b_hint else GEMV_TILE_4B
+
+
 def default_splits(N: int, K: int, tile: GemvTile, sms: int) -> int:
     """K ranges per column block: enough programs for GEMV_PROGRAMS_PER_SM per SM, each range at
     least GEMV_MIN_STEPS steps long."""
@@ -192,7 +202,7 @@ class GemvPlan:
             self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
         else:
             self.b_hint = _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0
-        self.tile = parse_gemv_tile(tile) if tile is not None else GEMV_TILE if self.b_hint else GEMV_TILE_4B
+        self.tile = parse_gemv_tile(tile) if tile is not None else default_tile(self.b_hint)
         t = self.tile
         splits = k_splits or default_splits(N, K, t, sms)
         splits = max(1, min(splits, triton.cdiv(K, t.bk)))
@@ -203,7 +213,7 @@ class GemvPlan:
         self.W = (torch.empty(self.splits * N, device=A.device, dtype=torch.float32)
                   if self.splits > 1 else None)
         self.config = {
-            "tile": f"1x{t.bn}x{t.bk}", "num_warps": t.warps, "num_stages": t.stages,
+            "tile": t.dims, "num_warps": t.warps, "num_stages": t.stages,
             "decomposition": "gemv", "tiles": self.blocks, "k_splits": self.splits,
             "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits],
             "sms": sms, "fixup": ("none" if self.splits == 1 else

@@ -261,6 +261,7 @@ def rows_csv(paths: list[str]) -> str:
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
+    from .stream_k_gemv import GEMV_MAX_M, default_tile
     from .stream_k_heuristic import choose_plan, x3_uses_ffma
     measured: dict = {}
     with open(path) as f:
@@ -275,8 +276,13 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     for (prec, M, N, K), rows in sorted(measured.items()):
         # tf32x3_split=ffma runs fp32's plan: its row is the fp32 row of the same tile.
         ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
-        tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
-        pick = (measured.get(("fp32", M, N, K), {}) if ffma else rows).get((tile.dims, d.mode))
+        if M <= GEMV_MAX_M and (ffma or prec == "fp32"):
+            # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
+            chosen = (default_tile(N % 4 == 0).dims, "gemv")
+        else:
+            tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
+            chosen = (tile.dims, d.mode)
+        pick = (measured.get(("fp32", M, N, K), {}) if ffma else rows).get(chosen)
         if pick is None or "run's heuristic" not in rows:
             missing.append(f"{prec} {M}x{N}x{K}")
             continue
