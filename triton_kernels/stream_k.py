@@ -16,6 +16,7 @@ One idea per file:
 * stream_k_heuristic.py: the per-shape table (tile, decomposition, operands, b_transpose,
   sk_align, tf32x3_split);
 * stream_k_kernels.py: the @triton.jit kernels;
+* stream_k_gemv.py: single rows (M = 1) as a GEMV, its kernels and launch (mode=gemv);
 * stream_k_plan.py: the options, their implications and conflicts, and the launch;
 * _operands.py: operand preparation (16-byte hints where true, aligned copies otherwise);
 * stream_k_study.py: the alignment study (PTX and load lanes compiled for sm_90 on a CPU):
@@ -60,7 +61,8 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
 
 
 STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
-_META = {"heuristic": "tile by M (16/32/64/128 rows x 128 x 32), dp vs hybrid stream-K by wave fill; "
+_META = {"heuristic": "M = 1 in fp32/tf32x3: a GEMV (mode=gemv); else tile by M (16/32/64/128 rows x 128 x 32), "
+                      "dp vs hybrid stream-K by wave fill; "
                       "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
                       "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "
                       "options tile/mode/grid/sms/operands/b_transpose/sk_align/tf32x3_split override",
