@@ -258,6 +258,40 @@ def rows_csv(paths: list[str]) -> str:
     return out.getvalue()
 
 
+def tma_b_ir() -> dict:
+    """How the compiler feeds wgmma a tf32 B that TMA read as stored (row-major, N-major in
+    shared memory): docs/examples/tf32_b_by_tma.py's kernels compiled for sm_90 (no GPU), counted
+    in their TTGIR per variant: shared-memory loads into registers (local_load), register tiles
+    written back to shared memory (local_alloc of a value), transposed views, wgmma and waits for
+    none outstanding (pendings = 0)."""
+    import importlib.util
+    import os
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "examples",
+                        "tf32_b_by_tma.py")
+    spec = importlib.util.spec_from_file_location("tf32_b_by_tma", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = {}
+    for name, (bm, bn, bk, warps, stages, swap) in mod.CONFIGS.items():
+        sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}]>", "b_desc": f"tensordesc<fp32[{bk}, {bn}]>",
+               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32"}
+        consts = {"BM": bm, "BN": bn, "BK": bk, "GROUP": 8, "SWAP": swap}
+        sig.update({k: "constexpr" for k in consts})
+        ttgir = triton_compile(ASTSource(mod._k, sig, consts), target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": warps, "num_stages": stages}).asm["ttgir"]
+        out[name] = {"triton": triton.__version__,
+                     "local_load": len(re.findall(r"= ttg\.local_load ", ttgir)),
+                     "local_alloc of registers": len(re.findall(r"= ttg\.local_alloc %", ttgir)),
+                     "memdesc_trans": len(re.findall(r"ttg\.memdesc_trans", ttgir)),
+                     "wgmma": len(re.findall(r"ttng\.warp_group_dot ", ttgir)),
+                     "wgmma waits for 0 pending": len(re.findall(r"warp_group_dot_wait .*pendings = 0", ttgir))}
+    return out
+
+
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
@@ -314,13 +348,16 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--compile-keys"] and len(sys.argv) == 3:
         for prec, (now, every) in compile_keys(sys.argv[2]).items():
             print(f"{prec}: {now} compiles of _stream_k_kernel (with every int specialised: {every})")
+    elif sys.argv[1:2] == ["--tma-b-ir"]:
+        import json
+        print(json.dumps(tma_b_ir(), indent=1))
     elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
         print("\n".join(judge_tiles(sys.argv[2])))
     elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
         print(rows_csv(sys.argv[2:]), end="")
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
-              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv"
+              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
               " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)
