@@ -336,3 +336,18 @@ def test_the_tf32_b_by_tma_example_is_right_and_its_ir_study_runs(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout[out.stdout.index("{"):])
     assert set(counts) == set(kernels) and all(c["wgmma"] >= 1 for c in counts.values()), counts
+
+
+def test_the_tf32_gluon_example_compiles_to_register_operand_wgmma():
+    """docs/examples/tf32_gluon_swap.py is GPU-only (Gluon has no interpreter): compiled for sm_90
+    by ``stream_k_study --gluon-ir``, every wgmma of both tiles takes B^T from registers and A and B
+    arrive by TMA; ptxas's note on the pipeline is reported, whatever it says."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--gluon-ir"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts = json.loads(out.stdout[out.stdout.index("{"):])
+    assert set(counts) == {"x.gluon_swap", "x.gluon_swap128"}, counts
+    for c in counts.values():
+        assert c["wgmma"] > 0 and c["wgmma with A from registers"] == c["wgmma"] and c["tma copies"] > 0, c
+        assert not c["ptxas serialisation"].startswith("ptxas failed"), c

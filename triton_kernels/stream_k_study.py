@@ -292,6 +292,60 @@ def tma_b_ir() -> dict:
     return out
 
 
+def gluon_swap_ir() -> dict:
+    """docs/examples/tf32_gluon_swap.py's kernels (Gluon: the swapped product with B^T's
+    fragments in wgmma's register operand) compiled for sm_90 without a GPU: per config, the
+    wgmma that take their A operand from registers, the TMA copies, and what ptxas (the one
+    Triton ships) says about serialising the wgmma pipeline (its C75xx performance notes)."""
+    import importlib.util
+    import os
+    import subprocess
+    import tempfile
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import compile as triton_compile
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("tf32_gluon_swap", os.path.join(root, "docs", "examples",
+                                                                                  "tf32_gluon_swap.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    # Triton 3.9 emits PTX 9.x, which only its ptxas-blackwell (CUDA 13.x) assembles.
+    assemblers = [p for p in (os.path.join(bindir, "ptxas-blackwell"), os.path.join(bindir, "ptxas")) if os.path.exists(p)]
+    out = {}
+    for name, (bm, bn, bk, stages, warps) in mod.CONFIGS.items():
+        a_l = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
+        b_l = gl.NVMMASharedLayout.get_default_for([bk, bn], gl.float32)
+        sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}],{a_l!r}>", "b_desc": f"tensordesc<fp32[{bk}, {bn}],{b_l!r}>",
+               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32", "beta": "fp32"}
+        consts = {"HAS_BETA": False, "BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "WARPS": warps}
+        sig.update({k: "constexpr" for k in consts})
+        ptx = triton_compile(GluonASTSource(mod._swap_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
+                             options={"num_warps": warps}).asm["ptx"]
+        notes, used = "ptxas not found", ""
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "k.ptx")
+            with open(src, "w") as f:
+                f.write(ptx)
+            for ptxas in assemblers:
+                r = subprocess.run([ptxas, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
+                                   capture_output=True, text=True)
+                if r.returncode == 0:
+                    used = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+                    notes = " ".join(sorted(set(re.findall(r"\(C75\d\d\)[^\n]*?serialized due to [^']*", r.stderr))))
+                    break
+                notes = f"ptxas failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
+        out[name] = {"triton": triton.__version__,
+                     "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
+                     "wgmma with A from registers": len(re.findall(r"wgmma\.mma_async[^;]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}, %rd",
+                                                                   ptx)),
+                     "tma copies": len(re.findall(r"cp\.async\.bulk\.tensor", ptx)),
+                     "ptxas": used, "ptxas serialisation": notes or "none"}
+    return out
+
+
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
@@ -351,6 +405,9 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--tma-b-ir"]:
         import json
         print(json.dumps(tma_b_ir(), indent=1))
+    elif sys.argv[1:2] == ["--gluon-ir"]:
+        import json
+        print(json.dumps(gluon_swap_ir(), indent=1))
     elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
         print("\n".join(judge_tiles(sys.argv[2])))
     elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
@@ -358,6 +415,7 @@ if __name__ == "__main__":
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
               " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
+              " | --gluon-ir"
               " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)
