@@ -29,18 +29,10 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._operands import _aligned
+from .stream_k_kernels import _mult4
 
 # ---------------------------------------------------------------------------------------------
 # Kernels.
-
-
-@triton.jit
-def _mult4(x, KNOWN: tl.constexpr):
-    # x // 4 * 4 == x when the host checked x % 4 == 0: tells the compiler x is a multiple of
-    # 4 elements (16 bytes), which a runtime int not divisible by 16 can't.
-    if KNOWN:
-        x = (x // 4) * 4
-    return x
 
 
 @triton.jit
