@@ -3,7 +3,7 @@ without a GPU and count the global copies by width, or read the load lanes from 
 
     python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
-                                            | --judge-tiles ROWS.csv
+                                            | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
@@ -14,6 +14,10 @@ side (`--variant triton.stream_k:tile=...`, each row's config naming the tile an
 that ran); for every shape and precision, the row of the tile and decomposition this checkout's
 heuristic picks, against the "triton.stream_k" row (the heuristic of the run): geomean and worst
 % of cuBLAS, per shape class. A pick with no measured row is counted as not measured.
+
+--tma-b-ir / --gluon-ir: how the compiler feeds wgmma a tf32 B read as stored, in the plugins
+docs/examples/tf32_b_by_tma.py (`tl.dot`) and docs/examples/tf32_gluon_swap.py (Gluon), compiled
+for sm_90 (docs/findings.md, "tf32 on LLM projections").
 """
 from __future__ import annotations
 
