@@ -28,7 +28,7 @@ import triton.language as tl
 
 from compare.harness.errors import UsageError
 
-from ._operands import _aligned
+from ._operands import _aligned, _n_major_hintable
 from .stream_k_kernels import _mult4
 
 # ---------------------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ class GemvPlan:
         if self.b_k_contig:
             self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
         else:
-            self.b_hint = _aligned(B) and B.stride(1) == 1 and B.stride(0) % 4 == 0 and N % 4 == 0
+            self.b_hint = _n_major_hintable(B)
         self.tile = parse_gemv_tile(tile) if tile is not None else default_tile(self.b_hint)
         t = self.tile
         splits = k_splits or default_splits(N, K, t, sms)

@@ -140,6 +140,7 @@ CONFLICTS = (
 # What an option set implies for another, applied in order after the conflicts: (when, option, value).
 IMPLIES = (
     (lambda o: o["gemv_tile"] is not None or o["k_splits"] is not None, "mode", "gemv"),
+    (lambda o: o["mode"] == "gemv", "tf32x3_split", "ffma"),  # the GEMV multiplies tf32x3 as fp32
     (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
     (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
     (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
@@ -174,8 +175,6 @@ class _Plan:
         # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
         ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, o["tf32x3_split"], o["b_transpose"],
                                                       options.get("tile"))
-        if precision == "tf32x3" and o["mode"] == "gemv":
-            ffma = True
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
         self.dot_precision = DOT_PRECISION[precision]

@@ -262,23 +262,27 @@ def rows_csv(paths: list[str]) -> str:
     return out.getvalue()
 
 
+def _example(name: str):
+    """docs/examples/NAME.py imported as a module (the plugins live outside the package)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def tma_b_ir() -> dict:
     """How the compiler feeds wgmma a tf32 B that TMA read as stored (row-major, N-major in
     shared memory): docs/examples/tf32_b_by_tma.py's kernels compiled for sm_90 (no GPU), counted
     in their TTGIR per variant: shared-memory loads into registers (local_load), register tiles
     written back to shared memory (local_alloc of a value), transposed views, wgmma and waits for
     none outstanding (pendings = 0)."""
-    import importlib.util
-    import os
-
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.compiler import compile as triton_compile
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "examples",
-                        "tf32_b_by_tma.py")
-    spec = importlib.util.spec_from_file_location("tf32_b_by_tma", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _example("tf32_b_by_tma")
     out = {}
     for name, (bm, bn, bk, warps, stages, swap) in mod.CONFIGS.items():
         sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}]>", "b_desc": f"tensordesc<fp32[{bk}, {bn}]>",
@@ -301,7 +305,6 @@ def gluon_swap_ir() -> dict:
     fragments in wgmma's register operand) compiled for sm_90 without a GPU: per config, the
     wgmma that take their A operand from registers, the TMA copies, and what ptxas (the one
     Triton ships) says about serialising the wgmma pipeline (its C75xx performance notes)."""
-    import importlib.util
     import os
     import subprocess
     import tempfile
@@ -310,11 +313,7 @@ def gluon_swap_ir() -> dict:
     from triton.compiler import compile as triton_compile
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location("tf32_gluon_swap", os.path.join(root, "docs", "examples",
-                                                                                  "tf32_gluon_swap.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _example("tf32_gluon_swap")
     bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     # Triton 3.9 emits PTX 9.x, which only its ptxas-blackwell (CUDA 13.x) assembles.
     assemblers = [p for p in (os.path.join(bindir, "ptxas-blackwell"), os.path.join(bindir, "ptxas")) if os.path.exists(p)]
