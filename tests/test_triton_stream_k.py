@@ -838,6 +838,7 @@ def test_stage_kernels_load_unaligned_b_along_n():
     ({"tf32x3_split": "b", "operands": "copy_a"}, "tf32x3"), ({"tf32x3_split": "ab", "operands": "copy_b"}, "tf32x3"),
     ({"tf32x3_split": "a", "b_transpose": "load"}, "tf32x3"), ({"tf32x3_split": "a", "operands": "k_major_b"}, "tf32x3"),
     ({"tf32x3_split": "ffma", "b_transpose": "copy"}, "tf32x3"),
+    ({"ws_tile": "128x128", "mode": "dp"}, "tf32"), ({"mode": "ws"}, "fp32"), ({"mode": "ws", "grid": 4}, "tf32"),
 ])
 def test_every_declared_conflict_refuses(options, precision):
     """The plan's option table (stream_k_plan.CONFLICTS): each row refuses its option set, and
@@ -856,4 +857,5 @@ def test_implications_complete_the_options():
     assert plan.resolve_options({"tf32x3_split": "b"}, "tf32x3")["b_transpose"] == "copy"
     assert plan.resolve_options({"tf32x3_split": "a"}, "tf32x3")["b_transpose"] == "swap"
     assert plan.resolve_options({}, "fp32") == plan.DEFAULTS
-    assert len(plan.CONFLICTS) == 17
+    assert len(plan.CONFLICTS) == 20
+    assert plan.resolve_options({"ws_tile": "128x128"}, "tf32")["mode"] == "ws"

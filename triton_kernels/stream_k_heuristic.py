@@ -26,6 +26,8 @@ sk_align         align_pays: tf32 with A + B larger than the L2 and every tile s
 tf32x3_split     x3_split_plan; outputs of at most 64x64 and single rows: "ffma", fp32's plan
                  (x3_uses_ffma).
 gemv             M = 1 in fp32 (tf32x3 through ffma): the GEMV of stream_k_gemv.py, not a tile.
+ws               tf32 on sm_90 with A and B TMA-readable, M > 128 and tiles that fill the SMs
+                 (ws_pays): the warp-specialised Gluon GEMM of stream_k_gluon.py, B read as stored.
 ===============  ==========================================================================
 """
 from __future__ import annotations
@@ -53,7 +55,7 @@ MIN_SK_ITERS = 4
 DP_WAVE_EFFICIENCY = model.TRITON_STREAM_K.dp_fill
 # Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
 ALIGN_MAX_IDLE = 0.05
-DECOMPOSITIONS = ("dp", "sk", "gemv")
+DECOMPOSITIONS = ("dp", "sk", "gemv", "ws")
 # The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
 # at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
 # [FIX_PIECE_MIN, FIX_PIECE_MAX], at most FIX_N wide): a 16-partial step where one tile has

@@ -1,6 +1,7 @@
 """Triton stream_k's plan: the options (OPTIONS), what they imply and where they contradict each
 other, and ``_Plan``, which resolves a problem with the heuristic (stream_k_heuristic.py) and
-launches the kernels (stream_k_kernels.py) with aligned operand copies (_operands.py)."""
+launches the kernels (stream_k_kernels.py) with aligned operand copies (_operands.py), or hands
+the problem to the single-row GEMV (stream_k_gemv.py) or the Gluon tf32 GEMM (stream_k_gluon.py)."""
 from __future__ import annotations
 
 import re
@@ -19,6 +20,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
+from .stream_k_gluon import WS_TILES, WsPlan, parse_ws_tile, ws_pays, ws_unsupported
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
 # ---------------------------------------------------------------------------------------------
@@ -56,9 +58,10 @@ OPTIONS = (
     Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
     Option("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
-           f"for the last partial wave) or gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
-           "fp32, and tf32x3 through tf32x3_split=ffma); default: the heuristic (gemv for a single "
-           "row in fp32 and tf32x3)", parse_choice(DECOMPOSITIONS)),
+           f"for the last partial wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
+           "fp32, and tf32x3 through tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
+           "Gluon GEMM, B read as stored, one program per tile); default: the heuristic (gemv for a "
+           "single row in fp32 and tf32x3, ws for tf32 where ws_pays)", parse_choice(DECOMPOSITIONS)),
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
     Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
@@ -85,6 +88,8 @@ OPTIONS = (
            "(default 1x64x64/2/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
     Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
+    Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: 128x256x32, or "
+           "128x128x32 where its tiles fill the SMs' last wave better); implies mode=ws", parse_ws_tile),
     Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
@@ -107,6 +112,14 @@ CONFLICTS = (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=gemv reads A and B as given and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
+    (lambda o, p: o["ws_tile"] is not None and o["mode"] in ("dp", "sk", "gemv"),
+     "option ws_tile (the warp-specialised Gluon GEMM) and mode={mode} contradict each other"),
+    (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None) and p != "tf32",
+     "mode=ws (the tensor-core GEMM with B^T in wgmma's registers) applies to tf32, not {precision}"),
+    (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None) and (
+        o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
+     "mode=ws (A and B read as stored by TMA, one program per tile) and options grid, sk_align, operands, "
+     "b_transpose contradict each other"),
     (lambda o, p: o["grid"] is not None and o["mode"] == "dp",
      "options grid= and mode=dp contradict each other: grid is the stream-K program count"),
     (lambda o, p: o["grid"] is not None and o["sk_align"] != "auto",
@@ -141,13 +154,14 @@ CONFLICTS = (
 IMPLIES = (
     (lambda o: o["gemv_tile"] is not None or o["k_splits"] is not None, "mode", "gemv"),
     (lambda o: o["mode"] == "gemv", "tf32x3_split", "ffma"),  # the GEMV multiplies tf32x3 as fp32
+    (lambda o: o["ws_tile"] is not None, "mode", "ws"),
     (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
     (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
     (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
     (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
-            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None}
+            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "ws_tile": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -178,11 +192,18 @@ class _Plan:
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
         self.dot_precision = DOT_PRECISION[precision]
-        self.gemv = None
+        self.gemv = self.ws = None
         if o["mode"] == "gemv" or (o["mode"] is None and self._gemv_by_default(precision, options, o)):
             self.gemv = GemvPlan(A, B, C, alpha, beta, sms, o["gemv_tile"], o["k_splits"])
             self.config = dict(self.gemv.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
+            return
+        if o["mode"] == "ws" and options.get("tile") is not None:
+            raise UsageError("options tile (the stream-K tile GEMM's) and mode=ws contradict each other: "
+                             "mode=ws takes ws_tile")
+        if o["mode"] == "ws" or (o["mode"] is None and self._ws_by_default(A, B, C, precision, sms, options, o)):
+            self.ws = WsPlan(A, B, C, alpha, beta, sms, o["ws_tile"])
+            self.config = dict(self.ws.config, tf32x3_split="n/a", chosen_by=self._chosen_by(options))
             return
         mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
         tile = options.get("tile")
@@ -273,6 +294,14 @@ class _Plan:
             o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
         return self.M <= GEMV_MAX_M and precision == "fp32" and not shaped
 
+    def _ws_by_default(self, A, B, C, precision: str, sms: int, options: dict, o: dict) -> bool:
+        """The heuristic's Gluon GEMM: tf32 on operands it can read (ws_unsupported), where
+        ws_pays and the user set nothing that shapes the tile GEMM."""
+        shaped = options.get("tile") is not None or any(
+            o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
+        return (precision == "tf32" and not shaped and ws_pays(self.M, self.N, sms)
+                and not ws_unsupported(A, B, C))
+
     @staticmethod
     def _chosen_by(options: dict) -> str:
         given = sorted(k for k, v in options.items() if v is not None)
@@ -295,6 +324,9 @@ class _Plan:
     def launch(self):
         if self.gemv is not None:
             self.gemv.launch()
+            return
+        if self.ws is not None:
+            self.ws.launch()
             return
         C, d, t = self.C, self.d, self.tile
         self.a.fill()

@@ -3,7 +3,7 @@ without a GPU and count the global copies by width, or read the load lanes from 
 
     python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
-                                            | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir
+                                            | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir | --ws-ir
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
@@ -17,7 +17,8 @@ heuristic picks, against the "triton.stream_k" row (the heuristic of the run): g
 
 --tma-b-ir / --gluon-ir: how the compiler feeds wgmma a tf32 B read as stored, in the plugins
 docs/examples/tf32_b_by_tma.py (`tl.dot`) and docs/examples/tf32_gluon_swap.py (Gluon), compiled
-for sm_90 (docs/findings.md, "tf32 on LLM projections").
+for sm_90 (docs/findings.md, "tf32 on LLM projections"). --ws-ir: stream_k_gluon.py's
+warp-specialised kernel (mode=ws) compiled the same way, with ptxas's registers, spills and notes.
 """
 from __future__ import annotations
 
@@ -300,23 +301,53 @@ def tma_b_ir() -> dict:
     return out
 
 
+def _ptxas_notes(ptx: str) -> dict:
+    """Assemble ``ptx`` for sm_90a with the ptxas Triton ships: its version, the registers it
+    used, spill bytes and its C75xx notes on serialising the wgmma pipeline."""
+    import os
+    import subprocess
+    import tempfile
+    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    # Triton 3.9 emits PTX 9.x, which only its ptxas-blackwell (CUDA 13.x) assembles.
+    assemblers = [p for p in (os.path.join(bindir, "ptxas-blackwell"), os.path.join(bindir, "ptxas")) if os.path.exists(p)]
+    out = {"ptxas": "", "ptxas serialisation": "ptxas not found", "registers": None, "spill bytes": None}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        for ptxas in assemblers:
+            r = subprocess.run([ptxas, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                out["ptxas"] = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+                notes = " ".join(sorted(set(re.findall(r"\(C75\d\d\)[^\n]*?serialized due to [^']*", r.stderr))))
+                out["ptxas serialisation"] = notes or "none"
+                regs = re.search(r"Used (\d+) registers", r.stderr)
+                out["registers"] = int(regs.group(1)) if regs else None
+                out["spill bytes"] = sum(int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", r.stderr))
+                break
+            out["ptxas serialisation"] = f"ptxas failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
+    return out
+
+
+def _wgmma_counts(ptx: str) -> dict:
+    return {"triton": triton.__version__,
+            "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
+            "wgmma with A from registers": len(re.findall(r"wgmma\.mma_async[^;]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}, %rd",
+                                                           ptx)),
+            "tma copies": len(re.findall(r"cp\.async\.bulk\.tensor", ptx))}
+
+
 def gluon_swap_ir() -> dict:
     """docs/examples/tf32_gluon_swap.py's kernels (Gluon: the swapped product with B^T's
     fragments in wgmma's register operand) compiled for sm_90 without a GPU: per config, the
     wgmma that take their A operand from registers, the TMA copies, and what ptxas (the one
     Triton ships) says about serialising the wgmma pipeline (its C75xx performance notes)."""
-    import os
-    import subprocess
-    import tempfile
-
     from triton.backends.compiler import GPUTarget
     from triton.compiler import compile as triton_compile
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
     mod = _example("tf32_gluon_swap")
-    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-    # Triton 3.9 emits PTX 9.x, which only its ptxas-blackwell (CUDA 13.x) assembles.
-    assemblers = [p for p in (os.path.join(bindir, "ptxas-blackwell"), os.path.join(bindir, "ptxas")) if os.path.exists(p)]
     out = {}
     for name, (bm, bn, bk, stages, warps) in mod.CONFIGS.items():
         a_l = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
@@ -327,25 +358,38 @@ def gluon_swap_ir() -> dict:
         sig.update({k: "constexpr" for k in consts})
         ptx = triton_compile(GluonASTSource(mod._swap_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
                              options={"num_warps": warps}).asm["ptx"]
-        notes, used = "ptxas not found", ""
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "k.ptx")
-            with open(src, "w") as f:
-                f.write(ptx)
-            for ptxas in assemblers:
-                r = subprocess.run([ptxas, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
-                                   capture_output=True, text=True)
-                if r.returncode == 0:
-                    used = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-                    notes = " ".join(sorted(set(re.findall(r"\(C75\d\d\)[^\n]*?serialized due to [^']*", r.stderr))))
-                    break
-                notes = f"ptxas failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
-        out[name] = {"triton": triton.__version__,
-                     "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
-                     "wgmma with A from registers": len(re.findall(r"wgmma\.mma_async[^;]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}, %rd",
-                                                                   ptx)),
-                     "tma copies": len(re.findall(r"cp\.async\.bulk\.tensor", ptx)),
-                     "ptxas": used, "ptxas serialisation": notes or "none"}
+        out[name] = dict(_wgmma_counts(ptx), **{k: v for k, v in _ptxas_notes(ptx).items()
+                                                if k in ("ptxas", "ptxas serialisation")})
+    return out
+
+
+def ws_ir() -> dict:
+    """stream_k_gluon.py's warp-specialised tf32 kernel (mode=ws), both tiles, compiled for sm_90
+    without a GPU as WsPlan launches it: wgmma (all with B^T from registers), TMA copies, the
+    register budgets set per partition (setmaxnreg), the empty-slot arrivals, and what ptxas says
+    (registers, spills, C75xx serialisation notes)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import compile as triton_compile
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from . import stream_k_gluon as ws
+    out = {}
+    for name, t in ws.WS_TILES.items():
+        a_l = gl.NVMMASharedLayout.get_default_for([t.bm, t.bk], gl.float32)
+        b_l = gl.NVMMASharedLayout.get_default_for([t.bk, t.bn], gl.float32)
+        sig = {"a_desc": f"tensordesc<fp32[{t.bm}, {t.bk}],{a_l!r}>",
+               "b_desc": f"tensordesc<fp32[{t.bk}, {t.bn}],{b_l!r}>",
+               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32", "beta": "fp32"}
+        consts = {"HAS_BETA": True, "BM": t.bm, "BN": t.bn, "BK": t.bk, "STAGES": t.stages, "GROUP": ws.WS_GROUP,
+                  "CONSUMER_REGS": ws.WS_CONSUMER_REGS, "PRODUCER_REGS": ws.WS_PRODUCER_REGS}
+        sig.update({k: "constexpr" for k in consts})
+        k = triton_compile(GluonASTSource(ws._ws_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": ws.WS_WARPS, "maxnreg": ws.WS_MAXNREG})
+        ptx = k.asm["ptx"]
+        out[name] = dict(_wgmma_counts(ptx), **_ptxas_notes(ptx),
+                         setmaxnreg=sorted({int(v) for v in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}),
+                         **{"empty-slot arrivals": len(re.findall(r"mbarrier\.arrive\.shared", ptx)),
+                            "shared bytes": k.metadata.shared, "smem_bytes (plan)": t.smem_bytes()})
     return out
 
 
@@ -411,6 +455,9 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--gluon-ir"]:
         import json
         print(json.dumps(gluon_swap_ir(), indent=1))
+    elif sys.argv[1:2] == ["--ws-ir"]:
+        import json
+        print(json.dumps(ws_ir(), indent=1))
     elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
         print("\n".join(judge_tiles(sys.argv[2])))
     elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
@@ -418,7 +465,7 @@ if __name__ == "__main__":
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
               " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
-              " | --gluon-ir"
+              " | --gluon-ir | --ws-ir"
               " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)

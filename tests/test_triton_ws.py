@@ -1,0 +1,188 @@
+"""Triton stream_k's tf32 path on Hopper (mode=ws, triton_kernels/stream_k_gluon.py): the rule
+that takes it and its tile, the option refusals, the kernel compiled for sm_90 without a GPU
+(Gluon has no interpreter), and on an H100 the results against float64 on shapes that cut every
+edge of the tiles."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from compare.harness.errors import UsageError
+from compare.harness.problem import Problem
+from compare.harness.runner import OK, run_kernel
+from triton_kernels import stream_k as sk
+from triton_kernels import stream_k_gluon as ws
+from triton_kernels import stream_k_plan
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _plan(M, N, K, precision, device="cpu", **options):
+    A, B, C = (torch.empty(M, K, device=device), torch.empty(K, N, device=device),
+               torch.empty(M, N, device=device))
+    return sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132, **options})
+
+
+@pytest.fixture
+def as_if_hopper(monkeypatch):
+    """Plans made on CPU tensors as they would be on an H100 with a Triton that has Gluon (the
+    plan is only resolved, never launched)."""
+    monkeypatch.setattr(stream_k_plan, "ws_unsupported", lambda A, B, C: "")
+    monkeypatch.setattr(ws, "ws_unsupported", lambda A, B, C: "")
+
+
+# Tunable shapes behind the rule (results/h100/tf32-ws/round1): the tile it takes, or None where
+# stream_k keeps its tile GEMM (few rows, or tiles that fill too little of a wave).
+RULE = [((960, 8192, 8192), "128x256x32"), ((1000, 1536, 8960), "128x128x32"), ((320, 4096, 11008), "128x128x32"),
+        ((180, 12288, 12288), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), ((1000, 1004, 996), "128x128x32"),
+        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None),
+        ((640, 640, 65536), None)]
+
+
+@pytest.mark.parametrize("shape,want", RULE, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_ws_rule(as_if_hopper, shape, want):
+    c = _plan(*shape, "tf32").config
+    if want is None:
+        assert c["decomposition"] in ("dp", "sk"), c
+    else:
+        assert c["decomposition"] == "ws" and c["tile"] == want and "ws_tile" not in c["chosen_by"], c
+        assert c["operand_copy_bytes"] == 0 and c["wave_fill"] >= ws.WS_MIN_FILL
+
+
+def test_ws_small_tile_only_where_it_fills_better():
+    """128x128 only where its waves are fuller than 128x256's by more than WS_SMALL_TILE_GAIN."""
+    for M, N in [(960, 8192), (4096, 4096), (2048, 2048), (272, 28672)]:
+        assert ws.default_ws_tile(M, N, 132) is ws.WS_TILE
+    for M, N in [(1000, 1536), (448, 4096), (512, 12288)]:
+        assert ws.default_ws_tile(M, N, 132) is ws.WS_TILE_SMALL
+        assert ws._fill(M, N, ws.WS_TILE_SMALL, 132) > ws._fill(M, N, ws.WS_TILE, 132) + ws.WS_SMALL_TILE_GAIN
+
+
+@pytest.mark.parametrize("precision,options", [
+    ("fp32", {}), ("tf32x3", {}),                       # the Gluon kernel is tf32 only
+    ("tf32", {"tile": "128x128x32"}), ("tf32", {"operands": "copy"}), ("tf32", {"b_transpose": "copy"}),
+    ("tf32", {"mode": "sk"}),
+])
+def test_ws_not_taken(as_if_hopper, precision, options):
+    assert _plan(960, 8192, 8192, precision, **options).config["decomposition"] != "ws"
+
+
+def test_ws_tile_option_implies_the_mode(as_if_hopper):
+    c = _plan(4096, 4096, 4096, "tf32", ws_tile="128x128").config
+    assert c["decomposition"] == "ws" and c["tile"] == "128x128x32" and c["chosen_by"].startswith("user (sms, ws_tile)")
+    c = _plan(128, 64, 64, "tf32", mode="ws").config       # forced where the rule would not take it
+    assert c["decomposition"] == "ws" and c["tile"] == "128x256x32"
+
+
+@pytest.mark.parametrize("precision,options,message", [
+    ("fp32", {"mode": "ws"}, "applies to tf32, not fp32"),
+    ("tf32x3", {"ws_tile": "128x128"}, "applies to tf32, not tf32x3"),
+    ("tf32", {"ws_tile": "128x128", "mode": "dp"}, "contradict"),
+    ("tf32", {"mode": "ws", "grid": 4}, "contradict"),
+    ("tf32", {"mode": "ws", "operands": "copy"}, "contradict"),
+    ("tf32", {"mode": "ws", "tile": "128x128x32"}, "takes ws_tile"),
+])
+def test_ws_refusals(as_if_hopper, precision, options, message):
+    with pytest.raises(UsageError, match=message):
+        _plan(960, 1024, 1024, precision, **options)
+
+
+def test_ws_refused_off_the_gpu():
+    """CPU tensors (or the interpreter): mode=ws says why it can't run, and the heuristic never
+    takes it."""
+    with pytest.raises(UsageError, match="GPU only|no Gluon"):
+        _plan(960, 1024, 1024, "tf32", mode="ws")
+    assert _plan(960, 8192, 8192, "tf32").config["decomposition"] != "ws"
+
+
+@pytest.mark.parametrize("text", ["256x128", "128x64", "64", "128x256x64"])
+def test_ws_tile_parse_refuses(text):
+    with pytest.raises(ValueError):
+        ws.parse_ws_tile(text)
+
+
+def test_ws_tile_parse():
+    assert ws.parse_ws_tile("128x256") is ws.WS_TILE
+    assert ws.parse_ws_tile("128x128x32") is ws.WS_TILE_SMALL
+
+
+def test_ws_kernel_compiles_without_wgmma_serialisation():
+    """Both tiles compiled for sm_90 (``stream_k_study --ws-ir``): every wgmma takes B^T from
+    registers, A and B come by TMA, no ptxas C75xx note (the unspecialised Gluon kernel of
+    docs/examples/tf32_gluon_swap.py gets C7513), each consumer arrives once per K-tile, the
+    register budgets are the plan's, and the ring fits an SM's 227 KiB."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--ws-ir"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout[out.stdout.index("{"):])
+    assert set(got) == set(ws.WS_TILES), got
+    for name, c in got.items():
+        assert c["wgmma"] > 0 and c["wgmma with A from registers"] == c["wgmma"] and c["tma copies"] > 0, c
+        assert c["ptxas serialisation"] == "none", c
+        assert {ws.WS_CONSUMER_REGS, ws.WS_PRODUCER_REGS} <= set(c["setmaxnreg"]), c
+        assert c["empty-slot arrivals"] == 2, c      # one per consumer partition
+        assert c["shared bytes"] <= 227 * 1024, c
+
+
+# --- on the GPU -------------------------------------------------------------------------------
+
+def _row(problem, **options):
+    parsed = sk.KERNEL.parse_options({k: str(v) for k, v in options.items()})
+    r = run_kernel(sk.KERNEL, problem, timing=False, device="cuda", options=parsed)
+    assert r.status == OK, f"{problem} {options}: {r.status_text}"
+    return r
+
+
+def _hopper():
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+hopper = pytest.mark.skipif(not _hopper(), reason="mode=ws needs an sm_90 GPU")
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("tile", sorted(ws.WS_TILES))
+@pytest.mark.parametrize("shape", [(129, 260, 100), (300, 4100, 1028), (1000, 1004, 996), (200, 256, 4),
+                                   (2048, 2048, 2048), (130, 132, 36)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (0.5, -1.5)])
+def test_gpu_ws_shapes(tile, shape, alpha, beta):
+    """Rows, columns and K not multiples of the tile (N % 8 != 0 where N % 4 == 0), K under one
+    K-tile, against float64 with the NaN-poisoned C of the harness's check."""
+    r = _row(Problem(*shape, precision="tf32", alpha=alpha, beta=beta), ws_tile=tile)
+    assert r.config["decomposition"] == "ws" and r.config["tile"] == tile
+
+
+@pytest.mark.gpu
+@hopper
+def test_gpu_ws_heuristic_and_fallbacks():
+    assert _row(Problem(960, 2048, 4096, precision="tf32")).config["decomposition"] == "ws"
+    # N % 4 != 0: B's rows are not 16-byte aligned, so TMA can't read it: the tile GEMM, and a
+    # forced mode=ws says why.
+    assert _row(Problem(960, 2047, 4096, precision="tf32")).config["decomposition"] != "ws"
+    with pytest.raises(UsageError, match="16-byte"):
+        _plan(960, 2047, 4096, "tf32", device="cuda", mode="ws")
+
+
+@pytest.mark.gpu
+@hopper
+def test_gpu_ws_strided_views_and_bit_identical():
+    """A and B as views into wider tensors (row strides multiples of 4), three runs the same bits."""
+    torch.manual_seed(0)
+    A = torch.randn(700, 1032, device="cuda")[:, :1000]
+    B = torch.randn(1000, 1540, device="cuda")[:, 4:1504]
+    outs = []
+    for _ in range(3):
+        C = torch.full((700, 1500), float("nan"), device="cuda")
+        sk.stream_k_matmul(A, B, C, precision="tf32", mode="ws")
+        outs.append(C)
+    ref = A.double() @ B.double()
+    err = ((outs[0].double() - ref).norm() / ref.norm()).item()
+    assert err < 1e-3, err
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
