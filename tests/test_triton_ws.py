@@ -18,6 +18,7 @@ from compare.harness.runner import OK, run_kernel
 from triton_kernels import stream_k as sk
 from triton_kernels import stream_k_gluon as ws
 from triton_kernels import stream_k_plan
+from triton_kernels._common import interpreting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,12 +37,10 @@ def as_if_hopper(monkeypatch):
     monkeypatch.setattr(ws, "ws_unsupported", lambda A, B, C: "")
 
 
-# Tunable shapes behind the rule (results/h100/tf32-ws/round1): the tile it takes, or None where
-# stream_k keeps its tile GEMM (few rows, or tiles that fill too little of a wave).
-RULE = [((960, 8192, 8192), "128x256x32"), ((1000, 1536, 8960), "128x128x32"), ((320, 4096, 11008), "128x128x32"),
-        ((180, 12288, 12288), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), ((1000, 1004, 996), "128x128x32"),
-        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None),
-        ((640, 640, 65536), None)]
+# Tunable shapes behind the rule (results/h100/tf32-ws/): the tile it takes, or None where
+# stream_k keeps its tile GEMM (few rows, or a grid that fills too little of a wave).
+RULE = [((960, 8192, 8192), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), ((1000, 1004, 996), "128x128x32"),
+        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None), ((256, 256, 131072), None)]
 
 
 @pytest.mark.parametrize("shape,want", RULE, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
@@ -54,13 +53,49 @@ def test_ws_rule(as_if_hopper, shape, want):
         assert c["operand_copy_bytes"] == 0 and c["wave_fill"] >= ws.WS_MIN_FILL
 
 
-def test_ws_small_tile_only_where_it_fills_better():
-    """128x128 only where its waves are fuller than 128x256's by more than WS_SMALL_TILE_GAIN."""
-    for M, N in [(960, 8192), (4096, 4096), (2048, 2048), (272, 28672)]:
-        assert ws.default_ws_tile(M, N, 132) is ws.WS_TILE
-    for M, N in [(1000, 1536), (448, 4096), (512, 12288)]:
-        assert ws.default_ws_tile(M, N, 132) is ws.WS_TILE_SMALL
-        assert ws._fill(M, N, ws.WS_TILE_SMALL, 132) > ws._fill(M, N, ws.WS_TILE, 132) + ws.WS_SMALL_TILE_GAIN
+def test_ws_plan_is_the_least_estimate():
+    """default_ws_plan's (tile, splits) is the minimum of ws_estimate_us over both tiles and the
+    allowed split counts; full waves keep whole K (no partials to sum)."""
+    for M, N, K in [(960, 8192, 8192), (4096, 4096, 4096), (810, 5120, 13824), (1000, 1004, 996), (300, 300, 70000)]:
+        tile, splits = ws.default_ws_plan(M, N, K, 132)
+        est = ws.ws_estimate_us(M, N, K, tile, splits, 132)
+        for t in ws.WS_TILES.values():
+            for s in range(1, ws.WS_MAX_SPLITS + 1):
+                if s == 1 or -(-(-(-K // t.bk)) // s) >= ws.WS_MIN_SPLIT_KT:
+                    assert est <= ws.ws_estimate_us(M, N, K, t, s, 132) + 1e-9, (M, N, K, t, s)
+    assert ws.default_ws_plan(4096, 4096, 4096, 132) == (ws.WS_TILE, 1)
+    assert ws.default_ws_plan(1000, 1004, 996, 132)[1] == 1        # 32 K-tiles: too short to split
+    assert ws.default_ws_plan(4096, 4096, 4096, 132, tile=ws.WS_TILE_SMALL, splits=3) == (ws.WS_TILE_SMALL, 3)
+
+
+def test_ws_split_config(as_if_hopper):
+    """K ranges of whole K-tiles; a split count above the K-tiles drops to what they need."""
+    c = _plan(960, 1024, 1000, "tf32", ws_splits=3).config    # 32 K-tiles -> 11, 11, 10
+    assert (c["k_splits"], c["k_tiles_per_split"], c["grid"]) == (3, 11, c["tiles"] * 3)
+    assert c["fixup"].startswith("workspace")
+    c = _plan(960, 1024, 40, "tf32", ws_splits=8).config      # 2 K-tiles
+    assert (c["k_splits"], c["k_tiles_per_split"]) == (2, 1)
+    assert _plan(960, 1024, 1000, "tf32", mode="ws").config["fixup"] == "none"
+    A, B, C = torch.empty(960, 1000), torch.empty(1000, 1024), torch.empty(960, 1024)
+    with_beta = sk._Plan(A, B, C, 1.0, 0.5, "tf32", True, {"sms": 132, "mode": "ws", "ws_splits": 1}).config
+    assert with_beta["k_splits"] == 1 and with_beta["fixup"] == "workspace + sum kernel (beta * C)"
+
+
+@pytest.mark.skipif(not interpreting(), reason="needs TRITON_INTERPRET=1 (set by conftest without a GPU)")
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (0.5, -1.5)])
+def test_ws_sum_kernel_adds_the_ranges_in_order(alpha, beta):
+    """The partials' sum (plain Triton, so the interpreter runs it): alpha * (W[0] + W[1] + ...)
+    + beta * C over a grid with edge blocks, C a view with a row stride wider than N."""
+    torch.manual_seed(0)
+    S, M, N = 3, 45, 150
+    W = torch.randn(S, M, N)
+    C0 = torch.randn(M, N + 6)[:, :N]
+    C = C0.clone()
+    grid = (-(-M // ws.SUM_BLOCK_M), -(-N // ws.SUM_BLOCK_N))
+    ws._ws_sum_kernel[grid](W, C, M, N, M * N, C.stride(0), alpha, beta, S, HAS_BETA=beta != 0,
+                            BLOCK_M=ws.SUM_BLOCK_M, BLOCK_N=ws.SUM_BLOCK_N)
+    want = alpha * ((W[0] + W[1]) + W[2]) + (beta * C0 if beta else 0)
+    assert torch.allclose(C, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("precision,options", [
@@ -76,7 +111,7 @@ def test_ws_tile_option_implies_the_mode(as_if_hopper):
     c = _plan(4096, 4096, 4096, "tf32", ws_tile="128x128").config
     assert c["decomposition"] == "ws" and c["tile"] == "128x128x32" and c["chosen_by"].startswith("user (sms, ws_tile)")
     c = _plan(128, 64, 64, "tf32", mode="ws").config       # forced where the rule would not take it
-    assert c["decomposition"] == "ws" and c["tile"] == "128x256x32"
+    assert c["decomposition"] == "ws" and c["tile"] == ws.default_ws_plan(128, 64, 64, 132)[0].dims
 
 
 @pytest.mark.parametrize("precision,options,message", [
@@ -121,10 +156,13 @@ def test_ws_kernel_compiles_without_wgmma_serialisation():
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout[out.stdout.index("{"):])
-    assert set(got) == set(ws.WS_TILES), got
+    assert set(got) == {n + s for n in ws.WS_TILES for s in ("", " split")}, got
     for name, c in got.items():
         assert c["wgmma"] > 0 and c["wgmma with A from registers"] == c["wgmma"] and c["tma copies"] > 0, c
         assert c["ptxas serialisation"] == "none", c
+        # 152-168 bytes for the 128x128 split build, none otherwise; an epilogue that held C's
+        # tile beside the accumulator (beta * C in the kernel) spilled 3.5 KB with Triton 3.6.
+        assert c["spill bytes"] <= 256, c
         assert {ws.WS_CONSUMER_REGS, ws.WS_PRODUCER_REGS} <= set(c["setmaxnreg"]), c
         assert c["empty-slot arrivals"] == 2, c      # one per consumer partition
         assert c["shared bytes"] <= 227 * 1024, c
@@ -152,11 +190,15 @@ hopper = pytest.mark.skipif(not _hopper(), reason="mode=ws needs an sm_90 GPU")
 @pytest.mark.parametrize("shape", [(129, 260, 100), (300, 4100, 1028), (1000, 1004, 996), (200, 256, 4),
                                    (2048, 2048, 2048), (130, 132, 36)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (0.5, -1.5)])
-def test_gpu_ws_shapes(tile, shape, alpha, beta):
+@pytest.mark.parametrize("splits", [1, 3])
+def test_gpu_ws_shapes(tile, shape, alpha, beta, splits):
     """Rows, columns and K not multiples of the tile (N % 8 != 0 where N % 4 == 0), K under one
-    K-tile, against float64 with the NaN-poisoned C of the harness's check."""
-    r = _row(Problem(*shape, precision="tf32", alpha=alpha, beta=beta), ws_tile=tile)
+    K-tile, whole K and three K ranges (fewer where K has fewer K-tiles), against float64 with the
+    NaN-poisoned C of the harness's check."""
+    r = _row(Problem(*shape, precision="tf32", alpha=alpha, beta=beta), ws_tile=tile, ws_splits=splits)
     assert r.config["decomposition"] == "ws" and r.config["tile"] == tile
+    kt = -(-shape[2] // 32)
+    assert r.config["k_splits"] == -(-kt // -(-kt // min(splits, kt)))    # equal ranges: 4 K-tiles in 3 -> 2 of 2
 
 
 @pytest.mark.gpu
@@ -173,14 +215,15 @@ def test_gpu_ws_heuristic_and_fallbacks():
 @pytest.mark.gpu
 @hopper
 def test_gpu_ws_strided_views_and_bit_identical():
-    """A and B as views into wider tensors (row strides multiples of 4), three runs the same bits."""
+    """A and B as views into wider tensors (row strides multiples of 4), K in two ranges, three
+    runs the same bits."""
     torch.manual_seed(0)
     A = torch.randn(700, 1032, device="cuda")[:, :1000]
     B = torch.randn(1000, 1540, device="cuda")[:, 4:1504]
     outs = []
     for _ in range(3):
         C = torch.full((700, 1500), float("nan"), device="cuda")
-        sk.stream_k_matmul(A, B, C, precision="tf32", mode="ws")
+        sk.stream_k_matmul(A, B, C, precision="tf32", mode="ws", ws_splits=2)
         outs.append(C)
     ref = A.double() @ B.double()
     err = ((outs[0].double() - ref).norm() / ref.norm()).item()

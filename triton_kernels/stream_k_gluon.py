@@ -20,8 +20,12 @@ TMA, mbarriers, warpgroup_mma) can say it:
   did, ptxas serialised every wgmma, C7513, or the results were wrong), and one warpgroup's
   wgmma keep the tensor cores busy while the other loads.
 
-One program per C tile (no stream-K): the plan takes this path only where the tiles fill the
-GPU well enough (ws_pays). GPU only: Gluon has no interpreter, and wgmma needs sm_90.
+One program per tile and K range: where whole tiles would leave much of the last wave of SMs idle,
+K is cut into up to WS_MAX_SPLITS ranges whose partials a second kernel adds in range order (the
+same bits every run); the tile and the split count are those of least estimated time
+(ws_estimate_us), and the plan takes this path only where that grid fills the GPU well enough
+(ws_pays). GPU only: Gluon has no interpreter, and wgmma needs sm_90; _ws_sum_kernel is plain
+Triton.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 
 import torch
 import triton
+import triton.language as tl
 
 from compare.harness.errors import UsageError
 
@@ -52,15 +57,15 @@ if HAVE_GLUON:
     _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 
     @gluon.jit
-    def _ws_consumer(a_desc, b_desc, a_s, b_s, full, empty, c_ptr, M, N, K, scm, alpha, beta, m0, n0,
-                     HALF: gl.constexpr, HAS_BETA: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                     BK: gl.constexpr, STAGES: gl.constexpr):
+    def _ws_consumer(a_desc, b_desc, a_s, b_s, full, empty, c_ptr, w_ptr, M, N, scm, alpha, beta, m0, n0, kt0,
+                     n_kt, split, HALF: gl.constexpr, SPLIT: gl.constexpr, BM: gl.constexpr,
+                     BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr):
         # Columns n0 + HALF*BN/2 .. of C: rows of C^T, the wgmma's M side (64 per instruction).
         HB: gl.constexpr = BN // 2
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BM, 8])
         b_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=1)
         acc = gl.zeros([HB, BM], gl.float32, mma)
-        for kt in range(gl.cdiv(K, BK)):
+        for kt in range(n_kt):
             slot = kt % STAGES
             mbarrier.wait(full.index(slot), (kt // STAGES) & 1)
             bt = b_s.index(slot).slice(HALF * HB, HB, dim=1).permute((1, 0)).load(b_op)
@@ -76,37 +81,49 @@ if HAVE_GLUON:
         c = gl.convert_layout(gl.permute(acc, (1, 0)), out)
         rm = m0 + gl.arange(0, BM, gl.SliceLayout(1, out))
         rn = n0 + HALF * HB + gl.arange(0, HB, gl.SliceLayout(0, out))
-        ptrs = c_ptr + rm.to(gl.int64)[:, None] * scm + rn[None, :]
         mask = (rm[:, None] < M) & (rn[None, :] < N)
-        c = c * alpha
-        if HAS_BETA:
-            c = c + beta * gl.load(ptrs, mask=mask, other=0.0)
-        gl.store(ptrs, c, mask=mask)
+        if SPLIT:
+            # This K range's raw partial, summed in range order (and beta * C added) by
+            # _ws_sum_kernel. beta * C here would hold C's tile beside the accumulator: past the
+            # 232 registers (ptxas spilled 3.5 KB with Triton 3.6).
+            ptrs = w_ptr + (split.to(gl.int64) * M + rm)[:, None] * N + rn[None, :]
+            gl.store(ptrs, c, mask=mask)
+        else:
+            ptrs = c_ptr + rm.to(gl.int64)[:, None] * scm + rn[None, :]
+            gl.store(ptrs, c * alpha, mask=mask)
 
     @gluon.jit
-    def _ws_producer(a_desc, b_desc, a_s, b_s, full, empty, c_ptr, M, N, K, scm, alpha, beta, m0, n0,
-                     HALF: gl.constexpr, HAS_BETA: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                     BK: gl.constexpr, STAGES: gl.constexpr):
+    def _ws_producer(a_desc, b_desc, a_s, b_s, full, empty, c_ptr, w_ptr, M, N, scm, alpha, beta, m0, n0, kt0,
+                     n_kt, split, HALF: gl.constexpr, SPLIT: gl.constexpr, BM: gl.constexpr,
+                     BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr):
         # (The worker partitions share one signature; this one uses the descriptors and ring.)
         nbytes: gl.constexpr = (BM * BK + BK * BN) * 4
-        for kt in range(gl.cdiv(K, BK)):
+        for kt in range(n_kt):
             slot = kt % STAGES
             # A fresh mbarrier counts as having completed the phase before phase 0, so the first
             # round through the ring does not wait.
             mbarrier.wait(empty.index(slot), ((kt // STAGES) & 1) ^ 1)
             mbarrier.expect(full.index(slot), nbytes)
-            _tma_load(a_desc, [m0, kt * BK], full.index(slot), a_s.index(slot))
-            _tma_load(b_desc, [kt * BK, n0], full.index(slot), b_s.index(slot))
+            _tma_load(a_desc, [m0, (kt0 + kt) * BK], full.index(slot), a_s.index(slot))
+            _tma_load(b_desc, [(kt0 + kt) * BK, n0], full.index(slot), b_s.index(slot))
 
     @gluon.jit
-    def _ws_kernel(a_desc, b_desc, c_ptr, M, N, K, scm, alpha, beta, HAS_BETA: gl.constexpr,
-                   BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+    def _ws_kernel(a_desc, b_desc, c_ptr, w_ptr, M, N, K, scm, alpha, beta, kt_per_split, SPLIT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
                    GROUP: gl.constexpr, CONSUMER_REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
-        # Grouped order: GROUP column blocks of B walked down the rows of A, so that programs
-        # running together share B's columns in L2.
-        pid = gl.program_id(0)
+        # Program pid: K range pid // tiles (SPLIT: kt_per_split K-tiles of it, written raw to the
+        # workspace w_ptr; else all of K, alpha * it written to C) of tile pid % tiles. Tiles in grouped order: GROUP column blocks of B walked down the rows
+        # of A, so that programs running together share B's columns in L2.
         num_m = gl.cdiv(M, BM)
         num_n = gl.cdiv(N, BN)
+        split = gl.program_id(0) // (num_m * num_n)
+        pid = gl.program_id(0) % (num_m * num_n)
+        k_tiles = gl.cdiv(K, BK)
+        if SPLIT:
+            kt0 = split * kt_per_split
+            n_kt = gl.maximum(gl.minimum(kt_per_split, k_tiles - kt0), 0)
+        else:
+            kt0 = 0
+            n_kt = k_tiles
         per_group = GROUP * num_m
         first_n = (pid // per_group) * GROUP
         size_n = gl.minimum(num_n - first_n, GROUP)
@@ -124,13 +141,33 @@ if HAVE_GLUON:
         # The argument tuples are written out: a tuple built by concatenation turns its
         # constexprs into tensors.
         gl.warp_specialize([
-            (_ws_consumer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, M, N, K, scm, alpha, beta, m0, n0, 0,
-                            HAS_BETA, BM, BN, BK, STAGES)),
-            (_ws_consumer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, M, N, K, scm, alpha, beta, m0, n0, 1,
-                            HAS_BETA, BM, BN, BK, STAGES)),
-            (_ws_producer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, M, N, K, scm, alpha, beta, m0, n0, 0,
-                            HAS_BETA, BM, BN, BK, STAGES)),
+            (_ws_consumer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, w_ptr, M, N, scm, alpha, beta, m0, n0,
+                            kt0, n_kt, split, 0, SPLIT, BM, BN, BK, STAGES)),
+            (_ws_consumer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, w_ptr, M, N, scm, alpha, beta, m0, n0,
+                            kt0, n_kt, split, 1, SPLIT, BM, BN, BK, STAGES)),
+            (_ws_producer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, w_ptr, M, N, scm, alpha, beta, m0, n0,
+                            kt0, n_kt, split, 0, SPLIT, BM, BN, BK, STAGES)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+@triton.jit
+def _ws_sum_kernel(w_ptr, c_ptr, M, N, MN, scm, alpha, beta, SPLITS, HAS_BETA: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # C = alpha * (the SPLITS partials of mode=ws's K ranges, added in range order) + beta * C:
+    # the same bits every run.
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    p = w_ptr + rm.to(tl.int64)[:, None] * N + rn[None, :]
+    s = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, SPLITS):
+        s += tl.load(p, mask=mask, other=0.0)
+        p += MN
+    c_ptrs = c_ptr + rm.to(tl.int64)[:, None] * scm + rn[None, :]
+    out = s * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+    tl.store(c_ptrs, out, mask=mask)
+
 
 # ---------------------------------------------------------------------------------------------
 # Plan.
@@ -144,6 +181,7 @@ WS_MAXNREG = 168
 WS_CONSUMER_REGS = 232
 WS_PRODUCER_REGS = 40
 WS_GROUP = 8
+SUM_BLOCK_M, SUM_BLOCK_N = 32, 128
 
 
 @dataclass(frozen=True)
@@ -152,6 +190,10 @@ class WsTile:
     bn: int
     bk: int
     stages: int
+    # Microseconds one SM takes per K-tile of this tile on an H100: 128x256 at ~330 TFLOP/s over 132
+    # SMs in full waves; 128x128 at 0.8 of that rate per flop (0.74-0.86 on six tunable shapes
+    # where both filled their waves alike, results/h100/tf32-ws/round2).
+    step_us: float
 
     @property
     def dims(self) -> str:
@@ -169,18 +211,21 @@ class WsTile:
 # 128x128 wgmma) moves the fewest bytes per flop; 128x128 (each consumer 64 columns, 6 stages)
 # doubles the tile count where 128x256 tiles fill the SMs poorly. A 256x128 tile (N = 256 wgmma,
 # half the fragment loads) won one shape of 18 and lost 2048^3 by 10 points.
-WS_TILE = WsTile(128, 256, 32, 4)
-WS_TILE_SMALL = WsTile(128, 128, 32, 6)
+WS_TILE = WsTile(128, 256, 32, 4, 0.84)
+WS_TILE_SMALL = WsTile(128, 128, 32, 6, 0.84 / 2 / 0.8)
 WS_TILES = {t.dims: t for t in (WS_TILE, WS_TILE_SMALL)}
 # Rows at most this many keep stream_k's own tf32 plan (the swapped tile GEMM, stream-K): at
 # 128x4096x11008 it read 85% of cuBLAS tf32 against 60% here, at 64x8192x28672 98% against 93%.
 WS_MIN_M = 129
-# The better tile must fill at least this share of its last wave (tiles / (waves x SMs)): one
-# program per tile has no stream-K to spread a short grid's K over the idle SMs. 1000x1004x996
+# The chosen grid (tiles x K ranges) must fill at least this share of its last wave: 1000x1004x996
 # (64 tiles: 0.48) read 92% here against 65%; 128x4096x11008 (32 tiles: 0.24) 60% against 85%.
 WS_MIN_FILL = 0.45
-# 128x256 is taken unless 128x128 fills its waves this much better.
-WS_SMALL_TILE_GAIN = 0.05
+# K ranges per tile (ws_splits): at most this many, each at least WS_MIN_SPLIT_KT K-tiles long,
+# where the estimate (ws_estimate_us) says the fuller grid repays writing and summing partials.
+WS_MAX_SPLITS = 4
+WS_MIN_SPLIT_KT = 32
+# Bytes per microsecond the partials' write, read and sum move at (an H100's HBM, ~2.5 TB/s).
+WS_SUM_BYTES_PER_US = 2.5e6
 _WS_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:x32)?$")
 
 
@@ -194,19 +239,50 @@ def parse_ws_tile(text) -> WsTile:
     return tile
 
 
-def _fill(M: int, N: int, tile: WsTile, sms: int) -> float:
-    tiles = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
-    return tiles / (triton.cdiv(tiles, sms) * sms)
+def parse_ws_splits(text) -> int:
+    n = int(text)
+    if not 1 <= n <= 64:
+        raise ValueError(f"{n}: K ranges per tile must be 1..64")
+    return n
 
 
-def default_ws_tile(M: int, N: int, sms: int) -> WsTile:
-    big, small = _fill(M, N, WS_TILE, sms), _fill(M, N, WS_TILE_SMALL, sms)
-    return WS_TILE_SMALL if small > big + WS_SMALL_TILE_GAIN else WS_TILE
+def _tiles(M: int, N: int, tile: WsTile) -> int:
+    return triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
 
 
-def ws_pays(M: int, N: int, sms: int) -> bool:
-    """The heuristic's rule (on eligible operands): enough rows, and tiles that fill the SMs."""
-    return M >= WS_MIN_M and _fill(M, N, default_ws_tile(M, N, sms), sms) >= WS_MIN_FILL
+def _fill(programs: int, sms: int) -> float:
+    return programs / (triton.cdiv(programs, sms) * sms)
+
+
+def ws_estimate_us(M: int, N: int, K: int, tile: WsTile, splits: int, sms: int) -> float:
+    """The model behind the defaults: waves of programs x K-tiles per program x the tile's time
+    per K-tile, plus the partials' bytes (written, read back, C written) when K is split."""
+    waves = triton.cdiv(_tiles(M, N, tile) * splits, sms)
+    t = waves * triton.cdiv(triton.cdiv(K, tile.bk), splits) * tile.step_us
+    if splits > 1:
+        t += (2 * splits + 1) * M * N * 4 / WS_SUM_BYTES_PER_US
+    return t
+
+
+def default_ws_plan(M: int, N: int, K: int, sms: int, tile=None, splits=None) -> tuple:
+    """(tile, K ranges per tile) with the least ws_estimate_us; a given tile or split count is kept."""
+    tiles = [tile] if tile is not None else [WS_TILE, WS_TILE_SMALL]
+    best = None
+    for t in tiles:
+        k_tiles = triton.cdiv(K, t.bk)
+        counts = [splits] if splits is not None else [
+            s for s in range(1, WS_MAX_SPLITS + 1) if s == 1 or triton.cdiv(k_tiles, s) >= WS_MIN_SPLIT_KT]
+        for s in counts:
+            est = ws_estimate_us(M, N, K, t, s, sms)
+            if best is None or est < best[0]:
+                best = (est, t, s)
+    return best[1], best[2]
+
+
+def ws_pays(M: int, N: int, K: int, sms: int) -> bool:
+    """The heuristic's rule (on eligible operands): enough rows, and a grid that fills the SMs."""
+    tile, splits = default_ws_plan(M, N, K, sms)
+    return M >= WS_MIN_M and _fill(_tiles(M, N, tile) * splits, sms) >= WS_MIN_FILL
 
 
 def ws_unsupported(A, B, C) -> str:
@@ -228,9 +304,10 @@ def ws_unsupported(A, B, C) -> str:
 
 
 class WsPlan:
-    """The mode=ws launch: ``tile`` (WsTile; None: default_ws_tile)."""
+    """The mode=ws launch: ``tile`` (WsTile) and ``splits`` (K ranges per tile); either None:
+    default_ws_plan's."""
 
-    def __init__(self, A, B, C, alpha, beta, sms, tile=None):
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, splits=None):
         why = ws_unsupported(A, B, C)
         if why:
             raise UsageError(f"mode=ws (the Gluon warp-specialised tf32 GEMM): {why}")
@@ -238,14 +315,27 @@ class WsPlan:
         self.N = B.shape[1]
         self.A, self.B, self.C = A, B, C
         self.alpha, self.beta = float(alpha), float(beta)
-        self.tile = parse_ws_tile(tile) if tile is not None else default_ws_tile(self.M, self.N, sms)
+        tile = parse_ws_tile(tile) if tile is not None else None
+        self.tile, splits = default_ws_plan(self.M, self.N, self.K, sms, tile, splits)
         t = self.tile
-        self.tiles = triton.cdiv(self.M, t.bm) * triton.cdiv(self.N, t.bn)
+        k_tiles = triton.cdiv(self.K, t.bk)
+        # Equal ranges of whole K-tiles; the count drops to what they need.
+        self.kt_per_split = triton.cdiv(k_tiles, min(splits, k_tiles))
+        self.splits = triton.cdiv(k_tiles, self.kt_per_split)
+        self.tiles = _tiles(self.M, self.N, t)
+        # Partials go through the workspace when K is split, and when beta != 0 (the sum kernel
+        # adds beta * C; see _ws_consumer).
+        self.to_workspace = self.splits > 1 or self.beta != 0
+        self.W = (torch.empty(self.splits * self.M * self.N, device=A.device, dtype=torch.float32)
+                  if self.to_workspace else None)
         self.config = {
             "tile": t.dims, "num_warps": "4 + 4 + 1 (two consumer warpgroups, a TMA producer warp)",
             "num_stages": t.stages, "group_m": WS_GROUP, "decomposition": "ws", "tiles": self.tiles,
-            "iters_per_tile": triton.cdiv(self.K, t.bk), "grid": self.tiles, "sms": sms,
-            "wave_fill": round(_fill(self.M, self.N, t, sms), 3), "fixup": "none",
+            "iters_per_tile": k_tiles, "k_splits": self.splits, "k_tiles_per_split": self.kt_per_split,
+            "grid": self.tiles * self.splits, "sms": sms,
+            "wave_fill": round(_fill(self.tiles * self.splits, sms), 3),
+            "fixup": ("none" if not self.to_workspace else "workspace + fixed-order sum kernel (range order)"
+                      if self.splits > 1 else "workspace + sum kernel (beta * C)"),
             "operands": "A, B as stored (TMA)", "operand_copy_bytes": 0,
             "b_transpose": "swap (C^T = B^T A^T, B^T's fragments in wgmma's register operand)",
             "input_precision": "tf32 (B rounded to nearest, A truncated by the tensor cores)",
@@ -264,7 +354,12 @@ class WsPlan:
         if self._descs is None:   # host descriptors are built once per plan, outside the timing
             self._descs = self._descriptors()
         a_desc, b_desc = self._descs
-        t, C = self.tile, self.C
-        _ws_kernel[(self.tiles,)](a_desc, b_desc, C, self.M, self.N, self.K, C.stride(0), self.alpha, self.beta,
-                                  self.beta != 0, t.bm, t.bn, t.bk, t.stages, WS_GROUP, WS_CONSUMER_REGS,
-                                  WS_PRODUCER_REGS, num_warps=WS_WARPS, maxnreg=WS_MAXNREG)
+        t, C, split = self.tile, self.C, self.to_workspace
+        _ws_kernel[(self.tiles * self.splits,)](
+            a_desc, b_desc, C, self.W if split else C, self.M, self.N, self.K, C.stride(0), self.alpha, self.beta,
+            self.kt_per_split, split, t.bm, t.bn, t.bk, t.stages, WS_GROUP, WS_CONSUMER_REGS,
+            WS_PRODUCER_REGS, num_warps=WS_WARPS, maxnreg=WS_MAXNREG)
+        if split:
+            _ws_sum_kernel[(triton.cdiv(self.M, SUM_BLOCK_M), triton.cdiv(self.N, SUM_BLOCK_N))](
+                self.W, C, self.M, self.N, self.M * self.N, C.stride(0), self.alpha, self.beta, self.splits,
+                HAS_BETA=self.beta != 0, BLOCK_M=SUM_BLOCK_M, BLOCK_N=SUM_BLOCK_N, num_warps=4)

@@ -20,7 +20,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
-from .stream_k_gluon import WS_TILES, WsPlan, parse_ws_tile, ws_pays, ws_unsupported
+from .stream_k_gluon import WS_MAX_SPLITS, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile, ws_pays, ws_unsupported
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
 # ---------------------------------------------------------------------------------------------
@@ -88,8 +88,10 @@ OPTIONS = (
            "(default 1x64x64/2/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
     Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
-    Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: 128x256x32, or "
-           "128x128x32 where its tiles fill the SMs' last wave better); implies mode=ws", parse_ws_tile),
+    Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
+           "split with the least estimated time, stream_k_gluon.ws_estimate_us); implies mode=ws", parse_ws_tile),
+    Option("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
+           f"kernel (default: 1..{WS_MAX_SPLITS} by the same estimate); implies mode=ws", parse_ws_splits),
     Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
@@ -112,11 +114,11 @@ CONFLICTS = (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=gemv reads A and B as given and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
-    (lambda o, p: o["ws_tile"] is not None and o["mode"] in ("dp", "sk", "gemv"),
-     "option ws_tile (the warp-specialised Gluon GEMM) and mode={mode} contradict each other"),
-    (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None) and p != "tf32",
+    (lambda o, p: (o["ws_tile"] is not None or o["ws_splits"] is not None) and o["mode"] in ("dp", "sk", "gemv"),
+     "options ws_tile / ws_splits (the warp-specialised Gluon GEMM) and mode={mode} contradict each other"),
+    (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None or o["ws_splits"] is not None) and p != "tf32",
      "mode=ws (the tensor-core GEMM with B^T in wgmma's registers) applies to tf32, not {precision}"),
-    (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None) and (
+    (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None or o["ws_splits"] is not None) and (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=ws (A and B read as stored by TMA, one program per tile) and options grid, sk_align, operands, "
      "b_transpose contradict each other"),
@@ -154,14 +156,15 @@ CONFLICTS = (
 IMPLIES = (
     (lambda o: o["gemv_tile"] is not None or o["k_splits"] is not None, "mode", "gemv"),
     (lambda o: o["mode"] == "gemv", "tf32x3_split", "ffma"),  # the GEMV multiplies tf32x3 as fp32
-    (lambda o: o["ws_tile"] is not None, "mode", "ws"),
+    (lambda o: o["ws_tile"] is not None or o["ws_splits"] is not None, "mode", "ws"),
     (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
     (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
     (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
     (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
-            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "ws_tile": None}
+            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "ws_tile": None,
+            "ws_splits": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -202,7 +205,7 @@ class _Plan:
             raise UsageError("options tile (the stream-K tile GEMM's) and mode=ws contradict each other: "
                              "mode=ws takes ws_tile")
         if o["mode"] == "ws" or (o["mode"] is None and self._ws_by_default(A, B, C, precision, sms, options, o)):
-            self.ws = WsPlan(A, B, C, alpha, beta, sms, o["ws_tile"])
+            self.ws = WsPlan(A, B, C, alpha, beta, sms, o["ws_tile"], o["ws_splits"])
             self.config = dict(self.ws.config, tf32x3_split="n/a", chosen_by=self._chosen_by(options))
             return
         mode, grid, sk_align = o["mode"], o["grid"], o["sk_align"]
@@ -299,7 +302,7 @@ class _Plan:
         ws_pays and the user set nothing that shapes the tile GEMM."""
         shaped = options.get("tile") is not None or any(
             o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
-        return (precision == "tf32" and not shaped and ws_pays(self.M, self.N, sms)
+        return (precision == "tf32" and not shaped and ws_pays(self.M, self.N, self.K, sms)
                 and not ws_unsupported(A, B, C))
 
     @staticmethod

@@ -364,7 +364,8 @@ def gluon_swap_ir() -> dict:
 
 
 def ws_ir() -> dict:
-    """stream_k_gluon.py's warp-specialised tf32 kernel (mode=ws), both tiles, compiled for sm_90
+    """stream_k_gluon.py's warp-specialised tf32 kernel (mode=ws), both tiles, whole K and split,
+    compiled for sm_90
     without a GPU as WsPlan launches it: wgmma (all with B^T from registers), TMA copies, the
     register budgets set per partition (setmaxnreg), the empty-slot arrivals, and what ptxas says
     (registers, spills, C75xx serialisation notes)."""
@@ -374,19 +375,20 @@ def ws_ir() -> dict:
     from triton.experimental.gluon._runtime import GluonASTSource
     from . import stream_k_gluon as ws
     out = {}
-    for name, t in ws.WS_TILES.items():
+    for (name, t), split in ((nt, sp) for nt in ws.WS_TILES.items() for sp in (False, True)):
         a_l = gl.NVMMASharedLayout.get_default_for([t.bm, t.bk], gl.float32)
         b_l = gl.NVMMASharedLayout.get_default_for([t.bk, t.bn], gl.float32)
         sig = {"a_desc": f"tensordesc<fp32[{t.bm}, {t.bk}],{a_l!r}>",
                "b_desc": f"tensordesc<fp32[{t.bk}, {t.bn}],{b_l!r}>",
-               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32", "beta": "fp32"}
-        consts = {"HAS_BETA": True, "BM": t.bm, "BN": t.bn, "BK": t.bk, "STAGES": t.stages, "GROUP": ws.WS_GROUP,
+               "c_ptr": "*fp32", "w_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32",
+               "alpha": "fp32", "beta": "fp32", "kt_per_split": "i32"}
+        consts = {"SPLIT": split, "BM": t.bm, "BN": t.bn, "BK": t.bk, "STAGES": t.stages, "GROUP": ws.WS_GROUP,
                   "CONSUMER_REGS": ws.WS_CONSUMER_REGS, "PRODUCER_REGS": ws.WS_PRODUCER_REGS}
         sig.update({k: "constexpr" for k in consts})
         k = triton_compile(GluonASTSource(ws._ws_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
                            options={"num_warps": ws.WS_WARPS, "maxnreg": ws.WS_MAXNREG})
         ptx = k.asm["ptx"]
-        out[name] = dict(_wgmma_counts(ptx), **_ptxas_notes(ptx),
+        out[name + (" split" if split else "")] = dict(_wgmma_counts(ptx), **_ptxas_notes(ptx),
                          setmaxnreg=sorted({int(v) for v in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}),
                          **{"empty-slot arrivals": len(re.findall(r"mbarrier\.arrive\.shared", ptx)),
                             "shared bytes": k.metadata.shared, "smem_bytes (plan)": t.smem_bytes()})
