@@ -40,7 +40,8 @@ def as_if_hopper(monkeypatch):
 # Tunable shapes behind the rule (results/h100/tf32-ws/): the tile it takes, or None where
 # stream_k keeps its tile GEMM (few rows, or a grid that fills too little of a wave).
 RULE = [((960, 8192, 8192), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), ((1000, 1004, 996), "128x128x32"),
-        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None), ((256, 256, 131072), None)]
+        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None), ((256, 256, 131072), None),
+        ((8192, 8192, 8192), None), ((6144, 6144, 6144), None), ((8192, 16, 8192), None), ((4096, 64, 4096), "128x128x32")]
 
 
 @pytest.mark.parametrize("shape,want", RULE, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))

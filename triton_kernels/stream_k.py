@@ -62,8 +62,8 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
 
 
 STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
-_META = {"heuristic": "M = 1 in fp32/tf32x3: a GEMV (mode=gemv); tf32 on sm_90 with M > 128 and TMA-readable "
-                      "operands where the tiles fill the SMs: the warp-specialised Gluon GEMM (mode=ws); else tile by M (16/32/64/128 rows x 128 x 32), "
+_META = {"heuristic": "M = 1 in fp32/tf32x3: a GEMV (mode=gemv); tf32 on sm_90 with 128 < M < 6144, N >= 64 and "
+                      "TMA-readable operands where tiles x K ranges fill the SMs: the warp-specialised Gluon GEMM (mode=ws); else tile by M (16/32/64/128 rows x 128 x 32), "
                       "dp vs hybrid stream-K by wave fill; "
                       "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
                       "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "

@@ -217,6 +217,13 @@ WS_TILES = {t.dims: t for t in (WS_TILE, WS_TILE_SMALL)}
 # Rows at most this many keep stream_k's own tf32 plan (the swapped tile GEMM, stream-K): at
 # 128x4096x11008 it read 85% of cuBLAS tf32 against 60% here, at 64x8192x28672 98% against 93%.
 WS_MIN_M = 129
+# From this many rows the tile GEMM's K-major copy of B is a small share of the launch (its
+# bytes per element of B against 2M flops) and its all-shared-memory pipeline wins: 6144^3 read
+# 84.6% there against 83.1% here, 8192^3 89.5% against 78.2% (4096^3: 81.9% against 85.9%).
+WS_MAX_M = 6144
+# Columns fewer than this keep the tile GEMM's narrow tiles: the swapped product puts N on
+# wgmma's 64-row side (8192x16x8192: 93.7% there, 89.3% here; 4096x64x4096: 88.9%, 93.6% here).
+WS_MIN_N = 64
 # The chosen grid (tiles x K ranges) must fill at least this share of its last wave: 1000x1004x996
 # (64 tiles: 0.48) read 92% here against 65%; 128x4096x11008 (32 tiles: 0.24) 60% against 85%.
 WS_MIN_FILL = 0.45
@@ -280,9 +287,12 @@ def default_ws_plan(M: int, N: int, K: int, sms: int, tile=None, splits=None) ->
 
 
 def ws_pays(M: int, N: int, K: int, sms: int) -> bool:
-    """The heuristic's rule (on eligible operands): enough rows, and a grid that fills the SMs."""
+    """The heuristic's rule (on eligible operands): rows and columns in range, and a grid that
+    fills the SMs."""
+    if not (WS_MIN_M <= M < WS_MAX_M and N >= WS_MIN_N):
+        return False
     tile, splits = default_ws_plan(M, N, K, sms)
-    return M >= WS_MIN_M and _fill(_tiles(M, N, tile) * splits, sms) >= WS_MIN_FILL
+    return _fill(_tiles(M, N, tile) * splits, sms) >= WS_MIN_FILL
 
 
 def ws_unsupported(A, B, C) -> str:

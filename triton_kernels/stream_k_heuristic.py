@@ -26,8 +26,9 @@ sk_align         align_pays: tf32 with A + B larger than the L2 and every tile s
 tf32x3_split     x3_split_plan; outputs of at most 64x64 and single rows: "ffma", fp32's plan
                  (x3_uses_ffma).
 gemv             M = 1 in fp32 (tf32x3 through ffma): the GEMV of stream_k_gemv.py, not a tile.
-ws               tf32 on sm_90 with A and B TMA-readable, M > 128 and tiles that fill the SMs
-                 (ws_pays): the warp-specialised Gluon GEMM of stream_k_gluon.py, B read as stored.
+ws               tf32 on sm_90 with A and B TMA-readable, 128 < M < 6144, N >= 64 and a grid of
+                 tiles x K ranges that fills the SMs (ws_pays): the warp-specialised Gluon GEMM of
+                 stream_k_gluon.py, B read as stored.
 ===============  ==========================================================================
 """
 from __future__ import annotations
