@@ -40,7 +40,7 @@ def as_if_hopper(monkeypatch):
 # Tunable shapes behind the rule (results/h100/tf32-ws/): the tile it takes, or None where
 # stream_k keeps its tile GEMM (few rows, or a grid that fills too little of a wave).
 RULE = [((960, 8192, 8192), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), ((1000, 1004, 996), "128x128x32"),
-        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None), ((256, 256, 131072), None),
+        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None), ((200, 200, 4096), None),
         ((8192, 8192, 8192), None), ((6144, 6144, 6144), None), ((8192, 16, 8192), None), ((4096, 64, 4096), "128x128x32")]
 
 
@@ -61,12 +61,18 @@ def test_ws_plan_is_the_least_estimate():
         tile, splits = ws.default_ws_plan(M, N, K, 132)
         est = ws.ws_estimate_us(M, N, K, tile, splits, 132)
         for t in ws.WS_TILES.values():
-            for s in range(1, ws.WS_MAX_SPLITS + 1):
+            most = ws.WS_MAX_SPLITS_FEW_TILES if ws._tiles(M, N, t) * ws.WS_MAX_SPLITS < 66 else ws.WS_MAX_SPLITS
+            for s in range(1, most + 1):
                 if s == 1 or -(-(-(-K // t.bk)) // s) >= ws.WS_MIN_SPLIT_KT:
                     assert est <= ws.ws_estimate_us(M, N, K, t, s, 132) + 1e-9, (M, N, K, t, s)
     assert ws.default_ws_plan(4096, 4096, 4096, 132) == (ws.WS_TILE, 1)
     assert ws.default_ws_plan(1000, 1004, 996, 132)[1] == 1        # 32 K-tiles: too short to split
     assert ws.default_ws_plan(4096, 4096, 4096, 132, tile=ws.WS_TILE_SMALL, splits=3) == (ws.WS_TILE_SMALL, 3)
+    # Few tiles and long K (round 3): more than WS_MAX_SPLITS ranges, one wave.
+    tile, splits = ws.default_ws_plan(384, 384, 65536, 132)
+    assert splits > ws.WS_MAX_SPLITS and ws._tiles(384, 384, tile) * splits <= 132
+    # Enough tiles: at most WS_MAX_SPLITS however long K is.
+    assert ws.default_ws_plan(1024, 1024, 262144, 132)[1] <= ws.WS_MAX_SPLITS
 
 
 def test_ws_split_config(as_if_hopper):

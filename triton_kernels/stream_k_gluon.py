@@ -229,7 +229,12 @@ WS_MIN_N = 64
 WS_MIN_FILL = 0.45
 # K ranges per tile (ws_splits): at most this many, each at least WS_MIN_SPLIT_KT K-tiles long,
 # where the estimate (ws_estimate_us) says the fuller grid repays writing and summing partials.
+# Up to WS_MAX_SPLITS_FEW_TILES where WS_MAX_SPLITS ranges per tile would still leave half the SMs
+# idle (long K, tiny grids: 384x384x65536 99% of cuBLAS tf32 with 12 ranges, 46% with 4); the
+# estimate misplaces 5-7 ranges on larger grids (600x5120x13824: 95% whole, 83% in 3 ranges),
+# so they keep 4 (results/h100/tf32-ws/round2, round3).
 WS_MAX_SPLITS = 4
+WS_MAX_SPLITS_FEW_TILES = 16
 WS_MIN_SPLIT_KT = 32
 # Bytes per microsecond the partials' write, read and sum move at (an H100's HBM, ~2.5 TB/s).
 WS_SUM_BYTES_PER_US = 2.5e6
@@ -277,8 +282,9 @@ def default_ws_plan(M: int, N: int, K: int, sms: int, tile=None, splits=None) ->
     best = None
     for t in tiles:
         k_tiles = triton.cdiv(K, t.bk)
+        most = WS_MAX_SPLITS_FEW_TILES if _tiles(M, N, t) * WS_MAX_SPLITS < sms / 2 else WS_MAX_SPLITS
         counts = [splits] if splits is not None else [
-            s for s in range(1, WS_MAX_SPLITS + 1) if s == 1 or triton.cdiv(k_tiles, s) >= WS_MIN_SPLIT_KT]
+            s for s in range(1, most + 1) if s == 1 or triton.cdiv(k_tiles, s) >= WS_MIN_SPLIT_KT]
         for s in counts:
             est = ws_estimate_us(M, N, K, t, s, sms)
             if best is None or est < best[0]:

@@ -20,7 +20,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
-from .stream_k_gluon import WS_MAX_SPLITS, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile, ws_pays, ws_unsupported
+from .stream_k_gluon import WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile, ws_pays, ws_unsupported
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +91,8 @@ OPTIONS = (
     Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_estimate_us); implies mode=ws", parse_ws_tile),
     Option("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
-           f"kernel (default: 1..{WS_MAX_SPLITS} by the same estimate); implies mode=ws", parse_ws_splits),
+           f"kernel (default: 1..{WS_MAX_SPLITS} by the same estimate, up to {WS_MAX_SPLITS_FEW_TILES} for grids of few "
+           "tiles); implies mode=ws", parse_ws_splits),
     Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
