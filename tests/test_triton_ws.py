@@ -55,16 +55,15 @@ def test_ws_rule(as_if_hopper, shape, want):
 
 
 def test_ws_plan_is_the_least_estimate():
-    """default_ws_plan's (tile, splits) is the minimum of ws_estimate_us over both tiles and the
-    allowed split counts; full waves keep whole K (no partials to sum)."""
+    """default_ws_plan's (tile, splits) is the minimum of ws_seconds (decompose's split-K model)
+    over both tiles and the allowed split counts; full waves keep whole K (no partials to sum)."""
     for M, N, K in [(960, 8192, 8192), (4096, 4096, 4096), (810, 5120, 13824), (1000, 1004, 996), (300, 300, 70000)]:
         tile, splits = ws.default_ws_plan(M, N, K, 132)
-        est = ws.ws_estimate_us(M, N, K, tile, splits, 132)
+        est = ws.ws_seconds(M, N, K, tile, splits, 132)
         for t in ws.WS_TILES.values():
             most = ws.WS_MAX_SPLITS_FEW_TILES if ws._tiles(M, N, t) * ws.WS_MAX_SPLITS < 66 else ws.WS_MAX_SPLITS
-            for s in range(1, most + 1):
-                if s == 1 or -(-(-(-K // t.bk)) // s) >= ws.WS_MIN_SPLIT_KT:
-                    assert est <= ws.ws_estimate_us(M, N, K, t, s, 132) + 1e-9, (M, N, K, t, s)
+            for s in range(1, min(most, max(1, K // (ws.WS_MIN_SPLIT_KT * t.bk))) + 1):
+                assert est <= ws.ws_seconds(M, N, K, t, s, 132) + 1e-12, (M, N, K, t, s)
     assert ws.default_ws_plan(4096, 4096, 4096, 132) == (ws.WS_TILE, 1)
     assert ws.default_ws_plan(1000, 1004, 996, 132)[1] == 1        # 32 K-tiles: too short to split
     assert ws.default_ws_plan(4096, 4096, 4096, 132, tile=ws.WS_TILE_SMALL, splits=3) == (ws.WS_TILE_SMALL, 3)

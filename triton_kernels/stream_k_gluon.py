@@ -21,10 +21,10 @@ TMA, mbarriers, warpgroup_mma) can say it:
   wgmma keep the tensor cores busy while the other loads.
 
 One program per tile and K range: where whole tiles would leave much of the last wave of SMs idle,
-K is cut into up to WS_MAX_SPLITS ranges whose partials a second kernel adds in range order (the
-same bits every run); the tile and the split count are those of least estimated time
-(ws_estimate_us), and the plan takes this path only where that grid fills the GPU well enough
-(ws_pays). GPU only: Gluon has no interpreter, and wgmma needs sm_90; _ws_sum_kernel is plain
+K is cut into ranges whose partials a second kernel adds in range order (the same bits every
+run); the split count is the least estimated time by compare/families/decompose.py's split-K model
+(the one Triton's split_k and CUDA stage 10 use), and the plan takes this path only where that
+grid fills the GPU well enough (ws_pays). GPU only: Gluon has no interpreter, and wgmma needs sm_90; _ws_sum_kernel is plain
 Triton.
 """
 from __future__ import annotations
@@ -36,6 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
+from compare.families import decompose as model
 from compare.harness.errors import UsageError
 
 from ._common import interpreting
@@ -190,10 +191,19 @@ class WsTile:
     bn: int
     bk: int
     stages: int
-    # Microseconds one SM takes per K-tile of this tile on an H100: 128x256 at ~330 TFLOP/s over 132
-    # SMs in full waves; 128x128 at 0.8 of that rate per flop (0.74-0.86 on six tunable shapes
+    # Seconds one SM takes per k of a 128x128 area of this tile on an H100 (decompose's split-K
+    # model, SplitCost.tile_k_seconds): 128x256 at ~330 TFLOP/s over 132 SMs in full waves (0.84 us
+    # per K-tile of 32); 128x128 at 0.8 of that rate per flop (0.74-0.86 on six tunable shapes
     # where both filled their waves alike, results/h100/tf32-ws/round2).
-    step_us: float
+    k_seconds: float
+
+    @property
+    def cost(self) -> model.SplitCost:
+        """decompose's split-K model with mode=ws's numbers: no fill or launch overhead counted;
+        partials written and read back (2 words per range) and C written (1), at ~2.5 TB/s; a
+        split must strictly beat whole K."""
+        return model.SplitCost(tile_k_seconds=self.k_seconds, overhead_k=0, launch_s=0.0,
+                               deterministic_words=(2, 1), min_gain=1.0)
 
     @property
     def dims(self) -> str:
@@ -211,8 +221,8 @@ class WsTile:
 # 128x128 wgmma) moves the fewest bytes per flop; 128x128 (each consumer 64 columns, 6 stages)
 # doubles the tile count where 128x256 tiles fill the SMs poorly. A 256x128 tile (N = 256 wgmma,
 # half the fragment loads) won one shape of 18 and lost 2048^3 by 10 points.
-WS_TILE = WsTile(128, 256, 32, 4, 0.84)
-WS_TILE_SMALL = WsTile(128, 128, 32, 6, 0.84 / 2 / 0.8)
+WS_TILE = WsTile(128, 256, 32, 4, 0.84e-6 / 32 / 2)
+WS_TILE_SMALL = WsTile(128, 128, 32, 6, 0.84e-6 / 32 / 2 / 0.8)
 WS_TILES = {t.dims: t for t in (WS_TILE, WS_TILE_SMALL)}
 # Rows at most this many keep stream_k's own tf32 plan (the swapped tile GEMM, stream-K): at
 # 128x4096x11008 it read 85% of cuBLAS tf32 against 60% here, at 64x8192x28672 98% against 93%.
@@ -228,7 +238,8 @@ WS_MIN_N = 64
 # (64 tiles: 0.48) read 92% here against 65%; 128x4096x11008 (32 tiles: 0.24) 60% against 85%.
 WS_MIN_FILL = 0.45
 # K ranges per tile (ws_splits): at most this many, each at least WS_MIN_SPLIT_KT K-tiles long,
-# where the estimate (ws_estimate_us) says the fuller grid repays writing and summing partials.
+# where decompose's split-K model (WsTile.cost) says the fuller grid repays writing and summing
+# partials.
 # Up to WS_MAX_SPLITS_FEW_TILES where WS_MAX_SPLITS ranges per tile would still leave half the SMs
 # idle (long K, tiny grids: 384x384x65536 99% of cuBLAS tf32 with 12 ranges, 46% with 4); the
 # estimate misplaces 5-7 ranges on larger grids (600x5120x13824: 95% whole, 83% in 3 ranges),
@@ -236,8 +247,6 @@ WS_MIN_FILL = 0.45
 WS_MAX_SPLITS = 4
 WS_MAX_SPLITS_FEW_TILES = 16
 WS_MIN_SPLIT_KT = 32
-# Bytes per microsecond the partials' write, read and sum move at (an H100's HBM, ~2.5 TB/s).
-WS_SUM_BYTES_PER_US = 2.5e6
 _WS_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:x32)?$")
 
 
@@ -266,29 +275,28 @@ def _fill(programs: int, sms: int) -> float:
     return programs / (triton.cdiv(programs, sms) * sms)
 
 
-def ws_estimate_us(M: int, N: int, K: int, tile: WsTile, splits: int, sms: int) -> float:
-    """The model behind the defaults: waves of programs x K-tiles per program x the tile's time
-    per K-tile, plus the partials' bytes (written, read back, C written) when K is split."""
-    waves = triton.cdiv(_tiles(M, N, tile) * splits, sms)
-    t = waves * triton.cdiv(triton.cdiv(K, tile.bk), splits) * tile.step_us
-    if splits > 1:
-        t += (2 * splits + 1) * M * N * 4 / WS_SUM_BYTES_PER_US
-    return t
+def _split_plan(M: int, N: int, K: int, sms: int, tile: WsTile, splits=None) -> model.SplitPlan:
+    most = WS_MAX_SPLITS_FEW_TILES if _tiles(M, N, tile) * WS_MAX_SPLITS < sms / 2 else WS_MAX_SPLITS
+    return model.choose_split(M, N, K, sms, tile=(tile.bm, tile.bn), chunk_align=tile.bk,
+                              min_chunk=WS_MIN_SPLIT_KT * tile.bk, max_splits=most, cost=tile.cost, splits=splits)
+
+
+def ws_seconds(M: int, N: int, K: int, tile: WsTile, splits: int, sms: int) -> float:
+    """The model behind the defaults (decompose.split_seconds with WsTile.cost): waves of
+    programs x K per program x the tile's time per k, plus the partials' bytes when K is split."""
+    return model.split_seconds(M, N, K, sms, splits, tile=(tile.bm, tile.bn), chunk_align=tile.bk,
+                               cost=tile.cost)[0]
 
 
 def default_ws_plan(M: int, N: int, K: int, sms: int, tile=None, splits=None) -> tuple:
-    """(tile, K ranges per tile) with the least ws_estimate_us; a given tile or split count is kept."""
-    tiles = [tile] if tile is not None else [WS_TILE, WS_TILE_SMALL]
+    """(tile, K ranges per tile): per tile decompose.choose_split's range count, then the tile of
+    the two with the least ws_seconds; a given tile or split count is kept."""
     best = None
-    for t in tiles:
-        k_tiles = triton.cdiv(K, t.bk)
-        most = WS_MAX_SPLITS_FEW_TILES if _tiles(M, N, t) * WS_MAX_SPLITS < sms / 2 else WS_MAX_SPLITS
-        counts = [splits] if splits is not None else [
-            s for s in range(1, most + 1) if s == 1 or triton.cdiv(k_tiles, s) >= WS_MIN_SPLIT_KT]
-        for s in counts:
-            est = ws_estimate_us(M, N, K, t, s, sms)
-            if best is None or est < best[0]:
-                best = (est, t, s)
+    for t in [tile] if tile is not None else [WS_TILE, WS_TILE_SMALL]:
+        s = _split_plan(M, N, K, sms, t, splits).splits
+        est = ws_seconds(M, N, K, t, s, sms)
+        if best is None or est < best[0]:
+            best = (est, t, s)
     return best[1], best[2]
 
 
@@ -336,8 +344,8 @@ class WsPlan:
         t = self.tile
         k_tiles = triton.cdiv(self.K, t.bk)
         # Equal ranges of whole K-tiles; the count drops to what they need.
-        self.kt_per_split = triton.cdiv(k_tiles, min(splits, k_tiles))
-        self.splits = triton.cdiv(k_tiles, self.kt_per_split)
+        self.splits, chunk = model.split_geometry(self.K, splits, t.bk)
+        self.kt_per_split = triton.cdiv(chunk, t.bk)
         self.tiles = _tiles(self.M, self.N, t)
         # Partials go through the workspace when K is split, and when beta != 0 (the sum kernel
         # adds beta * C; see _ws_consumer).

@@ -89,7 +89,7 @@ OPTIONS = (
     Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
     Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
-           "split with the least estimated time, stream_k_gluon.ws_estimate_us); implies mode=ws", parse_ws_tile),
+           "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),
     Option("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
            f"kernel (default: 1..{WS_MAX_SPLITS} by the same estimate, up to {WS_MAX_SPLITS_FEW_TILES} for grids of few "
            "tiles); implies mode=ws", parse_ws_splits),

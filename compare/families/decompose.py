@@ -101,26 +101,35 @@ def split_geometry(K: int, splits: int, chunk_align: int, round_unsplit: bool = 
     return cdiv(K, chunk), chunk
 
 
-def choose_split(M: int, N: int, K: int, sms: int, *, tile: tuple[int, int] = (128, 128),
-                 blocks_per_sm: int = 1, chunk_align: int = 16, min_chunk: int = 256,
-                 max_splits: int = 512, max_workspace_bytes: int = 1 << 30, deterministic: bool = True,
-                 cost: SplitCost = DEFAULT_SPLIT_COST, splits: int | None = None) -> SplitPlan:
-    """The split count minimising the model above; ``splits`` forces one (the user's option)."""
-    if splits is not None:
-        s, chunk = split_geometry(K, splits, chunk_align, cost.round_unsplit)
-        return SplitPlan(s, chunk, "user")
+def split_seconds(M: int, N: int, K: int, sms: int, splits: int, *, tile: tuple[int, int] = (128, 128),
+                  blocks_per_sm: int = 1, chunk_align: int = 16, deterministic: bool = True,
+                  cost: SplitCost = DEFAULT_SPLIT_COST) -> tuple[float, int, int]:
+    """The model above for ``splits`` K chunks: (seconds, splits actually used, chunk)."""
     tiles = cdiv(M, tile[0]) * cdiv(N, tile[1])
     slots = max(1, sms * blocks_per_sm)
     # Two blocks sharing an SM each run at half speed: a block's k-step costs blocks_per_sm times more.
     t_k = cost.tile_k_seconds * blocks_per_sm * (tile[0] * tile[1]) / (128 * 128)
     per_split, fixed = cost.deterministic_words if deterministic else cost.atomic_words
+    s_eff, chunk = split_geometry(K, splits, chunk_align, cost.round_unsplit)
+    t = cdiv(tiles * s_eff, slots) * (chunk + cost.overhead_k) * t_k
+    if s_eff > 1:
+        t += (per_split * s_eff + fixed) * M * N * 4 / cost.bytes_per_s + cost.launch_s
+    return t, s_eff, chunk
+
+
+def choose_split(M: int, N: int, K: int, sms: int, *, tile: tuple[int, int] = (128, 128),
+                 blocks_per_sm: int = 1, chunk_align: int = 16, min_chunk: int = 256,
+                 max_splits: int = 512, max_workspace_bytes: int = 1 << 30, deterministic: bool = True,
+                 cost: SplitCost = DEFAULT_SPLIT_COST, splits: int | None = None) -> SplitPlan:
+    """The split count minimising the model above (split_seconds); ``splits`` forces one (the
+    user's option)."""
+    if splits is not None:
+        s, chunk = split_geometry(K, splits, chunk_align, cost.round_unsplit)
+        return SplitPlan(s, chunk, "user")
 
     def modeled(s: int) -> tuple[float, int, int]:
-        s_eff, chunk = split_geometry(K, s, chunk_align, cost.round_unsplit)
-        t = cdiv(tiles * s_eff, slots) * (chunk + cost.overhead_k) * t_k
-        if s_eff > 1:
-            t += (per_split * s_eff + fixed) * M * N * 4 / cost.bytes_per_s + cost.launch_s
-        return t, s_eff, chunk
+        return split_seconds(M, N, K, sms, s, tile=tile, blocks_per_sm=blocks_per_sm, chunk_align=chunk_align,
+                             deterministic=deterministic, cost=cost)
 
     best_t, best_s, best_chunk = modeled(1)
     max_s = min(max_splits, K // max(1, min_chunk), max(1, max_workspace_bytes // max(1, 4 * M * N)))
