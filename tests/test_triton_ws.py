@@ -98,8 +98,8 @@ def test_ws_sum_kernel_adds_the_ranges_in_order(alpha, beta):
     C0 = torch.randn(M, N + 6)[:, :N]
     C = C0.clone()
     grid = (-(-M // ws.SUM_BLOCK_M), -(-N // ws.SUM_BLOCK_N))
-    ws._ws_sum_kernel[grid](W, C, M, N, M * N, C.stride(0), alpha, beta, S, HAS_BETA=beta != 0,
-                            BLOCK_M=ws.SUM_BLOCK_M, BLOCK_N=ws.SUM_BLOCK_N)
+    ws._range_sum_kernel[grid](W, C, M, N, M * N, C.stride(0), C.stride(1), alpha, beta, S, HAS_BETA=beta != 0,
+                               BLOCK_M=ws.SUM_BLOCK_M, BLOCK_N=ws.SUM_BLOCK_N)
     want = alpha * ((W[0] + W[1]) + W[2]) + (beta * C0 if beta else 0)
     assert torch.allclose(C, want, rtol=1e-6, atol=1e-6)
 

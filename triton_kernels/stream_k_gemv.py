@@ -29,7 +29,7 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._operands import _aligned, _n_major_hintable
-from .stream_k_kernels import _mult4
+from .stream_k_kernels import _mult4, _range_sum_kernel
 
 # ---------------------------------------------------------------------------------------------
 # Kernels.
@@ -77,7 +77,7 @@ def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, N, K, k_per_split, stride_ak, strid
     y = tl.sum(acc, axis=0)
     offs_c = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if SPLIT:
-        # Raw partial row of range pid_k; _gemv_sum_kernel adds the ranges in order.
+        # Raw partial row of range pid_k; _range_sum_kernel adds the ranges in order.
         tl.store(w_ptr + pid_k * N + offs_c, y, mask=offs_c < N)
     else:
         c_ptrs = c_ptr + offs_c * stride_cn
@@ -85,22 +85,6 @@ def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, N, K, k_per_split, stride_ak, strid
         if HAS_BETA:
             out += beta * tl.load(c_ptrs, mask=offs_c < N, other=0.0)
         tl.store(c_ptrs, out, mask=offs_c < N)
-
-
-@triton.jit
-def _gemv_sum_kernel(w_ptr, c_ptr, N, stride_cn, alpha, beta, SPLITS, HAS_BETA: tl.constexpr,
-                     BLOCK: tl.constexpr):
-    # C = alpha * (sum of the SPLITS partial rows, in range order) + beta * C.
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    s = tl.zeros((BLOCK,), dtype=tl.float32)
-    for i in range(0, SPLITS):
-        s += tl.load(w_ptr + i * N + offs, mask=mask, other=0.0)
-    c_ptrs = c_ptr + offs * stride_cn
-    out = s * alpha
-    if HAS_BETA:
-        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
-    tl.store(c_ptrs, out, mask=mask)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +209,6 @@ class GemvPlan:
             B_K_CONTIG=self.b_k_contig, B_HINT=self.b_hint, SPLIT=split, HAS_BETA=has_beta,
             BLOCK_N=t.bn, BLOCK_K=t.bk, num_warps=t.warps, num_stages=t.stages)
         if split:
-            _gemv_sum_kernel[(triton.cdiv(self.N, SUM_BLOCK),)](
-                self.W, C, self.N, C.stride(1), self.alpha, self.beta, self.splits, HAS_BETA=has_beta,
-                BLOCK=SUM_BLOCK, num_warps=4)
+            _range_sum_kernel[(1, triton.cdiv(self.N, SUM_BLOCK))](
+                self.W, C, 1, self.N, self.N, C.stride(0), C.stride(1), self.alpha, self.beta, self.splits,
+                HAS_BETA=has_beta, BLOCK_M=1, BLOCK_N=SUM_BLOCK, num_warps=4)

@@ -24,8 +24,8 @@ One program per tile and K range: where whole tiles would leave much of the last
 K is cut into ranges whose partials a second kernel adds in range order (the same bits every
 run); the split count is the least estimated time by compare/families/decompose.py's split-K model
 (the one Triton's split_k and CUDA stage 10 use), and the plan takes this path only where that
-grid fills the GPU well enough (ws_pays). GPU only: Gluon has no interpreter, and wgmma needs sm_90; _ws_sum_kernel is plain
-Triton.
+grid fills the GPU well enough (ws_pays). GPU only: Gluon has no interpreter, and wgmma needs
+sm_90; the partials' sum is stream_k_kernels._range_sum_kernel (plain Triton).
 """
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ from dataclasses import dataclass
 
 import torch
 import triton
-import triton.language as tl
 
 from compare.families import decompose as model
 from compare.harness.errors import UsageError
 
 from ._common import interpreting
+from .stream_k_kernels import _range_sum_kernel
 
 try:   # Gluon with warp specialisation: Triton >= 3.5 (its API as in 3.6 and 3.9)
     from triton.experimental import gluon
@@ -85,7 +85,7 @@ if HAVE_GLUON:
         mask = (rm[:, None] < M) & (rn[None, :] < N)
         if SPLIT:
             # This K range's raw partial, summed in range order (and beta * C added) by
-            # _ws_sum_kernel. beta * C here would hold C's tile beside the accumulator: past the
+            # _range_sum_kernel. beta * C here would hold C's tile beside the accumulator: past the
             # 232 registers (ptxas spilled 3.5 KB with Triton 3.6).
             ptrs = w_ptr + (split.to(gl.int64) * M + rm)[:, None] * N + rn[None, :]
             gl.store(ptrs, c, mask=mask)
@@ -149,26 +149,6 @@ if HAVE_GLUON:
             (_ws_producer, (a_desc, b_desc, a_s, b_s, full, empty, c_ptr, w_ptr, M, N, scm, alpha, beta, m0, n0,
                             kt0, n_kt, split, 0, SPLIT, BM, BN, BK, STAGES)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
-
-@triton.jit
-def _ws_sum_kernel(w_ptr, c_ptr, M, N, MN, scm, alpha, beta, SPLITS, HAS_BETA: tl.constexpr,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # C = alpha * (the SPLITS partials of mode=ws's K ranges, added in range order) + beta * C:
-    # the same bits every run.
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    p = w_ptr + rm.to(tl.int64)[:, None] * N + rn[None, :]
-    s = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, SPLITS):
-        s += tl.load(p, mask=mask, other=0.0)
-        p += MN
-    c_ptrs = c_ptr + rm.to(tl.int64)[:, None] * scm + rn[None, :]
-    out = s * alpha
-    if HAS_BETA:
-        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
-    tl.store(c_ptrs, out, mask=mask)
-
 
 # ---------------------------------------------------------------------------------------------
 # Plan.
@@ -384,6 +364,6 @@ class WsPlan:
             self.kt_per_split, split, t.bm, t.bn, t.bk, t.stages, WS_GROUP, WS_CONSUMER_REGS,
             WS_PRODUCER_REGS, num_warps=WS_WARPS, maxnreg=WS_MAXNREG)
         if split:
-            _ws_sum_kernel[(triton.cdiv(self.M, SUM_BLOCK_M), triton.cdiv(self.N, SUM_BLOCK_N))](
-                self.W, C, self.M, self.N, self.M * self.N, C.stride(0), self.alpha, self.beta, self.splits,
-                HAS_BETA=self.beta != 0, BLOCK_M=SUM_BLOCK_M, BLOCK_N=SUM_BLOCK_N, num_warps=4)
+            _range_sum_kernel[(triton.cdiv(self.M, SUM_BLOCK_M), triton.cdiv(self.N, SUM_BLOCK_N))](
+                self.W, C, self.M, self.N, self.M * self.N, C.stride(0), C.stride(1), self.alpha, self.beta,
+                self.splits, HAS_BETA=self.beta != 0, BLOCK_M=SUM_BLOCK_M, BLOCK_N=SUM_BLOCK_N, num_warps=4)

@@ -1,6 +1,8 @@
 """Triton stream_k's kernels: the stream-K GEMM (data-parallel tiles and stream-K ranges in one
-grid), the deterministic fixup that sums split tiles' partials in program order, and the beta
-pre-scale of the atomic variant. The host side is stream_k_plan.py."""
+grid), the deterministic fixup that sums split tiles' partials in program order, the beta
+pre-scale of the atomic variant, and the in-order sum of whole-output K-range partials that the
+GEMV (stream_k_gemv.py) and the Gluon GEMM (stream_k_gluon.py) write. The host side is
+stream_k_plan.py."""
 from __future__ import annotations
 
 import triton
@@ -368,3 +370,23 @@ def _scale_tiles_kernel(c_ptr, M, N, stride_cm, stride_cn, beta, K, SK_Q, SK_R,
         else:
             out = beta * tl.load(c_ptrs, mask=c_mask, other=0.0)
         tl.store(c_ptrs, out, mask=c_mask)
+
+
+@triton.jit
+def _range_sum_kernel(w_ptr, c_ptr, M, N, MN, stride_cm, stride_cn, alpha, beta, SPLITS, HAS_BETA: tl.constexpr,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # C = alpha * (the SPLITS partials of C, K range by K range, added in range order) + beta * C:
+    # the same bits every run. w holds the partials as SPLITS contiguous M x N planes.
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    p = w_ptr + rm.to(tl.int64)[:, None] * N + rn[None, :]
+    s = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, SPLITS):
+        s += tl.load(p, mask=mask, other=0.0)
+        p += MN
+    c_ptrs = c_ptr + rm.to(tl.int64)[:, None] * stride_cm + rn[None, :] * stride_cn
+    out = s * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+    tl.store(c_ptrs, out, mask=mask)

@@ -173,7 +173,7 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
     # The names _Plan.launch (and GemvPlan.launch, ops' copies) look up.
     patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
                (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
-               (vars(stream_k_gemv), ("_gemv_kernel", "_gemv_sum_kernel"))]
+               (vars(stream_k_gemv), ("_gemv_kernel", "_range_sum_kernel"))]
     saved = [(g, {n: g[n] for n in names}) for g, names in patched]
     try:
         for g, names in patched:
