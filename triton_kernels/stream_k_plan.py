@@ -20,7 +20,8 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
-from .stream_k_gluon import WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile, ws_pays, ws_unsupported
+from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile,
+                             ws_pays, ws_unsupported)
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
 # ---------------------------------------------------------------------------------------------
@@ -60,7 +61,7 @@ OPTIONS = (
     Option("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
            f"for the last partial wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
            "fp32, and tf32x3 through tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
-           "Gluon GEMM, B read as stored, one program per tile); default: the heuristic (gemv for a "
+           "Gluon GEMM, B read as stored, one program per tile and K range); default: the heuristic (gemv for a "
            "single row in fp32 and tf32x3, ws for tf32 where ws_pays)", parse_choice(DECOMPOSITIONS)),
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
@@ -121,7 +122,7 @@ CONFLICTS = (
      "mode=ws (the tensor-core GEMM with B^T in wgmma's registers) applies to tf32, not {precision}"),
     (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None or o["ws_splits"] is not None) and (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
-     "mode=ws (A and B read as stored by TMA, one program per tile) and options grid, sk_align, operands, "
+     "mode=ws (A and B read as stored by TMA, one program per tile and K range) and options grid, sk_align, operands, "
      "b_transpose contradict each other"),
     (lambda o, p: o["grid"] is not None and o["mode"] == "dp",
      "options grid= and mode=dp contradict each other: grid is the stream-K program count"),

@@ -365,10 +365,9 @@ def gluon_swap_ir() -> dict:
 
 def ws_ir() -> dict:
     """stream_k_gluon.py's warp-specialised tf32 kernel (mode=ws), both tiles, whole K and split,
-    compiled for sm_90
-    without a GPU as WsPlan launches it: wgmma (all with B^T from registers), TMA copies, the
-    register budgets set per partition (setmaxnreg), the empty-slot arrivals, and what ptxas says
-    (registers, spills, C75xx serialisation notes)."""
+    compiled for sm_90 without a GPU as WsPlan launches it: wgmma (all with B^T from registers),
+    TMA copies, the register budgets set per partition (setmaxnreg), the empty-slot arrivals, and
+    what ptxas says (registers, spills, C75xx serialisation notes)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import compile as triton_compile
     from triton.experimental.gluon import language as gl
