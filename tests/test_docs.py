@@ -33,7 +33,7 @@ _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 _CODE_SPAN = re.compile(r"`([^`]+)`")  # a span may wrap onto the next line
 # Written at run time, never committed (.gitignore): a doc may name them without them existing.
-GENERATED = (".asv/", ".ci-venvs/", "build/", ".cache/")
+GENERATED = (".asv/", ".ci-venvs/", "build/", ".cache/", ".whl/")  # made on the user's machine
 _NOT_A_PATH = re.compile(r"[*?<>{}\[\]$|=~@%,;:'\"()]")  # globs, placeholders, URLs, options
 
 
