@@ -20,6 +20,8 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
+                 tf32 tiny outputs on one tile of at least 64x32 or 32x64: one stream-K
+                 program per SM, not programs_per_sm (tiny_output_programs).
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
@@ -243,6 +245,25 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
     return Tile(128, 128, 32, 8, 3), None
 
 
+# tf32 outputs of at most 64x64 whose one tile covers at least 64x32: a stream-K program per
+# SM instead of two. The same tile and K, half the programs, each reading twice the K range:
+# round 20 (16 tunable tiny outputs, results/h100/explore/round20/) read 7.5-12.9 points more
+# of cuBLAS tf32 on all six 64x64-tile shapes (56x56x200000 70.3 -> 83.2%) and 3.0-12.3 on the
+# six 64x32 and 32x64 ones; 64x16, 32x32 and 16x32 tiles went -6.4 to +1.4, and fp32 lost with
+# every one-program-per-SM variant tried (up to 18 points), so those keep two programs per SM.
+# Reading A and B bounds these shapes, not arithmetic (fp32, tf32 and tf32x3 took the same
+# 81 us at 48x48x262144); why half the programs read them faster was not profiled.
+TINY_OUTPUT_MIN_TILE_AREA = 64 * 32
+
+
+def tiny_output_programs(M: int, N: int, precision: str, tile: Tile, sms: int) -> Optional[int]:
+    """The stream-K grid for a tf32 tiny output (TINY_OUTPUT_MIN_TILE_AREA), else None."""
+    if precision == "tf32" and M <= min(tile.bm, 64) and N <= min(tile.bn, 64) and \
+            tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
+        return sms
+    return None
+
+
 def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
                 mode: Optional[str] = None, sk_programs: Optional[int] = None,
                 align: Optional[bool] = None, l2: int = DEFAULT_L2_BYTES) -> tuple[Tile, Decomposition]:
@@ -252,6 +273,7 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
         tile, preferred = heuristic_plan(M, N, K, precision, sms)
         if mode is None and sk_programs is None:
             mode = preferred
+            sk_programs = tiny_output_programs(M, N, precision, tile, sms)
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
     return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align)
