@@ -364,6 +364,9 @@ def test_tf32_tiny_outputs_run_one_program_per_sm():
     assert sk.choose_plan(65, 64, 300000, "tf32", 132)[1].grid == 264   # a 128-row tile
     assert sk.choose_plan(56, 56, 300000, "tf32", 132, mode="sk")[1].grid == 264
     assert sk.choose_plan(56, 56, 300000, "tf32", 132, sk_programs=200)[1].grid == 200
+    # Short K: one slot per SM, not a forced grid, so each program keeps MIN_SK_ITERS iterations.
+    tile, d = sk.choose_plan(56, 56, 1000, "tf32", 132)
+    assert d.sk_programs * sk.MIN_SK_ITERS <= d.iters and d.per_sm == 1, d
     # The run's config says so: one program per SM, and two where an option decided the grid.
     cfg = _plan_config(56, 56, 65536, "tf32")
     assert cfg["grid"] == 132 and cfg["programs_per_sm"] == 1

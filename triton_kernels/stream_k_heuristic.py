@@ -21,7 +21,7 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
                  tf32 tiny outputs on one tile of at least 64x32 or 32x64: one stream-K
-                 program per SM, not programs_per_sm (tiny_output_programs).
+                 program per SM, not programs_per_sm (tiny_output_per_sm).
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
@@ -110,6 +110,7 @@ class Decomposition:
     sk_programs: int    # G programs share their sk_tiles * I iterations
     max_segments: int   # most tiles one stream-K range touches (workspace slots per program)
     aligned: bool = False  # G is a multiple of T: every tile's k-th range starts at one K offset
+    per_sm: int = 1        # program slots per SM the waves and the stream-K grid were counted in
 
     @property
     def mode(self) -> str:
@@ -138,21 +139,23 @@ def programs_per_sm(tile: Tile) -> int:
 
 
 def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] = None,
-              sk_programs: Optional[int] = None, align: bool = False) -> Decomposition:
+              sk_programs: Optional[int] = None, align: bool = False,
+              per_sm: Optional[int] = None) -> Decomposition:
     """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "sk" | None (heuristic);
-    ``sk_programs`` overrides G. Waves and the stream-K grid count ``programs_per_sm`` slots
-    per SM. ``align``: when every tile is a stream-K tile, shrink G to a multiple of the tile
-    count (at most ALIGN_MAX_IDLE of it left idle) so the ranges line up across tiles
-    (``align_pays``)."""
+    ``sk_programs`` overrides G. Waves and the stream-K grid count ``per_sm`` slots per SM
+    (default ``programs_per_sm``). ``align``: when every tile is a stream-K tile, shrink G to a
+    multiple of the tile count (at most ALIGN_MAX_IDLE of it left idle) so the ranges line up
+    across tiles (``align_pays``)."""
     T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
     I = triton.cdiv(K, tile.bk)
     # The shared model (compare/families/decompose.py) with this family's rule: "sk" here is
     # its hybrid (the last partial wave's tiles stream-K, all of them below one wave).
-    plan = model.stream_k_plan(T, I, sms, programs_per_sm(tile), mode={"sk": "hybrid"}.get(mode, mode),
+    per_sm = per_sm or programs_per_sm(tile)
+    plan = model.stream_k_plan(T, I, sms, per_sm, mode={"sk": "hybrid"}.get(mode, mode),
                                    sk_blocks=sk_programs or None, min_iters_per_block=MIN_SK_ITERS,
                                    rule=model.TRITON_STREAM_K)
     if plan.sk_tiles == 0:
-        return Decomposition(T, I, 0, 0, 0)
+        return Decomposition(T, I, 0, 0, 0, per_sm=per_sm)
     sk_tiles, work, G = plan.sk_tiles, plan.sk_tiles * I, plan.sk_blocks
     aligned = False
     if align and not sk_programs and sk_tiles == T >= 2:
@@ -161,7 +164,7 @@ def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] 
             G, aligned = per_tile * T, True
     q = work // G
     # A range of at most q+1 iterations touches at most cdiv(q, I) + 1 tiles.
-    return Decomposition(T, I, sk_tiles, G, triton.cdiv(q, I) + 1, aligned)
+    return Decomposition(T, I, sk_tiles, G, triton.cdiv(q, I) + 1, aligned, per_sm)
 
 
 def align_pays(precision: str, M: int, N: int, K: int, tile: Tile, l2: int) -> bool:
@@ -256,11 +259,12 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
 TINY_OUTPUT_MIN_TILE_AREA = 64 * 32
 
 
-def tiny_output_programs(M: int, N: int, precision: str, tile: Tile, sms: int) -> Optional[int]:
-    """The stream-K grid for a tf32 tiny output (TINY_OUTPUT_MIN_TILE_AREA), else None."""
+def tiny_output_per_sm(M: int, N: int, precision: str, tile: Tile) -> Optional[int]:
+    """Programs per SM for a tf32 tiny output (TINY_OUTPUT_MIN_TILE_AREA): 1; else None
+    (programs_per_sm)."""
     if precision == "tf32" and M <= min(tile.bm, 64) and N <= min(tile.bn, 64) and \
             tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
-        return sms
+        return 1
     return None
 
 
@@ -269,14 +273,15 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
                 align: Optional[bool] = None, l2: int = DEFAULT_L2_BYTES) -> tuple[Tile, Decomposition]:
     """The heuristic table of the module docstring: (tile, decomposition). ``align`` None: the
     heuristic (``align_pays`` on an ``l2``-byte L2)."""
+    per_sm = None
     if tile is None:
         tile, preferred = heuristic_plan(M, N, K, precision, sms)
         if mode is None and sk_programs is None:
             mode = preferred
-            sk_programs = tiny_output_programs(M, N, precision, tile, sms)
+            per_sm = tiny_output_per_sm(M, N, precision, tile)
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
-    return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align)
+    return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align, per_sm)
 
 
 # fp32 (FFMA) reads A M-major from this N up (triton.tiled's measured rule, _gemm.M_MAJOR_A_MIN_N).

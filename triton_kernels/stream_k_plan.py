@@ -17,8 +17,7 @@ from ._gemm import parse_choice, parse_on_off
 from ._operands import _aligned, _prepare_a, _prepare_b
 from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS, DOT_PRECISION,
                                  INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
-                                 Tile, _layouts, _swap_pays, choose_plan, fixup_shape, programs_per_sm,
-                                 tiny_output_programs,
+                                 Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
 from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile,
@@ -218,10 +217,6 @@ class _Plan:
         align = None if sk_align == "auto" else sk_align == "on"
         self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid, align,
                                         l2_bytes(A.device))
-        self.per_sm = programs_per_sm(self.tile)
-        if tile is None and mode is None and grid is None and \
-                tiny_output_programs(self.M, self.N, precision, self.tile, sms):
-            self.per_sm = 1
 
         operands, b_transpose, x3_split = o["operands"], o["b_transpose"], o["tf32x3_split"]
         if b_transpose == "auto" and operands in ("auto", "as_given", "copy_a", "copy_b") and _swap_pays(precision, self.M, self.N, B, self.tile):
@@ -283,7 +278,7 @@ class _Plan:
             "tile": t.dims, "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
             "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,
-            "sms": sms, "programs_per_sm": self.per_sm,
+            "sms": sms, "programs_per_sm": d.per_sm,
             "sk_align": ("n/a" if not d.sk_programs else "on" if d.aligned else "off"), "fixup": ("none" if not split_tiles else
                                   "workspace + fixed-order fixup kernel" if deterministic else
                                   "beta pre-scale + atomic_add"),
