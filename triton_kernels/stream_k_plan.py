@@ -295,17 +295,19 @@ class _Plan:
     def _gemv_by_default(self, precision: str, options: dict, o: dict) -> bool:
         """The heuristic's GEMV: a single row in fp32 (tf32x3 arrives here as fp32 through ffma)
         where the user set nothing that shapes the tile GEMM."""
-        shaped = options.get("tile") is not None or any(
-            o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
-        return self.M <= GEMV_MAX_M and precision == "fp32" and not shaped
+        return self.M <= GEMV_MAX_M and precision == "fp32" and not self._shaped(options, o)
 
     def _ws_by_default(self, A, B, C, precision: str, sms: int, options: dict, o: dict) -> bool:
         """The heuristic's Gluon GEMM: tf32 on operands it can read (ws_unsupported), where
         ws_pays and the user set nothing that shapes the tile GEMM."""
-        shaped = options.get("tile") is not None or any(
-            o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
-        return (precision == "tf32" and not shaped and ws_pays(self.M, self.N, self.K, sms)
+        return (precision == "tf32" and not self._shaped(options, o) and ws_pays(self.M, self.N, self.K, sms)
                 and not ws_unsupported(A, B, C))
+
+    @staticmethod
+    def _shaped(options: dict, o: dict) -> bool:
+        """The user set a tile or an option that shapes the tile GEMM (not tf32x3_split or mode)."""
+        return options.get("tile") is not None or any(
+            o[k] != v for k, v in DEFAULTS.items() if k not in ("tf32x3_split", "mode"))
 
     @staticmethod
     def _chosen_by(options: dict) -> str:
