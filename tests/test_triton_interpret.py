@@ -381,6 +381,24 @@ def test_no_environment_variable_changes_a_kernel():
                 assert "TRITON_INTERPRET" in line, f"{path.name}:{i}: {line.strip()}"
 
 
+def test_triton_code_generation_switches_are_recorded_and_shown(monkeypatch):
+    """Triton's own environment switches (DISABLE_MMA_V3 makes tl.dot use mma.sync on sm_90: 2x
+    slower tf32 rows, results/h100/tensor-core/stage12-probe-round5/) can't be options of ours, so
+    every run records the set ones in its environment and the table's header says so."""
+    from compare.harness import gpuinfo
+    from compare.outputs import report
+    monkeypatch.delenv("DISABLE_MMA_V3", raising=False)
+    clean = gpuinfo.environment().as_dict()
+    assert clean["triton_env"] == {}
+    assert not any("Triton code generation" in line for line in report.header_lines(clean))
+    monkeypatch.setenv("DISABLE_MMA_V3", "1")
+    env = gpuinfo.environment().as_dict()
+    assert env["triton_env"] == {"DISABLE_MMA_V3": "true"}
+    shown = [line for line in report.header_lines(env) if "Triton code generation" in line]
+    assert shown and "DISABLE_MMA_V3=true" in shown[0]
+    assert "DISABLE_MMA_V3=true" in report.to_markdown([], env)
+
+
 def test_each_dot_names_its_input_precision():
     """The repository's pre-stop hook greps for tl.dot( lines without input_precision."""
     import pathlib

@@ -119,6 +119,10 @@ class Environment:
     triton: str
     cupy: str
     python: str
+    # Environment variables set for this run that change the code Triton compiles (Triton's own
+    # list, the one its cache key uses), e.g. {"DISABLE_MMA_V3": "true"}: such a switch moves
+    # Triton's rows by 2x with nothing else in the output saying so. None: this Triton can't tell.
+    triton_env: Optional[dict] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -172,8 +176,19 @@ def _static_env() -> dict:
     return d
 
 
+def triton_env() -> Optional[dict]:
+    """The set environment variables that change Triton's compiled code, read now (not cached: a
+    process may set one between runs); None where Triton doesn't export its list."""
+    try:
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+    except ImportError:
+        return None
+    return dict(get_cache_invalidating_env_vars())
+
+
 def environment() -> Environment:
     d = dict(_static_env())
+    d["triton_env"] = triton_env()
     base = dict(gpu="none", sm_count=0, compute_capability="-", l2_bytes=0, memory_gib=0.0,
                 max_sm_clock_mhz=None, fp32_peak_tflops=None, driver="-", cuda_runtime="-")
     base.update(d)

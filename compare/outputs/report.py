@@ -56,11 +56,20 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
     return rows
 
 
+def triton_env_line(env: dict) -> list[str]:
+    """The run's Triton code-generation switches, when any is set (the environment's triton_env)."""
+    switches = env.get("triton_env") or {}
+    if not switches:
+        return []
+    return ["Triton code generation changed by the environment (every Triton row): "
+            + ", ".join(f"{k}={v}" for k, v in sorted(switches.items()))]
+
+
 def header_lines(env: dict) -> list[str]:
     versions = (f"torch {env.get('torch')}, triton {env.get('triton')}, cupy {env.get('cupy')}, "
                 f"python {env.get('python')}")
     if not env.get("sm_count"):   # no GPU (interpreter run)
-        return [f"GPU: {env.get('gpu')}", versions]
+        return [f"GPU: {env.get('gpu')}", versions] + triton_env_line(env)
     peak = env.get("fp32_peak_tflops")
     lines = [
         f"GPU: {env.get('gpu')} ({env.get('sm_count')} SMs, cc {env.get('compute_capability')}, "
@@ -71,7 +80,7 @@ def header_lines(env: dict) -> list[str]:
         f"driver {env.get('driver')}, CUDA {env.get('cuda_runtime')}, torch {env.get('torch')}, "
         f"triton {env.get('triton')}, cupy {env.get('cupy')}, python {env.get('python')}",
     ]
-    return lines
+    return lines + triton_env_line(env)
 
 
 # The table's width wherever it goes (terminal, pipe, file): one line per row. A terminal or
