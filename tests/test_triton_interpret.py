@@ -382,8 +382,8 @@ def test_no_environment_variable_changes_a_kernel():
 
 
 def test_triton_code_generation_switches_are_recorded_and_shown(monkeypatch):
-    """Triton's own environment switches (DISABLE_MMA_V3 makes tl.dot use mma.sync on sm_90: 2x
-    slower tf32 rows, results/h100/tensor-core/stage12-probe-round5/) can't be options of ours, so
+    """Triton's own environment switches (DISABLE_MMA_V3 makes tl.dot use mma.sync on sm_90: tf32
+    1.6x slower at 4096^3, results/h100/triton-env/) can't be options of ours, so
     every run records the set ones in its environment and the table's header says so."""
     from compare.harness import gpuinfo
     from compare.outputs import report
