@@ -9,7 +9,9 @@ read stage 12; Triton compiles for sm_90 on the CPU. Round 5 of the stage 12 pro
 (from the root of the working tree to read).
 ``stage12:LABEL`` is a stage 12 configuration label of the working tree (a probe patch applied
 adds its tiles); ``triton`` is triton.tiled's 128x128x32/4/4 tile on row-major operands,
-lowered to mma.sync (DISABLE_MMA_V3=1 set here, before Triton is imported). Prints CSV rows, one
+lowered to mma.sync (DISABLE_MMA_V3=1 set here, before Triton is imported); ``triton-rounded``
+is that kernel's PTX with stage 12's TF32 rounding (add.s32 0x1000) after every fragment load,
+through ptxas on PATH (or Triton's own). Prints CSV rows, one
 per loop of at least 100 instructions (a kernel split into checked and unchecked loops has two).
 """
 from __future__ import annotations
@@ -51,7 +53,30 @@ def stage12_cubin(label: str, work: str) -> str:
     return os.path.join(work, "s12.cubin")
 
 
-def triton_cubin(work: str) -> str:
+def rounded_ptx_cubin(ptx: str, work: str) -> str:
+    """Triton's PTX with an add.s32 of half a TF32 ulp after every ldmatrix / ld.shared.b32
+    result, as stage 12 rounds its fragments, compiled by ptxas for sm_90a."""
+    import shutil
+    out = []
+    for line in ptx.splitlines():
+        out.append(line)
+        s = line.strip()
+        m = re.match(r"ldmatrix\S*\s*\{\s*([^}]*)\}", s)
+        regs = [r.strip() for r in m.group(1).split(",")] if m else []
+        m = re.match(r"(@%p\d+\s+)?ld\.shared\.b32\s+(%r\d+),", s)
+        regs += [m.group(2)] if m else []
+        out += [f"\tadd.s32 \t{r}, {r}, 4096;" for r in regs]
+    src = os.path.join(work, "rounded.ptx")
+    with open(src, "w") as f:
+        f.write("\n".join(out) + "\n")
+    import triton
+    ptxas = shutil.which("ptxas") or os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    cubin = os.path.join(work, "rounded.cubin")
+    subprocess.run([ptxas, "-arch=sm_90a", "-o", cubin, src], check=True, capture_output=True)
+    return cubin
+
+
+def triton_cubin(work: str, rounded: bool = False) -> str:
     import torch
     from triton_kernels import tiled
     from triton_kernels._common import compile_sm90
@@ -63,10 +88,30 @@ def triton_cubin(work: str) -> str:
     ce = dict(PRECISION=DOT_PRECISION["tf32"], HAS_BETA=False, BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
               EVEN_K=True)
     k = compile_sm90(tiled._tiled_kernel.fn.fn, args, ce, 4, 4)
+    if rounded:
+        return rounded_ptx_cubin(k.asm["ptx"], work)
     out = os.path.join(work, "triton.cubin")
     with open(out, "wb") as f:
         f.write(k.asm["cubin"])
     return out
+
+
+def registers(cubin: str) -> int:
+    """Registers per thread of the cubin's kernel (cuobjdump -res-usage: on PATH, beside
+    nvdisasm, or Triton's own); -1 without cuobjdump."""
+    import shutil
+    tools = [shutil.which("cuobjdump"), os.path.join(os.path.dirname(nvdisasm()), "cuobjdump")]
+    try:
+        import triton
+        tools.append(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))
+    except ImportError:
+        pass
+    for tool in [t for t in tools if t and os.path.exists(t)][:1]:
+        text = subprocess.run([tool, "-res-usage", cubin], capture_output=True, text=True).stdout
+        m = re.search(r"REG:(\d+)", text)
+        if m:
+            return int(m.group(1))
+    return -1
 
 
 def loops(cubin: str):
@@ -95,18 +140,23 @@ def loops(cubin: str):
 def main(argv):
     if not argv:
         sys.exit(__doc__)
-    if "triton" in argv:
+    if any(a.startswith("triton") for a in argv):
         os.environ["DISABLE_MMA_V3"] = "1"
         os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp())
-    print("kernel,loop,instructions,hmma,stall_cycles,lds,ldsm,ldgsts,integer_alu,bar")
+    print("kernel,loop,instructions,hmma,stall_cycles,lds,ldsm,ldgsts,integer_alu,bar,registers,hmma_a_reuse")
     with tempfile.TemporaryDirectory() as work:
         for name in argv:
-            cubin = triton_cubin(work) if name == "triton" else stage12_cubin(name.removeprefix("stage12:"), work)
+            if name.startswith("triton"):
+                cubin = triton_cubin(work, rounded=name == "triton-rounded")
+            else:
+                cubin = stage12_cubin(name.removeprefix("stage12:"), work)
             for n, body in enumerate(loops(cubin)):
                 h = collections.Counter(op for op, _, _ in body)
                 alu = sum(h[o] for o in ("IADD3", "VIADD", "IMAD", "SEL", "ISETP", "LEA", "MOV"))
+                # HMMA whose A fragment comes from the operand reuse cache (consecutive mma share A).
+                a_reuse = sum(1 for op, _, t in body if op == "HMMA" and re.search(r"HMMA\S* R\d+, R\d+\.reuse", t))
                 print(f"{name},{n},{len(body)},{h['HMMA']},{sum(s for _, s, _ in body)},{h['LDS']},{h['LDSM']},"
-                      f"{h['LDGSTS']},{alu},{h['BAR']}")
+                      f"{h['LDGSTS']},{alu},{h['BAR']},{registers(cubin)},{a_reuse}")
 
 
 if __name__ == "__main__":
