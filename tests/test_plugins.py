@@ -313,6 +313,25 @@ def test_the_tf32_b_through_registers_example_is_right_in_every_mode(tmp_path):
     assert row["status"] == "error" and "K % BK == 0" in row["reason"], row
 
 
+def test_the_tf32_mma_rounded_example_is_right_and_rounds_only_where_asked(tmp_path):
+    """docs/examples/tf32_mma_rounded.py (results/h100/tensor-core/stage12-probe-round5/, part 6):
+    both copies right on partial tiles under the interpreter; x.rna adds half a TF32 ulp to the
+    operands' bits and x.trunc does not (the interpreter keeps every bit, so the added half ulp
+    shows as ~2^-11 relative error: the rounding really runs); K % 32 != 0 refused in words."""
+    shutil.copy(os.path.join(EXAMPLES, "tf32_mma_rounded.py"), tmp_path / "rounded.py")
+    p = _compare(["--interpret", "--plugin", str(tmp_path / "rounded.py"), "--kernel", "x.trunc", "--kernel",
+                  "x.rna", "--precision", "tf32", "--shape", "70x96x64", "--format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = _rows(p.stdout)
+    assert rows["x.trunc"]["status"] == rows["x.rna"]["status"] == "ok"
+    assert rows["x.trunc"]["rel_err"] < 1e-6 < 1e-4 < rows["x.rna"]["rel_err"] < 2e-3
+    assert rows["x.rna"]["config"]["operands"] == "rna" and rows["x.trunc"]["config"]["operands"] == "truncated"
+    p = _compare(["--interpret", "--plugin", str(tmp_path / "rounded.py"), "--kernel", "x.rna",
+                  "--precision", "tf32", "--shape", "70x96x65", "--format", "json"], tmp_path)
+    row = _rows(p.stdout)["x.rna"]
+    assert row["status"] == "error" and "K % BK == 0" in row["reason"], row
+
+
 def test_the_tf32_b_by_tma_example_is_right_and_its_ir_study_runs(tmp_path):
     """docs/examples/tf32_b_by_tma.py (B read by TMA as stored, plain and swapped product): right
     under the interpreter on partial tiles; an unaligned N is refused in words; and
