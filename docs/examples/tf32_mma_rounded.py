@@ -8,7 +8,8 @@ away). On sm_90 run it with Triton's mma.sync lowering, which is what stage 12 u
     DISABLE_MMA_V3=1 python -m compare --plugin docs/examples/tf32_mma_rounded.py \
         --kernel x.trunc --kernel x.rna --kernel cuda.12_tf32_mma --precision tf32 --shape 4096
 
-Tile: 128x128x32, 4 warps (64x64 each, stage 12's), 4 stages, grouped launch order."""
+x.trunc and x.rna: 128x128x32, 4 warps (64x64 each, stage 12's), 4 stages; x.rna.128x256 and
+x.rna.256x128: 8 warps, 3 stages. Grouped launch order."""
 import triton
 import triton.language as tl
 
@@ -61,7 +62,12 @@ def make(round_operands, bm=128, bn=128, bk=32, warps=4, stages=4):
     return matmul
 
 
-for name, rounded in {"x.trunc": False, "x.rna": True}.items():
-    gemm(name, make(rounded), precisions=("tf32",), interpretable=True,
+# name -> (rounded, BM, BN, BK, warps, stages): stage 12's tile both ways, and rounded, the two
+# larger tiles Triton's mma.sync lowering ran fastest with (results/.../stage12-probe-round5/).
+VARIANTS = {"x.trunc": (False, 128, 128, 32, 4, 4), "x.rna": (True, 128, 128, 32, 4, 4),
+            "x.rna.128x256": (True, 128, 256, 32, 8, 3), "x.rna.256x128": (True, 256, 128, 32, 8, 3)}
+for name, (rounded, *tile) in VARIANTS.items():
+    gemm(name, make(rounded, *tile), precisions=("tf32",), interpretable=True,
          idea=f"tf32 tutorial GEMM, operands {'rounded to nearest (stage 12)' if rounded else 'truncated'}",
-         config={"tile": "128x128x32", "warps": 4, "stages": 4, "operands": "rna" if rounded else "truncated"})
+         config={"tile": "x".join(map(str, tile[:3])), "warps": tile[3], "stages": tile[4],
+                 "operands": "rna" if rounded else "truncated"})
