@@ -195,10 +195,8 @@ def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
     out = tmp_path / "r.json"
     ck = str(out) + ".partial.jsonl"
     kernels = ",".join(["test.slow"] * 1 + ["test.healthy"])
-    # 8 shapes of >= 1.5 s each: with 4, on a loaded 2-core box, the run once finished all its
-    # shapes around the Ctrl-C and exited 0; 8 leave the interrupt a wider window.
-    shapes = [a for m in (16, 8, 24, 32, 40, 48, 56, 64) for a in ("--shape", f"{m}x8x8")]
-    p = _cli(["--stage", "naive_blocked", *shapes, "-q", "-o", str(out), "--kernel", kernels])
+    p = _cli(["--stage", "naive_blocked", "--shape", "16x8x24", "--shape", "8x8x8", "--shape", "24x8x8",
+              "--shape", "32x8x8", "-q", "-o", str(out), "--kernel", kernels])
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and p.poll() is None:
         if os.path.exists(ck) and len(read_rows(open(ck).read())) >= 2:
@@ -214,7 +212,7 @@ def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
     kept = read_rows(open(ck).read())
     written = json.load(open(out))["results"]
     assert len(kept) >= 2 and [r["kernel"] for r in written] == [r["kernel"] for r in kept]
-    assert len(written) < 24 and all(r["status"] in ("ok", "skipped") for r in written)
+    assert len(written) < 12 and all(r["status"] in ("ok", "skipped") for r in written)
     assert any(r["status"] == "ok" for r in written)
 
 
