@@ -195,8 +195,12 @@ def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
     out = tmp_path / "r.json"
     ck = str(out) + ".partial.jsonl"
     kernels = ",".join(["test.slow"] * 1 + ["test.healthy"])
+    # The CLI gets Ctrl-C's default disposition whatever started pytest: a shell running it in the
+    # background (`cmd &`) ignores SIGINT, the child inherits that, and Python then installs no
+    # KeyboardInterrupt handler (the run finished all shapes and exited 0).
     p = _cli(["--stage", "naive_blocked", "--shape", "16x8x24", "--shape", "8x8x8", "--shape", "24x8x8",
-              "--shape", "32x8x8", "-q", "-o", str(out), "--kernel", kernels])
+              "--shape", "32x8x8", "-q", "-o", str(out), "--kernel", kernels],
+             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and p.poll() is None:
         if os.path.exists(ck) and len(read_rows(open(ck).read())) >= 2:
