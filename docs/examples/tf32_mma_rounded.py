@@ -14,22 +14,16 @@ import triton
 import triton.language as tl
 
 from compare.families.plugin import gemm
+from triton_kernels._gemm import grouped_tile, wrapped_range
 
 
 @triton.jit
 def _k(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, alpha,
        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, ROUND: tl.constexpr):
-    pid = tl.program_id(0)
-    num_m = tl.cdiv(M, BM)
-    num_n = tl.cdiv(N, BN)
-    group_size = GROUP * num_n
-    first_m = (pid // group_size) * GROUP
-    gm = min(num_m - first_m, GROUP)
-    pm = first_m + (pid % group_size) % gm
-    pn = (pid % group_size) // gm
+    pm, pn = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP)
     # Rows and columns past the edge wrap (their results are never stored): unmasked loads.
-    rm = (pm * BM + tl.arange(0, BM)) % M
-    rn = (pn * BN + tl.arange(0, BN)) % N
+    rm = wrapped_range(pm, BM, M)
+    rn = wrapped_range(pn, BN, N)
     rk = tl.arange(0, BK)
     a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
     b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
