@@ -4,14 +4,15 @@ one warp needs per iteration when nothing waits). No GPU needed: nvcc and nvdisa
 read stage 12; Triton compiles for sm_90 on the CPU. Round 5 of the stage 12 probes
 (results/h100/tensor-core/stage12-probe-round5/) used it.
 
-    python .ci/stage12-probes/sass_loop.py stage12:128x128x32.vec [stage12:LABEL ...] [triton]
+    python .ci/stage12-probes/sass_loop.py stage12:128x128x32.vec [stage12:LABEL ...] [triton] [cubin:PATH]
 
 (from the root of the working tree to read).
 ``stage12:LABEL`` is a stage 12 configuration label of the working tree (a probe patch applied
 adds its tiles); ``triton`` is triton.tiled's 128x128x32/4/4 tile on row-major operands,
 lowered to mma.sync (DISABLE_MMA_V3=1 set here, before Triton is imported); ``triton-rounded``
 is that kernel's PTX with stage 12's TF32 rounding (add.s32 0x1000) after every fragment load,
-through ptxas on PATH (or Triton's own). Prints CSV rows, one
+through ptxas on PATH (or Triton's own); ``cubin:PATH`` is a compiled kernel as it is (e.g. the
+CUTLASS references cutlass-reference.sh builds). Prints CSV rows, one
 per loop of at least 100 instructions (a kernel split into checked and unchecked loops has two).
 """
 from __future__ import annotations
@@ -146,7 +147,9 @@ def main(argv):
     print("kernel,loop,instructions,hmma,stall_cycles,lds,ldsm,ldgsts,integer_alu,bar,registers,hmma_a_reuse")
     with tempfile.TemporaryDirectory() as work:
         for name in argv:
-            if name.startswith("triton"):
+            if name.startswith("cubin:"):
+                cubin = name.removeprefix("cubin:")
+            elif name.startswith("triton"):
                 cubin = triton_cubin(work, rounded=name == "triton-rounded")
             else:
                 cubin = stage12_cubin(name.removeprefix("stage12:"), work)
