@@ -537,7 +537,6 @@ def test_too_few_samples_give_no_distribution_verdict():
 
 def _with_samples(data: dict, point, samples) -> dict:
     """Record ``samples`` for one point (and its median as the value, as asv does)."""
-    import statistics
     d = copy.deepcopy(data)
     name, j = point
     row = d["results"][name]
@@ -588,7 +587,6 @@ def test_gate_compares_pct_of_cublas_samples_higher_is_better(tmp_path, capsys):
         row[I_VER] = "1"
         # from time-like samples, as the suite makes them: pct_i = pct x median / t_i
         row[COLS.index("samples")] = [[center / x for x in _dist(1.0, 0.003, seed=seed)]]
-        import statistics
         row[I_RES] = [statistics.median(row[COLS.index("samples")][0])]
     rd = _write_results(tmp_path, head, base=base)
     assert _gate(rd, "--bench", "PctCublas") == 1

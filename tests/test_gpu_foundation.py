@@ -9,7 +9,7 @@ import torch
 from compare.harness import registry
 from compare.harness.inputs import make_inputs
 from compare.harness.problem import Problem, ProblemError
-from compare.harness.runner import check_kernel, prepare, run_kernel
+from compare.harness.runner import check_kernel, run_kernel
 
 pytestmark = pytest.mark.gpu
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

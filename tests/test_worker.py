@@ -7,7 +7,6 @@ names, which is all the parent side of a worker uses.
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
