@@ -6,6 +6,7 @@ its Dask preload (:func:`dask_setup`).
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Optional
 
@@ -220,11 +221,36 @@ def _ready_gpu() -> None:
             pass
         from compare.harness import timing
         timing._l2_flush_buffer()
-        from compare.outputs import distributed
-        distributed.gpu_identity(False)
-        distributed.worker_environment(False)
+        gpu_identity(False)
+        worker_environment(False)
     except Exception:      # the first shape meets whatever failed here, and reports it
         pass
+
+
+# ---- what a worker process reports about itself (asked once per process, not per shape) ------
+
+@functools.lru_cache(maxsize=None)
+def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
+    """(name, UUID) of the GPU this process measures on (the worker's only visible one; asked
+    once per worker process, not per shape)."""
+    if interpret:
+        return "none (Triton interpreter on CPU)", None
+    import torch
+
+    from compare.harness.gpuinfo import gpu_uuid
+    index = torch.cuda.current_device()
+    return torch.cuda.get_device_name(index), gpu_uuid(index)
+
+
+@functools.lru_cache(maxsize=None)
+def worker_environment(interpret: bool) -> dict:
+    """The worker's versions, GPU and clock, read as it measures its first shape (the sweep's
+    output shows one worker's; NVML's clock and temperature reads are not repeated per shape)."""
+    from compare.harness import gpuinfo
+    env = gpuinfo.environment().as_dict()
+    if interpret:
+        env["gpu"] = gpu_identity(True)[0]
+    return env
 
 
 class _Once:

@@ -38,7 +38,8 @@ from typing import Optional
 from ..harness.errors import UsageError
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
-from .dask_cluster import EarlyCluster, close_quickly, dashboard, local_cluster, visible_gpus, wait_until_ready
+from .dask_cluster import (EarlyCluster, close_quickly, dashboard, gpu_identity, local_cluster, visible_gpus,
+                           wait_until_ready, worker_environment)
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
 CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
@@ -90,19 +91,6 @@ def load_plugins(specs) -> None:
     """The run's --plugin modules, imported on the worker by the registry's one loader."""
     from ..harness import registry
     registry.load_plugins(list(specs))
-
-
-@functools.lru_cache(maxsize=None)
-def gpu_identity(interpret: bool) -> tuple[str, Optional[str]]:
-    """(name, UUID) of the GPU this process measures on (the worker's only visible one; asked
-    once per worker process, not per shape)."""
-    if interpret:
-        return "none (Triton interpreter on CPU)", None
-    import torch
-
-    from ..harness.gpuinfo import gpu_uuid
-    index = torch.cuda.current_device()
-    return torch.cuda.get_device_name(index), gpu_uuid(index)
 
 
 # Set in a worker process whose CUDA context a sticky error killed: it measures nothing more.
@@ -160,17 +148,6 @@ def _quiet_worker() -> bool:
         return False
     from .dask_cluster import stop_profiler
     return stop_profiler(worker)
-
-
-@functools.lru_cache(maxsize=None)
-def worker_environment(interpret: bool) -> dict:
-    """The worker's versions, GPU and clock, read as it measures its first shape (the sweep's
-    output shows one worker's; NVML's clock and temperature reads are not repeated per shape)."""
-    from ..harness import gpuinfo
-    env = gpuinfo.environment().as_dict()
-    if interpret:
-        env["gpu"] = gpu_identity(True)[0]
-    return env
 
 
 def died_rows(job: ShapeJob, why: str) -> list[Result]:
