@@ -219,6 +219,8 @@ args = sys.argv[1:]
 mode = os.environ["FAKE_NCU_MODE"]
 with open(os.environ["FAKE_NCU_LOG"], "a") as f:
     f.write(json.dumps(args) + "\n")
+    if args and args[-1].endswith("spec.json"):      # what the child under ncu would be told
+        f.write(json.dumps({"child_spec": json.load(open(args[-1]))}) + "\n")
 if "--version" in args:
     print("Version 0.0 (fake)"); sys.exit(0)
 if "--query-metrics" in args:
@@ -290,6 +292,21 @@ def test_parent_end_to_end_on_the_recording(fake_ncu, tmp_path, monkeypatch):
     md = tmp_path / "profile.md"
     assert P.main(["--from-json", str(out), "-o", str(md)]) == 0
     assert "cuda.07_bank_conflict_free" in md.read_text()
+
+
+def test_a_plugin_kernel_is_profiled_and_the_process_under_ncu_loads_the_plugin(fake_ncu, monkeypatch, capsys):
+    """--plugin, as python -m compare takes it (it hands --profile runs to this command): the
+    plugin's kernel is selected, and the child's spec names the plugin by absolute path, so the
+    process ncu starts can register the kernel before it prepares the launch."""
+    exe, log = fake_ncu
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")     # stop at the profiled run, after the spec is written
+    monkeypatch.chdir(ROOT)
+    rc = P.main(["--plugin", "docs/examples/my_kernel.py", "--kernel", "my.blocked", "--shape", "256",
+                 "--ncu", exe, "--no-time"])
+    assert rc == 2 and "ERR_NVGPUCTRPERM" in capsys.readouterr().err
+    spec = next(json.loads(ln)["child_spec"] for ln in log.read_text().splitlines() if "child_spec" in ln)
+    assert spec["plugins"] == [os.path.join(ROOT, "docs", "examples", "my_kernel.py")]
+    assert [e["kernel"] for e in spec["entries"]] == ["my.blocked"]
 
 
 def test_opt_is_checked_before_ncu_runs(fake_ncu, tmp_path, capsys):
@@ -386,3 +403,21 @@ def test_stage_12_claims_hold_on_the_h100_recording():
     for r in rows:
         assert r["metrics"]["tensor_pct"] >= next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "tensor_pct").at_least
         assert [c["holds"] for c in r["claims"]] == [True, True], r["claims"]
+
+
+def test_shared_memory_pipe_utilization_is_read_from_its_own_counter():
+    """smem %: ncu's LSU shared-memory wavefront utilization, the pipe a mma.sync kernel feeds its
+    fragments through, averaged over a window's kernels by duration like the tensor pipe."""
+    text = textwrap.dedent('''\
+        "ID","Kernel Name","gpu__time_duration.sum","l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_active"
+        "","","usecond","%"
+        "0","k1","300","60"
+        "1","k2","100","20"
+        ''')
+    ks = P.parse_raw_csv(text)
+    chosen, missing = P.choose_metrics({"gpu__time_duration", "l1tex__data_pipe_lsu_wavefronts_mem_shared"})
+    assert "smem_pct" not in missing
+    c = P.join_window(ks, chosen)
+    assert P.METRIC_BY_KEY["smem_pct"].value(c, {}) == pytest.approx(50.0)   # (60*300 + 20*100) / 400
+    assert P.METRIC_BY_KEY["smem_pct"].value({}, {}) is None                 # not offered: no number
+    assert "smem_pct" in P.choose_metrics({"gpu__time_duration"})[1]

@@ -141,6 +141,7 @@ def child_main(spec_path: str) -> int:
     from ..harness.problem import Problem
     with open(spec_path) as f:
         spec = json.load(f)
+    registry.load_plugins(spec.get("plugins"))
     fire = _marker()
     entries = []
     for item in spec["entries"]:
@@ -207,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=1.0, help="engine seconds per kernel (default 1.0)")
     p.add_argument("--ncu", metavar="PATH", help="the ncu executable (default: ncu on PATH)")
     p.add_argument("--from-json", metavar="FILE", help="do not profile: render a JSON this command wrote")
+    p.add_argument("--plugin", action="append", metavar="MODULE_OR_PATH",
+                   help="import a file that registers kernels of your own, as python -m compare does; repeatable "
+                        "(the process under ncu loads it too)")
     p.add_argument("--_child", metavar="SPEC", help=argparse.SUPPRESS)
     return p
 
@@ -271,6 +275,18 @@ def render(rows: list[dict], info: dict, fmt: str) -> str:
     return to_table(rows, info)
 
 
+def child_spec(pairs, raw_options: dict, manifest: str, chosen: dict, missing: list) -> dict:
+    """What the process under ncu is told: the plugins this process loaded (a --plugin path made
+    absolute), then each launch's kernel, problem and --opt text (the child parses them)."""
+    from ..harness import plugins, registry
+    return {"manifest": manifest, "chosen": chosen, "missing": missing,
+            "plugins": [os.path.abspath(s) if plugins.is_path(s) else s for s in registry.loaded_plugins()],
+            "entries": [{"kernel": k.name, "problem": {"M": p.M, "N": p.N, "K": p.K, "precision": p.precision,
+                                                      "alpha": p.alpha, "beta": p.beta, "seed": p.seed},
+                         "options": raw_options.get(k.name, {})}
+                        for k, p in pairs]}
+
+
 def profile(pairs, args) -> tuple[list[dict], dict]:
     """Run the child under ncu, read the report back, join; then time in this process."""
     ncu = find_ncu(args.ncu)
@@ -281,11 +297,7 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
     chosen, missing = choose_metrics(available)
     metrics = list(dict.fromkeys(chosen.values()))
     with tempfile.TemporaryDirectory(prefix="gemm-profile-") as tmp:
-        spec = {"manifest": os.path.join(tmp, "manifest.json"), "chosen": chosen, "missing": missing,
-                "entries": [{"kernel": k.name, "problem": {"M": p.M, "N": p.N, "K": p.K, "precision": p.precision,
-                                                          "alpha": p.alpha, "beta": p.beta, "seed": p.seed},
-                             "options": args.raw_options.get(k.name, {})}  # text: the child parses them
-                            for k, p in pairs]}
+        spec = child_spec(pairs, args.raw_options, os.path.join(tmp, "manifest.json"), chosen, missing)
         spec_path = os.path.join(tmp, "spec.json")
         _write_text(spec_path, json.dumps(spec))
         report_base = os.path.join(tmp, "profile")
@@ -363,6 +375,8 @@ def main(argv: Optional[list] = None) -> int:
             except (OSError, ValueError, KeyError) as e:
                 raise UsageError(f"--from-json {args.from_json}: {e}") from None
         else:
+            from ..harness import registry
+            registry.load_plugins(args.plugin)
             pairs = select_pairs(args)
             select_options(args, pairs)
             rows, info = profile(pairs, args)

@@ -51,6 +51,9 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("fma_pct", ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",), "mean"),
     Counter("wavefronts_ld", ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",)),
     Counter("wavefronts_st", ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",)),
+    # Shared-memory wavefronts against the pipe's peak: what a warp-level mma.sync kernel reads
+    # its fragments through.
+    Counter("smem_pct", ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_active",), "mean"),
     # Every tensor-pipe instruction (HMMA and Hopper's GMMA); the HMMA-only name where that is all there is.
     Counter("tensor_pct", ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
                            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"), "mean"),
@@ -191,6 +194,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("tensor_pct", "TC %", ".1f",
            "tensor-core pipe utilization while the SMs were active: about 0 for the FFMA (fp32) kernels, high for TF32 paths",
            _tensor),
+    Metric("smem_pct", "smem %", ".1f",
+           "shared-memory data pipe utilization (ncu's LSU shared-memory wavefronts) while the SMs were active: the "
+           "bandwidth a warp-level mma.sync kernel reads every fragment through",
+           lambda c, row: c.get("smem_pct")),
     Metric("warps_pct", "warps %", ".0f",
            "achieved occupancy: active warps over the SM's maximum; fewer warps hide less latency, unless each does more (ILP)",
            lambda c, row: c.get("warps_pct")),
