@@ -88,6 +88,20 @@ def test_fp32_result_passes_and_tf32_result_fails_fp32_check():
     assert check(p.with_(precision="tf32"), tf32, inp.ref, inp.bound).ok
 
 
+def test_tf32_check_fails_a_result_one_percent_off():
+    """The tf32 limit (4e-3 at this K) sits ~10x above TF32's own error and under 1%: a tf32
+    kernel 1% off (noise, or a scale applied twice) fails, the TF32-rounded product passes. Only
+    the relative check can see it: 1% of an element is well inside its componentwise bound."""
+    p = Problem(96, 80, 4096, precision="tf32", seed=5)
+    inp = make_inputs(p, device="cpu")
+    tf32 = (_tf32(inp.A).double() @ _tf32(inp.B).double()).float()
+    assert check(p, tf32, inp.ref, inp.bound).ok
+    g = torch.Generator().manual_seed(0)
+    r = check(p, tf32 * (1 + 0.01 * torch.randn(tf32.shape, generator=g)), inp.ref, inp.bound)
+    assert not r.ok and "relative error" in r.message and "worst" not in r.message, r
+    assert not check(p, tf32 * 1.01, inp.ref, inp.bound).ok
+
+
 @pytest.mark.parametrize("K", [1, 4096, 131072, 2**20, MAX_K_FP32])
 def test_fp32_tolerance_sits_below_tf32_error_at_every_K(K):
     rel_fp32, _ = tolerance(Problem(8, 8, K))
