@@ -219,8 +219,6 @@ args = sys.argv[1:]
 mode = os.environ["FAKE_NCU_MODE"]
 with open(os.environ["FAKE_NCU_LOG"], "a") as f:
     f.write(json.dumps(args) + "\n")
-    if args and args[-1].endswith("spec.json"):      # what the child under ncu would be told
-        f.write(json.dumps({"child_spec": json.load(open(args[-1]))}) + "\n")
 if "--version" in args:
     print("Version 0.0 (fake)"); sys.exit(0)
 if "--query-metrics" in args:
@@ -294,21 +292,34 @@ def test_parent_end_to_end_on_the_recording(fake_ncu, tmp_path, monkeypatch):
     assert "cuda.07_bank_conflict_free" in md.read_text()
 
 
-def test_a_plugin_kernel_is_profiled_and_the_process_under_ncu_loads_the_plugin(fake_ncu, monkeypatch, capsys):
+def test_plugins_reach_the_selection_and_the_process_under_ncu(monkeypatch, tmp_path, capsys):
     """--plugin, as python -m compare takes it (it hands --profile runs to this command): the
-    plugin's kernel is selected, and the child's spec names the plugin by absolute path, so the
-    process ncu starts can register the kernel before it prepares the launch."""
-    exe, log = fake_ncu
-    monkeypatch.setenv("FAKE_NCU_MODE", "perm")     # stop at the profiled run, after the spec is written
+    parent loads the plugins before selecting kernels, the child's spec names every plugin this
+    process loaded (a path made absolute: ncu may start the child elsewhere), and the child loads
+    them before it prepares a launch. The registry is stubbed: a plugin loaded for real would stay
+    registered for every later test of the session."""
+    from compare.harness import registry
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def load(specs):
+        calls.append(list(specs or []))
+        raise Stop
+    monkeypatch.setattr(registry, "load_plugins", load)
+    with pytest.raises(Stop):
+        P.main(["--plugin", "docs/examples/my_kernel.py", "--plugin", "my_module", "--kernel", "my.blocked"])
+    assert calls == [["docs/examples/my_kernel.py", "my_module"]]
     monkeypatch.chdir(ROOT)
-    rc = P.main(["--plugin", "docs/examples/my_kernel.py", "--kernel", "my.blocked", "--shape", "256",
-                 "--ncu", exe, "--no-time"])
-    assert rc == 2 and "ERR_NVGPUCTRPERM" in capsys.readouterr().err
-    spec = next(json.loads(ln)["child_spec"] for ln in log.read_text().splitlines() if "child_spec" in ln)
-    # every plugin this process has loaded goes along (other tests may have loaded theirs)
-    assert os.path.join(ROOT, "docs", "examples", "my_kernel.py") in spec["plugins"]
-    assert "docs/examples/my_kernel.py" not in spec["plugins"]       # made absolute: the child's cwd may differ
-    assert [e["kernel"] for e in spec["entries"]] == ["my.blocked"]
+    monkeypatch.setattr(registry, "loaded_plugins", lambda: ["docs/examples/my_kernel.py", "my_module"])
+    spec = P.child_spec([], {}, "manifest.json", {}, [])
+    assert spec["plugins"] == [os.path.join(ROOT, "docs", "examples", "my_kernel.py"), "my_module"]
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(Stop):
+        P.child_main(str(path))
+    assert calls[-1] == spec["plugins"]
 
 
 def test_opt_is_checked_before_ncu_runs(fake_ncu, tmp_path, capsys):
