@@ -11,6 +11,11 @@ c. the engine's median replaced by the mean, and its noise measure likewise (the
 d. the L2 flush turned off by default;
 e. the Triton fp32 path compiled with ``input_precision="tf32"`` (the interpreter ignores the
    precision, so the compiled code for sm_90 is read, without a GPU).
+
+Later rounds plant their bugs with ``python .ci/plant-bugs`` (the list and the command are there):
+
+f. cuBLAS's fp32 baseline run with torch's fp32 matmul precision "tf32" (TF32 tensor cores):
+   only the GPU tests saw it, and every fp32 % of cuBLAS would read about 7x too low.
 """
 from __future__ import annotations
 
@@ -300,3 +305,18 @@ def test_tf32_triton_kernels_do_use_tf32_tensor_cores(compiled_dots):
     for name in names:
         dots = [r for r in compiled_dots[f"{name} tf32"] if r["dot"]]
         assert dots and all(r["tf32_mma"] > 0 for r in dots), f"{name} tf32: {dots}"
+
+
+# --- f. cuBLAS's precision --------------------------------------------------------------------
+
+@pytest.mark.parametrize("tf32", [False, True])
+def test_cublas_rows_set_torchs_fp32_matmul_precision_and_put_it_back(tf32):
+    """fp32 rows call cuBLAS with TF32 off ("ieee"), tf32 rows with it on; torch's setting is
+    restored after (a flag left on would turn every later fp32 baseline into TF32)."""
+    from compare.families.cublas import matmul_precision
+    m = torch.backends.cuda.matmul
+    name = "fp32_precision" if hasattr(m, "fp32_precision") else "allow_tf32"
+    before = getattr(m, name)
+    with matmul_precision(tf32):
+        assert getattr(m, name) in (("tf32", True) if tf32 else ("ieee", False))
+    assert getattr(m, name) == before
