@@ -15,7 +15,9 @@ e. the Triton fp32 path compiled with ``input_precision="tf32"`` (the interprete
 Later rounds plant their bugs with ``python .ci/plant-bugs`` (the list and the command are there):
 
 f. cuBLAS's fp32 baseline run with torch's fp32 matmul precision "tf32" (TF32 tensor cores):
-   only the GPU tests saw it, and every fp32 % of cuBLAS would read about 7x too low.
+   only the GPU tests saw it, and every fp32 % of cuBLAS would read about 7x too low;
+g. a tf32x3 row looking for a cuBLAS tf32x3 baseline (cuBLAS has none; it is compared with
+   cuBLAS fp32, the same accuracy class): every tf32x3 row lost its % of cuBLAS.
 """
 from __future__ import annotations
 
@@ -320,3 +322,19 @@ def test_cublas_rows_set_torchs_fp32_matmul_precision_and_put_it_back(tf32):
     with matmul_precision(tf32):
         assert getattr(m, name) in (("tf32", True) if tf32 else ("ieee", False))
     assert getattr(m, name) == before
+
+
+# --- g. which cuBLAS row a row is compared with ----------------------------------------------
+
+def test_each_precision_is_compared_with_its_cublas_row():
+    """fp32 and tf32 with cuBLAS in the same mode; tf32x3 (three TF32 products, fp32-class
+    accuracy) with cuBLAS fp32, since cuBLAS has no 3xTF32 mode."""
+    from compare.harness.runner import Result, fill_pct_cublas
+
+    def row(kernel, family, precision, tflops):
+        return Result(kernel=kernel, family=family, stage="s", group="tiled", variant="", shape="64x64x64",
+                      M=64, N=64, K=64, precision=precision, alpha=1.0, beta=0.0, status=OK, tflops=tflops)
+    rows = [row("cublas", "cublas", "fp32", 50.0), row("cublas", "cublas", "tf32", 400.0),
+            row("k", "cuda", "fp32", 25.0), row("k", "cuda", "tf32", 200.0), row("k", "cuda", "tf32x3", 100.0)]
+    fill_pct_cublas(rows)
+    assert [r.pct_cublas for r in rows[2:]] == [pytest.approx(50.0), pytest.approx(50.0), pytest.approx(200.0)]
