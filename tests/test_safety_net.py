@@ -17,7 +17,8 @@ Later rounds plant their bugs with ``python .ci/plant-bugs`` (the list and the c
 f. cuBLAS's fp32 baseline run with torch's fp32 matmul precision "tf32" (TF32 tensor cores):
    only the GPU tests saw it, and every fp32 % of cuBLAS would read about 7x too low;
 g. a tf32x3 row looking for a cuBLAS tf32x3 baseline (cuBLAS has none; it is compared with
-   cuBLAS fp32, the same accuracy class): every tf32x3 row lost its % of cuBLAS.
+   cuBLAS fp32, the same accuracy class): every tf32x3 row lost its % of cuBLAS;
+h. the summary's geomean column computed as an arithmetic mean (50% and 200% read 125, not 100).
 """
 from __future__ import annotations
 
@@ -338,3 +339,22 @@ def test_each_precision_is_compared_with_its_cublas_row():
             row("k", "cuda", "fp32", 25.0), row("k", "cuda", "tf32", 200.0), row("k", "cuda", "tf32x3", 100.0)]
     fill_pct_cublas(rows)
     assert [r.pct_cublas for r in rows[2:]] == [pytest.approx(50.0), pytest.approx(50.0), pytest.approx(200.0)]
+
+
+# --- h. the summary's geomean ----------------------------------------------------------------
+
+def test_summary_geomean_is_the_geometric_mean_of_the_ratios():
+    """Half cuBLAS's speed at one shape and twice at another is 100% overall, not 125%."""
+    from compare.harness.runner import Result, fill_pct_cublas
+    from compare.outputs import matrix
+
+    def row(kernel, family, n, tflops):
+        return Result(kernel=kernel, family=family, stage="s", group="tiled", variant="", shape=f"{n}x{n}x{n}",
+                      M=n, N=n, K=n, precision="fp32", alpha=1.0, beta=0.0, status=OK, tflops=tflops)
+    rows = [row("cublas", "cublas", 64, 40.0), row("cublas", "cublas", 128, 40.0),
+            row("cuda.k", "cuda", 64, 20.0), row("cuda.k", "cuda", 128, 80.0)]
+    fill_pct_cublas(rows)
+    lines = matrix.render(rows, "table").splitlines()
+    header = next(ln for ln in lines if "geomean" in ln).split()
+    cells = next(ln for ln in lines if ln.startswith("cuda.k")).split()
+    assert header[-1] == "geomean" and cells[-1] == "100", lines
