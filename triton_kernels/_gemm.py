@@ -15,14 +15,14 @@ import triton
 import triton.language as tl
 
 from compare.harness.errors import UsageError
+from compare.harness import problem as _problem
 from compare.harness.registry import Option
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting
 
-PRECISIONS = ("fp32", "tf32", "tf32x3")
-# Problem precision -> tl.dot input_precision.
-DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
+# Declared with the problem (compare/harness/problem.py); the kernels take them from here.
+PRECISIONS, DOT_PRECISION = _problem.PRECISIONS, _problem.DOT_PRECISION
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,13 +42,12 @@ import torch
 import triton
 
 from compare.families import decompose as model
+from compare.harness.problem import DOT_PRECISION, PRECISIONS  # noqa: F401  (stream_k_plan, stream_k_study, stream_k)
 
 from ._common import DEFAULT_L2_BYTES
 from ._operands import _n_major_hintable
 from .stream_k_gemv import GEMV_MAX_M
 
-PRECISIONS = ("fp32", "tf32", "tf32x3")
-DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
 STAGES = {"fp32": 3, "tf32": 4, "tf32x3": 3}
 BLOCK_K = 32
 # A stream-K program gets at least this many K-iterations: fewer and the pipeline fill plus the

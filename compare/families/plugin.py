@@ -20,11 +20,10 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional
 
+from ..harness.problem import DOT_PRECISION  # noqa: F401  (passed as PRECISION to a kernel that takes it)
 from ..harness.registry import GROUPS, STAGE_BY_NAME, STAGES, Kernel, Stage, declare_stage, register
 
 FAMILY = "plugin"
-# Problem precision -> tl.dot input_precision, passed as PRECISION to a kernel that takes it.
-DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
 
 
 def _stage(name: str, stage: Optional[str], group: Optional[str], idea: str) -> str:

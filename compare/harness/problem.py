@@ -14,6 +14,9 @@ from dataclasses import dataclass
 # tf32: one tensor-core pass on TF32-rounded inputs (10-bit mantissa).
 # tf32x3: split each input into big+small TF32 parts and do three passes; fp32-class accuracy.
 PRECISIONS = ("fp32", "tf32", "tf32x3")
+# Problem precision -> tl.dot input_precision, for every Triton kernel and plugin helper: stated
+# every time, since tl.dot on fp32 operands defaults to TF32.
+DOT_PRECISION = {"fp32": "ieee", "tf32": "tf32", "tf32x3": "tf32x3"}
 
 # Indices inside the kernels are 32-bit; each matrix must have fewer than 2**31 elements.
 MAX_ELEMENTS = 2**31 - 1
