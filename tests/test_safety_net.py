@@ -18,7 +18,8 @@ f. cuBLAS's fp32 baseline run with torch's fp32 matmul precision "tf32" (TF32 te
    only the GPU tests saw it, and every fp32 % of cuBLAS would read about 7x too low;
 g. a tf32x3 row looking for a cuBLAS tf32x3 baseline (cuBLAS has none; it is compared with
    cuBLAS fp32, the same accuracy class): every tf32x3 row lost its % of cuBLAS;
-h. the summary's geomean column computed as an arithmetic mean (50% and 200% read 125, not 100).
+h. the summary's geomean column computed as an arithmetic mean (50% and 200% read 125, not 100);
+i. C0 drawn as zeros: at beta != 0 a kernel that never reads C passed the check.
 """
 from __future__ import annotations
 
@@ -358,3 +359,13 @@ def test_summary_geomean_is_the_geometric_mean_of_the_ratios():
     header = next(ln for ln in lines if "geomean" in ln).split()
     cells = next(ln for ln in lines if ln.startswith("cuda.k")).split()
     assert header[-1] == "geomean" and cells[-1] == "100", lines
+
+
+# --- i. C's starting values --------------------------------------------------------------------
+
+def test_c0_is_random_so_a_kernel_that_ignores_beta_fails():
+    p = Problem(64, 48, 32, alpha=1.0, beta=0.5, seed=1)
+    inp = make_inputs(p, device="cpu")
+    assert (inp.C0 != 0).all()
+    assert check(p, (inp.A.double() @ inp.B.double() + 0.5 * inp.C0.double()).float(), inp.ref, inp.bound).ok
+    assert not check(p, (inp.A.double() @ inp.B.double()).float(), inp.ref, inp.bound).ok
