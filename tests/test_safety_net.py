@@ -19,7 +19,9 @@ f. cuBLAS's fp32 baseline run with torch's fp32 matmul precision "tf32" (TF32 te
 g. a tf32x3 row looking for a cuBLAS tf32x3 baseline (cuBLAS has none; it is compared with
    cuBLAS fp32, the same accuracy class): every tf32x3 row lost its % of cuBLAS;
 h. the summary's geomean column computed as an arithmetic mean (50% and 200% read 125, not 100);
-i. C0 drawn as zeros: at beta != 0 a kernel that never reads C passed the check.
+i. C0 drawn as zeros: at beta != 0 a kernel that never reads C passed the check;
+j. tf32x3 compiled with ``input_precision="tf32"``: one TF32 pass labelled tf32x3 (the
+   interpreter ignores the precision; the compiled TTIR below says it).
 """
 from __future__ import annotations
 
@@ -258,7 +260,7 @@ from triton_kernels._common import compile_sm90   # the one CPU-side sm_90 compi
 
 out = {}
 for k in kernels:
-    for prec in ("fp32", "tf32"):
+    for prec in ("fp32", "tf32", "tf32x3"):
         if prec not in k.precisions:
             continue
         p = Problem(256, 256, 256, precision=prec)
@@ -271,7 +273,8 @@ for k in kernels:
             ttgir, ptx = c.asm["ttgir"], c.asm["ptx"]
             rows.append({"fn": fn.__name__, "dot": bool(re.search(r"tt\.dot|warp_group_dot", ttgir)),
                          "tf32_mma": len(re.findall(r"\b(?:wgmma|mma)[\w.]*\.tf32", ptx)),
-                         "tf32_any": len(re.findall(r"tf32", ptx)), "fma": len(re.findall(r"\bfma\.rn\.f32", ptx))})
+                         "tf32_any": len(re.findall(r"tf32", ptx)), "fma": len(re.findall(r"\bfma\.rn\.f32", ptx)),
+                         "dot_precision": sorted(set(re.findall(r"inputPrecision = (\w+)", c.asm["ttir"])))})
         out[f"{k.name} {prec}"] = rows
 print(json.dumps(out))
 '''
@@ -369,3 +372,15 @@ def test_c0_is_random_so_a_kernel_that_ignores_beta_fails():
     assert (inp.C0 != 0).all()
     assert check(p, (inp.A.double() @ inp.B.double() + 0.5 * inp.C0.double()).float(), inp.ref, inp.bound).ok
     assert not check(p, (inp.A.double() @ inp.B.double()).float(), inp.ref, inp.bound).ok
+
+
+# --- j. tf32x3 is three passes ------------------------------------------------------------------
+
+def test_tensor_precisions_compile_to_their_own_dot_precision(compiled_dots):
+    """Every tl.dot of a tf32 build says tf32 and of a tf32x3 build says tf32x3 in its TTIR."""
+    for prec in ("tf32", "tf32x3"):
+        names = _triton_kernels(prec)
+        assert names, prec
+        for name in names:
+            dots = [r for r in compiled_dots[f"{name} {prec}"] if r["dot"]]
+            assert dots and all(r["dot_precision"] == [prec] for r in dots), f"{name} {prec}: {dots}"
