@@ -21,7 +21,9 @@ g. a tf32x3 row looking for a cuBLAS tf32x3 baseline (cuBLAS has none; it is com
 h. the summary's geomean column computed as an arithmetic mean (50% and 200% read 125, not 100);
 i. C0 drawn as zeros: at beta != 0 a kernel that never reads C passed the check;
 j. tf32x3 compiled with ``input_precision="tf32"``: one TF32 pass labelled tf32x3 (the
-   interpreter ignores the precision; the compiled TTIR below says it).
+   interpreter ignores the precision; the compiled TTIR below says it);
+k. output files written in place instead of through a temporary that replaces them: a run
+   stopped mid-write left a half-written file over the last good one.
 """
 from __future__ import annotations
 
@@ -384,3 +386,19 @@ def test_tensor_precisions_compile_to_their_own_dot_precision(compiled_dots):
         for name in names:
             dots = [r for r in compiled_dots[f"{name} {prec}"] if r["dot"]]
             assert dots and all(r["dot_precision"] == [prec] for r in dots), f"{name} {prec}: {dots}"
+
+
+# --- k. atomic writes -------------------------------------------------------------------------
+
+def test_a_write_stopped_midway_leaves_the_old_file_whole(tmp_path):
+    from compare.harness.files import write_atomically, write_text_atomically
+    path = tmp_path / "results.json"
+    write_text_atomically(str(path), "old")
+
+    def half(tmp):
+        with open(tmp, "w") as f:
+            f.write("half")
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(str(path), half)
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["results.json"]
