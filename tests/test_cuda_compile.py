@@ -503,3 +503,21 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
     assert launch.config["b_operand"].startswith("B copied" if b_path == "copy" else "B read by TMA as stored")
     assert launch.config["a_operand"].startswith("copied") == a_copied
+
+
+@needs_nvcc
+def test_tf32x3_issues_three_mma_per_product_of_tf32s_one(tmp_path):
+    """The emulator can't run stage 12 (warp-collective mma), so its 3xTF32 is checked in the
+    compiled PTX: on one tile, the tf32x3 build has exactly 3x the tf32 build's mma.sync (big*big,
+    big*small, small*big; a dropped term gives 2x and TF32-class error under the tf32x3 label)."""
+    spec = next(s for s in registry.SPECS if s.stage == "tf32_mma")
+    counts = {}
+    for label in ("128x128x32w8.vec", "128x128x32w8.vec.x3"):
+        cfg = next(c for c in spec.configs if c.label == label)
+        src = tmp_path / f"{label}.cu"
+        src.write_text(resources.instantiation_source(spec, cfg))
+        ptx = tmp_path / f"{label}.ptx"
+        subprocess.run([resources.nvcc_path(), "-ptx", "-arch=sm_80", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
+                       check=True, capture_output=True)
+        counts[label] = ptx.read_text().count("mma.sync.aligned.m16n8k8")
+    assert counts["128x128x32w8.vec"] > 0 and counts["128x128x32w8.vec.x3"] == 3 * counts["128x128x32w8.vec"], counts
