@@ -9,7 +9,7 @@ out=${2:-.cache/cutlass-reference}
 here=$(cd "$(dirname "$0")" && pwd)
 [ -f "$cutlass/include/cutlass/gemm/device/gemm.h" ] || { echo "no CUTLASS headers under $cutlass/include" >&2; exit 2; }
 mkdir -p "$out"
-# name  TB_M TB_N TB_K  W_M W_N W_K  stages  rounding
+# name  TB_M TB_N TB_K  W_M W_N W_K  stages (rounding: below)
 configs="
 128x128x16s4 128 128 16 64 64 16 4
 128x128x32s3 128 128 32 64 64 32 3
