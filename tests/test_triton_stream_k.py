@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from compare.harness.errors import UsageError
-from compare.harness.problem import Problem
+from compare.harness.problem import DOT_PRECISION, Problem
 from compare.harness.runner import OK, run_kernel
 from triton_kernels import stream_k as sk
 from triton_kernels._common import interpreting
@@ -70,7 +70,7 @@ def test_split_paths(kernel, case, precision):
     r = _ok(kernel, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cpu", **options)
     # A 1x1 output with no tile given: tf32x3 takes fp32's plan (tf32x3_split=ffma).
     ffma = precision == "tf32x3" and case == "one"
-    assert r.config["input_precision"] == ("ieee" if ffma else sk.DOT_PRECISION[precision])
+    assert r.config["input_precision"] == ("ieee" if ffma else DOT_PRECISION[precision])
     if case not in ("one", "k_below_one_block"):
         assert r.config["split_tiles"] >= 1, r.config    # the case really splits a tile
     if case == "hybrid":

@@ -15,14 +15,11 @@ import triton
 import triton.language as tl
 
 from compare.harness.errors import UsageError
-from compare.harness import problem as _problem
+from compare.harness.problem import PRECISIONS
 from compare.harness.registry import Option
 
 from . import _operands as ops
 from ._common import check_gemm_args, interpreting
-
-# Declared with the problem (compare/harness/problem.py); the kernels take them from here.
-PRECISIONS, DOT_PRECISION = _problem.PRECISIONS, _problem.DOT_PRECISION
 
 
 # ---------------------------------------------------------------------------------------------

@@ -50,11 +50,12 @@ import triton.language as tl
 
 from compare.families import decompose
 from compare.harness.errors import UsageError
+from compare.harness.problem import DOT_PRECISION, PRECISIONS
 from compare.harness.registry import Kernel, Option, register
 
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count
-from ._gemm import (DOT_PRECISION, PRECISIONS, ConfigChooser, tile_options, all_configs, candidates, cfg,
+from ._gemm import (ConfigChooser, tile_options, all_configs, candidates, cfg,
                     default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options, wrapped_range)
 
 MIN_CHUNK = 512          # smallest K chunk the heuristic gives one program

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import torch
 
+from compare.harness.problem import PRECISIONS
 from compare.harness.registry import Kernel, register
 
 from ._common import check_gemm_args
 from ._gemm import plan_prepare
 from .stream_k_heuristic import *  # noqa: F401,F403  (the one stream_k namespace of the tests and docs)
-from .stream_k_heuristic import PRECISIONS, choose_plan
+from .stream_k_heuristic import choose_plan
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel  # noqa: F401
 from .stream_k_plan import OPTIONS, _Plan, parse_tile  # noqa: F401
 

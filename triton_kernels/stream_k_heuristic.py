@@ -42,7 +42,6 @@ import torch
 import triton
 
 from compare.families import decompose as model
-from compare.harness.problem import DOT_PRECISION, PRECISIONS  # noqa: F401  (stream_k_plan, stream_k_study, stream_k)
 
 from ._common import DEFAULT_L2_BYTES
 from ._operands import _n_major_hintable

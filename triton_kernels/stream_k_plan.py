@@ -10,12 +10,13 @@ import torch
 
 from compare.families.decompose import most_partials
 from compare.harness.errors import UsageError
+from compare.harness.problem import DOT_PRECISION
 from compare.harness.registry import Option
 
 from ._common import interpreting, l2_bytes, sm_count
 from ._gemm import parse_choice, parse_on_off
 from ._operands import _aligned, _prepare_a, _prepare_b
-from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS, DOT_PRECISION,
+from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS,
                                  INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
                                  worth_copying, x3_split_plan, x3_uses_ffma)

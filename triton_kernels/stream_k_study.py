@@ -29,8 +29,10 @@ from typing import Optional
 import torch
 import triton
 
+from compare.harness.problem import DOT_PRECISION
+
 from . import _operands as ops
-from .stream_k_heuristic import DOT_PRECISION, STAGES, X3_MASK_NAN, Tile
+from .stream_k_heuristic import STAGES, X3_MASK_NAN, Tile
 from .stream_k_kernels import _stream_k_kernel
 from .stream_k_plan import _Plan
 from ._common import compile_sm90  # noqa: F401  (this study's compiler; tests use it too)

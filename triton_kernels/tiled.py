@@ -69,11 +69,12 @@ import torch
 import triton
 import triton.language as tl
 
+from compare.harness.problem import DOT_PRECISION, PRECISIONS
 from compare.harness.registry import Kernel, register
 
 from . import _operands as ops
 from ._common import check_gemm_args
-from ._gemm import (DOT_PRECISION, M_MAJOR_A_MIN_N, PRECISIONS, ConfigChooser, all_configs, tile_options,
+from ._gemm import (M_MAJOR_A_MIN_N, ConfigChooser, all_configs, tile_options,
                     candidates, cfg, default_config, even_k, grouped_tile, mac, operand_mode, read_options,
                     store_c, wrapped_range)
 

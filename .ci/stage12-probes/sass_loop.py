@@ -81,7 +81,7 @@ def triton_cubin(work: str, rounded: bool = False) -> str:
     import torch
     from triton_kernels import tiled
     from triton_kernels._common import compile_sm90
-    from triton_kernels._gemm import DOT_PRECISION
+    from compare.harness.problem import DOT_PRECISION
     n = 4096
     t = torch.empty(16, dtype=torch.float32)
     args = dict(a_ptr=t, b_ptr=t, c_ptr=t, M=n, N=n, K=n, stride_am=n, stride_ak=1, stride_bk=n, stride_bn=1,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional
 
-from ..harness.problem import DOT_PRECISION  # noqa: F401  (passed as PRECISION to a kernel that takes it)
+from ..harness.problem import DOT_PRECISION
 from ..harness.registry import GROUPS, STAGE_BY_NAME, STAGES, Kernel, Stage, declare_stage, register
 
 FAMILY = "plugin"
