@@ -19,8 +19,10 @@
 //    32-wide K tile 12 wgmma (a_s b_b, a_b b_s, a_b b_b per k8) go into a temporary (scale-d = 0
 //    first) added to the accumulator by FADD: the tensor cores' truncating accumulation stays on
 //    a partial sum of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
+//  * Split-K where tiles leave the SMs idle (the shared split-K model, launch.py): blockIdx.y
+//    takes whole K tiles, partials go to a workspace, splitk_reduce sums them in split order.
 // Still there: the copies where they run (B^T: 14% of a 4096^3 launch, 7% at 8192^3); the
-// register path's wait_group 0 per K tile; a non-persistent grid; register stores. Measured on
+// register path's wait_group 0 per K tile; no stream-K for partial waves; register stores. Measured on
 // an H100 (results/h100/tensor-core/): tf32 92% / 96% of cuBLAS tf32 at 4096^3 / 8192^3; tf32x3
 // 2.02x / 1.95x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7; tensor pipe 76% / 69% (tf32 / tf32x3)
 // busy at 2048^3, stage 12 53% / 45%.
@@ -234,7 +236,8 @@ template <int BN, int STAGES, bool SPLIT3>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                 const __grid_constant__ wgmma13::TensorMap tAs, const __grid_constant__ wgmma13::TensorMap tBs,
-                int M, int N, int K, float alpha, float beta, float* __restrict__ C) {
+                int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                int kt_per_split, float* __restrict__ partials) {
     using namespace wgmma13;
     constexpr int B_TILE = BN * BK * 4;
     constexpr int PARTS = SPLIT3 ? 2 : 1;
@@ -254,8 +257,14 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
     const int first_m = group * GROUP, gsize = min(tiles_m - first_m, GROUP);
     const int in_group = blockIdx.x % per_group;
     const int m0 = (first_m + in_group % gsize) * BM, n0 = (in_group / gsize) * BN;
-    const int ktiles = (K + BK - 1) / BK;
+    // Split-K: blockIdx.y owns K tiles [kt0, kt0 + ktiles); unsplit, kt_per_split covers all of K.
+    const int kt0 = blockIdx.y * kt_per_split;
+    const int ktiles = max(0, min((K + BK - 1) / BK - kt0, kt_per_split));
     const int wg = threadIdx.x / 128;
+    // A split block writes its raw partial tile to its own slice (alpha 1, beta 0: C untouched);
+    // splitk_reduce then sums the slices in split order, so the result is bit-identical run to run.
+    float* const out = partials ? partials + (size_t)blockIdx.y * M * N : C;
+    const float a_out = partials ? 1.0f : alpha, b_out = partials ? 0.0f : beta;
 
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -276,11 +285,11 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
                 if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
                 const unsigned full = bars + 8 * s, st = base + s * STAGE;
                 mbar_expect_tx(full, STAGE);
-                tma_load(st, tA, full, kt * BK, m0);
-                tma_load(st + A_TILE, tB, full, kt * BK, n0);
+                tma_load(st, tA, full, (kt0 + kt) * BK, m0);
+                tma_load(st + A_TILE, tB, full, (kt0 + kt) * BK, n0);
                 if (SPLIT3) {
-                    tma_load(st + A_TILE + B_TILE, tAs, full, kt * BK, m0);
-                    tma_load(st + 2 * A_TILE + B_TILE, tBs, full, kt * BK, n0);
+                    tma_load(st + A_TILE + B_TILE, tAs, full, (kt0 + kt) * BK, m0);
+                    tma_load(st + 2 * A_TILE + B_TILE, tBs, full, (kt0 + kt) * BK, n0);
                 }
             }
         }
@@ -334,12 +343,12 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
         // acc[4j + 2h + e]: row 16 warp + lane/4 + 8h, column 8j + 2 (lane % 4) + e.
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
         const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;
-        const bool pairs = (N % 2 == 0) && ((reinterpret_cast<size_t>(C) & 7) == 0);
+        const bool pairs = (N % 2 == 0) && ((reinterpret_cast<size_t>(out) & 7) == 0);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = row0 + 8 * h;
             if (row >= M) continue;
-            float* c_row = C + (size_t)row * N;
+            float* c_row = out + (size_t)row * N;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
                 const int col = n0 + 8 * j + 2 * (lane % 4);
@@ -348,17 +357,17 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
                     if (col < N) {  // N even, col even: the pair is wholly in or out, 8-byte aligned
                         float2* p = reinterpret_cast<float2*>(c_row + col);
                         float2 r;
-                        if (beta == 0.0f) {
-                            r.x = alpha * v0; r.y = alpha * v1;
+                        if (b_out == 0.0f) {
+                            r.x = a_out * v0; r.y = a_out * v1;
                         } else {
                             const float2 o = *p;
-                            r.x = alpha * v0 + beta * o.x; r.y = alpha * v1 + beta * o.y;
+                            r.x = a_out * v0 + b_out * o.x; r.y = a_out * v1 + b_out * o.y;
                         }
                         *p = r;
                     }
                 } else {
-                    if (col < N) c_row[col] = axpby(v0, alpha, beta, c_row + col);
-                    if (col + 1 < N) c_row[col + 1] = axpby(v1, alpha, beta, c_row + col + 1);
+                    if (col < N) c_row[col] = axpby(v0, a_out, b_out, c_row + col);
+                    if (col + 1 < N) c_row[col + 1] = axpby(v1, a_out, b_out, c_row + col + 1);
                 }
             }
         }
@@ -373,7 +382,8 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 template <int STAGES>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
-                 int M, int N, int K, float alpha, float beta, float* __restrict__ C) {
+                 int M, int N, int K, float alpha, float beta, float* __restrict__ C,
+                 int kt_per_split, float* __restrict__ partials) {
     using namespace wgmma13;
     constexpr int TM = 256, TN = 128;              // C rows / columns per block
     constexpr int A_BYTES = TM * BK * 4;           // 32 KiB: 256 rows of A, 128 bytes each
@@ -392,8 +402,14 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     const int first_m = group * GROUP, gsize = min(tiles_m - first_m, GROUP);
     const int in_group = blockIdx.x % per_group;
     const int m0 = (first_m + in_group % gsize) * TM, n0 = (in_group / gsize) * TN;
-    const int ktiles = (K + BK - 1) / BK;
+    // Split-K: blockIdx.y owns K tiles [kt0, kt0 + ktiles); unsplit, kt_per_split covers all of K.
+    const int kt0 = blockIdx.y * kt_per_split;
+    const int ktiles = max(0, min((K + BK - 1) / BK - kt0, kt_per_split));
     const int wg = threadIdx.x / 128;
+    // A split block writes its raw partial tile to its own slice (alpha 1, beta 0: C untouched);
+    // splitk_reduce then sums the slices in split order, so the result is bit-identical run to run.
+    float* const out = partials ? partials + (size_t)blockIdx.y * M * N : C;
+    const float a_out = partials ? 1.0f : alpha, b_out = partials ? 0.0f : beta;
 
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -414,9 +430,9 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
                 const unsigned full = bars + 8 * s, st = base + s * STAGE;
                 mbar_expect_tx(full, STAGE);
-                tma_load(st, tA, full, kt * BK, m0);
+                tma_load(st, tA, full, (kt0 + kt) * BK, m0);
 #pragma unroll
-                for (int j = 0; j < TN / 32; ++j) tma_load(st + A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, kt * BK);
+                for (int j = 0; j < TN / 32; ++j) tma_load(st + A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, (kt0 + kt) * BK);
             }
         }
     } else {
@@ -476,11 +492,24 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 for (int e = 0; e < 2; ++e) {
                     const int row = m0 + 8 * j + 2 * t + e;
                     if (row < M) {
-                        float* p = C + (size_t)row * N + col;
-                        *p = axpby(acc[4 * j + 2 * h + e], alpha, beta, p);
+                        float* p = out + (size_t)row * N + col;
+                        *p = axpby(acc[4 * j + 2 * h + e], a_out, b_out, p);
                     }
                 }
             }
         }
+    }
+}
+
+// Split-K's second pass: C = alpha * (sum of the S partial tiles, in split order) + beta * C.
+// One thread per element of C, reading S slices of M*N floats: coalesced, and the fixed order makes
+// the sum bit-identical run to run (atomics would not be).
+__global__ void __launch_bounds__(256) splitk_reduce(int MN, int splits, float alpha,
+                                                     const float* __restrict__ partials, float beta,
+                                                     float* __restrict__ C) {
+    for (size_t i = (size_t)blockIdx.x * 256 + threadIdx.x; i < (size_t)MN; i += (size_t)gridDim.x * 256) {
+        float s = 0.f;
+        for (int z = 0; z < splits; ++z) s += partials[(size_t)z * MN + i];
+        C[i] = axpby(s, alpha, beta, C + i);
     }
 }

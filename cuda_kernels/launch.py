@@ -146,7 +146,7 @@ def _options(spec: StageSpec) -> tuple:
         out.append(Option("b_operand", "registers (tf32 with N % 4 == 0: B read as stored, its fragments loaded into "
                                        "registers; the default there) or copy (a K-major copy of B each launch; "
                                        "the default elsewhere)", _choice(B_OPERANDS)))
-    if spec.plan == SPLIT_K:
+    if spec.plan in (SPLIT_K, WGMMA):
         out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
                           _positive_int))
     if spec.plan == STREAM_K:
@@ -372,12 +372,33 @@ def _stream_k_prepare(spec: StageSpec):
     return prepare
 
 
+# Stage 13's split-K, in the shared split-K model's units (compare/families/decompose.py): one k of
+# a 128x128 tile is 2*128*128 flops at ~2.8 TFLOP/s per SM (cuBLAS tf32 at ~370 TFLOP/s over 132
+# SMs) = 11.7 ns, tf32x3 three products; a block's fixed cost (launch, pipeline fill, writing a
+# 128x256 tile at ~23 GB/s per SM: ~6 us) is ~256 k-steps of its tile; the partials move through
+# HBM at ~2.5 TB/s plus a second launch. Chunks stay whole 32-wide K tiles.
+WGMMA_SPLIT_COST = {False: decompose.SplitCost(tile_k_seconds=2 * 128 * 128 / 2.8e12, overhead_k=256),
+                    True: decompose.SplitCost(tile_k_seconds=3 * 2 * 128 * 128 / 2.8e12, overhead_k=96)}
+WGMMA_MIN_SPLIT_CHUNK = 128
+WGMMA_MAX_SPLITS = 256
+
+
+def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3: bool,
+                     splits: Optional[int] = None) -> decompose.SplitPlan:
+    """Stage 13's K splits for an M x N x K product on ``tile`` (BM, BN) blocks, one per SM: the
+    shared split-K model with the tensor-core costs above; ``splits`` forces the count."""
+    return decompose.choose_split(M, N, K, sm_count, tile=tuple(tile), blocks_per_sm=1, chunk_align=32,
+                                  min_chunk=WGMMA_MIN_SPLIT_CHUNK, max_splits=WGMMA_MAX_SPLITS,
+                                  cost=WGMMA_SPLIT_COST[split3], splits=splits)
+
+
 def _wgmma_prepare(spec: StageSpec):
     """Stage 13: the operand copies (B^T unless tf32 reads B as stored; A where K % 4 != 0, its
     address is not 16-byte aligned, or for the split), their tensor maps, then the GEMM; all in one
     timed launch."""
     def prepare(problem, inputs, options=None):
         from compare.harness.errors import UsageError
+        opts = dict(options or {})
         why = _needs_arch(spec)(problem)
         if why:
             raise UsageError(f"{spec.name}: {why}")
@@ -405,7 +426,7 @@ def _wgmma_prepare(spec: StageSpec):
             return big, small
 
         regb_ok = not split3 and N % 4 == 0 and be.address(B) % 16 == 0
-        b_path = (options or {}).get("b_operand") or ("registers" if regb_ok else "copy")
+        b_path = opts.get("b_operand") or ("registers" if regb_ok else "copy")
         if b_path == "registers" and not regb_ok:
             raise UsageError(f"{spec.name}: b_operand=registers needs precision tf32, N % 4 == 0 and a 16-byte "
                              f"aligned B (TMA reads B's rows as stored); got {problem.precision}, N={N}")
@@ -423,13 +444,30 @@ def _wgmma_prepare(spec: StageSpec):
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
-        grid = (_tiles(problem, cfg), 1, 1)
+        if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
+            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
+        plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=opts.get("split_k"))
+        grid = (_tiles(problem, cfg), plan.splits, 1)
+        partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
+        if partials is not None:
+            held.append(partials)
         steps.append((_function(spec, cfg), grid, cfg.block,
                       (*maps, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
-                       np.float32(problem.beta), C), cfg.smem_dynamic))
+                       np.float32(problem.beta), C, np.int32(_cdiv(plan.chunk, cfg.bk)),
+                       partials if partials is not None else np.uint64(0)), cfg.smem_dynamic))
+        if partials is not None:
+            r_cfg = spec.config("splitk_reduce")
+            r_grid = (min(_cdiv(M * N, r_cfg.block[0]), 16 * be.sm_count()), 1, 1)
+            steps.append((_function(spec, r_cfg), r_grid, r_cfg.block,
+                          (np.int32(M * N), np.int32(plan.splits), np.float32(problem.alpha), partials,
+                           np.float32(problem.beta), C)))
         launch = _launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
+        launch.plan = plan  # for tests
         config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": stages, "smem_bytes": cfg.smem_dynamic,
+                  "split_k": plan.splits, "k_chunk": plan.chunk,
+                  "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
+                                if plan.splits > 1 else "none (one split)"),
                   "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32" if b_path == "copy"
                                 else "B read by TMA as stored; C^T = B^T A^T with B^T's fragments loaded from "
                                      "shared memory into registers, rounded to TF32"),
@@ -438,7 +476,7 @@ def _wgmma_prepare(spec: StageSpec):
                   "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
                                      "per 32 of K, added by FADD" if split3 else
                                      "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
-                  "chosen_by": _chosen_by(dict(options or {}))}
+                  "chosen_by": _chosen_by(opts)}
         return _with_config(launch, config)
     return prepare
 

@@ -248,6 +248,7 @@ def _wgmma_configs():
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,
                               label=f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}"))
+    out.append(Config("splitk_reduce", (), (256, 1, 1), label="splitk_reduce"))
     return tuple(out)
 
 

@@ -445,6 +445,10 @@ class _Sm90Recorder(_FakeDevice):
     def stream(self):
         return None
 
+    @staticmethod
+    def sm_count():
+        return 132
+
 
 class _Inputs:
     def __init__(self, p):
@@ -480,7 +484,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     dev, inputs = _Sm90Recorder(), _Inputs(p)
     k = _REGISTRY["cuda.13_wgmma_tma"]
     with loader.use_backend(dev):
-        launch = k.prepare(p, inputs, {"b_operand": b_operand} if b_operand else {})
+        launch = k.prepare(p, inputs, {"split_k": 1, **({"b_operand": b_operand} if b_operand else {})})
         launch()
     assert [l[0] for l in dev.launches] == labels
     M, N, K = shape
@@ -490,7 +494,8 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     bm, bn = cfg.tile
     assert gemm[1] == ((-(-M // bm)) * (-(-N // bn)), 1, 1) and gemm[2] == (384, 1, 1)
     assert gemm[4]["shared_mem"] == cfg.smem_dynamic > 160 * 1024
-    assert gemm[3][-6:-1] == (M, N, K, 0.5, 2.0) and gemm[3][-1] is inputs.bufs["C"]
+    assert gemm[3][-8:-3] == (M, N, K, 0.5, 2.0) and gemm[3][-3] is inputs.bufs["C"]
+    assert gemm[3][-2] == -(-K // 32) and gemm[3][-1] == 0   # one split: all of K, no partials
     a_map = maps[0]
     assert a_map[1:3] == (M, K) and a_map[3] == (kp if a_copied else K)
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
@@ -503,6 +508,46 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
     assert launch.config["b_operand"].startswith("B copied" if b_path == "copy" else "B read by TMA as stored")
     assert launch.config["a_operand"].startswith("copied") == a_copied
+
+
+@pytest.mark.parametrize("shape, precision, split_k, want_splits", [
+    ((300, 260, 4096), "tf32", 4, 4),          # forced: 4 chunks of 1024 (32 K tiles each)
+    ((64, 64, 100_000), "tf32", None, None),    # one tile, long K: the model must split
+    ((128, 100, 1000), "tf32x3", 3, 3),          # K = 1000: chunks 352, 352, 296 (whole 32-wide K tiles)
+    ((4096, 4096, 4096), "tf32", None, 1),       # 128 tiles fill the SMs: no split, no second pass
+])
+def test_wgmma_split_k_covers_k_once_and_sums_in_a_second_pass(monkeypatch, shape, precision, split_k, want_splits):
+    """Stage 13's split-K: the GEMM's grid gets one y-slice per split, each owning whole 32-wide K
+    tiles [z * kps, (z + 1) * kps) so that together they cover ceil(K / 32) tiles exactly once with
+    no empty split; the partial tiles go to a workspace of splits * M * N floats, and a second
+    launch (splitk_reduce) sums them with alpha and beta into C. One split: no workspace (null
+    pointer) and no second launch."""
+    from cuda_kernels import tma
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    M, N, K = shape
+    p = Problem(M, N, K, precision=precision, alpha=0.5, beta=2.0)
+    dev, inputs = _Sm90Recorder(), _Inputs(p)
+    with loader.use_backend(dev):
+        launch = _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, {"split_k": split_k} if split_k else {})
+        launch()
+    gemm = next(l for l in dev.launches if not l[0].startswith(("prepare", "splitk")))
+    splits, kps = gemm[1][1], gemm[3][-2]
+    if want_splits is None:
+        assert splits > 8, splits
+    else:
+        assert splits == want_splits
+    ktiles = -(-K // 32)
+    assert splits * kps >= ktiles and (splits - 1) * kps < ktiles        # every K tile once, none empty
+    assert launch.config["split_k"] == splits
+    if splits == 1:
+        assert gemm[3][-1] == 0 and dev.launches[-1] is gemm and launch.config["reduction"].startswith("none")
+        return
+    partials = gemm[3][-1]
+    assert partials.n == splits * M * N and partials is not inputs.bufs["C"]
+    red = dev.launches[-1]
+    assert red[0] == "splitk_reduce" and red[3] == (M * N, splits, 0.5, partials, 2.0, inputs.bufs["C"])
+    assert red[1][0] * red[2][0] >= min(M * N, 16 * 132 * 256)      # grid-stride loop covers C
+    assert "split order" in launch.config["reduction"]
 
 
 @needs_nvcc

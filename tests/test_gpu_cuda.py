@@ -294,3 +294,34 @@ def test_wgmma_refuses_registers_where_b_rows_are_unaligned():
 def test_wgmma_refuses_other_gpus_in_words():
     why = KERNELS[WGMMA].why_not(Problem(256, 256, 256, precision="tf32"))
     assert why and "compute capability 9.0" in why and "no wgmma" in why, why
+
+
+# Split-K shapes: a tiny output with a long K (the model splits it over the SMs), K with a 32-tail
+# and an odd chunk count, rows that are not 16-byte multiples (copied operands), beta != 0.
+WGMMA_SPLIT_SHAPES = [((64, 64, 100_000), None), ((1, 1, 4099), None), ((5, 300, 70_001), 7),
+                      ((257, 513, 1031), 3), ((128, 100, 20_000), None), ((1000, 1003, 997), 2)]
+
+
+@needs_sm90
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("i", range(len(WGMMA_SPLIT_SHAPES)),
+                         ids=lambda i: "x".join(map(str, WGMMA_SPLIT_SHAPES[i][0])))
+def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
+    """Split-K (chosen by the model or forced) right against float64 for alpha / beta pairs, and
+    the fixed-order reduction gives the same bits on a second run."""
+    shape, split_k = WGMMA_SPLIT_SHAPES[i]
+    alpha, beta = AB[(i + 1) % len(AB)]
+    p = Problem(*shape, alpha=alpha, beta=beta, seed=i, precision=precision)
+    opts = {"split_k": split_k} if split_k else {}
+    res = check_kernel(KERNELS[WGMMA], p, options=opts)
+    assert res.ok, f"{WGMMA} {p.shape} {precision} split_k={split_k}: {res.message}"
+    inputs = make_inputs(p)
+    launch = KERNELS[WGMMA].prepare(p, inputs, opts)
+    assert launch.config["split_k"] > 1, launch.config
+    outs = []
+    for _ in range(2):
+        inputs.reset_c()
+        launch()
+        torch.cuda.synchronize()
+        outs.append(inputs.C.clone())
+    assert torch.equal(outs[0], outs[1])
