@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import os
 import platform
 from dataclasses import asdict, dataclass
 from typing import Optional
@@ -9,6 +11,65 @@ from typing import Optional
 # FP32 lanes (FFMA units) per SM by compute capability major.minor; 2 flops per FFMA.
 FP32_LANES_PER_SM = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
                      (9, 0): 128, (10, 0): 128, (12, 0): 128}
+
+
+# Datasheet figures beside the measured peaks (cuda_kernels/probes/peaks.py records them; they are
+# never the ceiling a row is judged against). Dense TF32 (no sparsity); DRAM in GB/s. Matched in
+# order against the device name: the first entry whose every word is in it.
+DATASHEET = (
+    (("H100", "PCIe"), dict(name="H100 PCIe", fp32_tflops=51.2, tf32_tflops=378.0, dram_gbps=2000.0)),
+    (("H100",), dict(name="H100 SXM", fp32_tflops=66.9, tf32_tflops=494.7, dram_gbps=3350.0)),
+    (("H200",), dict(name="H200 SXM", fp32_tflops=66.9, tf32_tflops=494.7, dram_gbps=4800.0)),
+    (("A100", "80GB"), dict(name="A100 80GB SXM", fp32_tflops=19.5, tf32_tflops=156.0, dram_gbps=2039.0)),
+    (("A100",), dict(name="A100 40GB", fp32_tflops=19.5, tf32_tflops=156.0, dram_gbps=1555.0)),
+)
+
+
+def datasheet(gpu_name: str) -> Optional[dict]:
+    """The datasheet row for a device name ("NVIDIA H100 80GB HBM3" -> H100 SXM), or None."""
+    for words, row in DATASHEET:
+        if all(w in (gpu_name or "") for w in words):
+            return dict(row)
+    return None
+
+
+def peaks_dir() -> str:
+    """Where measured peaks are kept: the user's cache folder ($XDG_CACHE_HOME or ~/.cache),
+    gemm-ladder/peaks. One file per GPU and driver: a run pays for the probes once."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "gemm-ladder", "peaks")
+
+
+def peaks_path(uuid: str, driver: str) -> str:
+    """The cache file of one GPU (its UUID) under one driver: a new driver measures again."""
+    safe = lambda s: "".join(c if c.isalnum() or c in "-._" else "_" for c in str(s))
+    return os.path.join(peaks_dir(), f"{safe(uuid)}_driver-{safe(driver)}.json")
+
+
+def load_peaks(uuid: Optional[str], driver: Optional[str]) -> Optional[dict]:
+    """The measured peaks of this GPU and driver (cuda_kernels/probes/peaks.py), or None when
+    they were never measured, or the file is unreadable or of another GPU / driver."""
+    if not uuid or not driver:
+        return None
+    try:
+        with open(peaks_path(uuid, driver), encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("uuid") != uuid or doc.get("driver") != driver:
+        return None
+    return doc
+
+
+def current_peaks() -> Optional[dict]:
+    """The cached peaks of the current GPU, or None (no GPU, never measured). Never raises."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+        return load_peaks(gpu_uuid(_nvml_index()), _static_env().get("driver"))
+    except Exception:
+        return None
 
 
 @dataclass
@@ -124,6 +185,10 @@ class Environment:
     # 1.6x slower at 4096^3 (results/h100/triton-env/) with nothing else in the output saying so.
     # None: this Triton can't tell.
     triton_env: Optional[dict] = None
+    # The measured peaks of this GPU (FFMA, TF32 tensor core, DRAM copy), each with the SM clock it
+    # ran at and the datasheet figure beside it (cuda_kernels/probes/peaks.py, cached per GPU UUID
+    # and driver); None where they were never measured. Every row's % SOL is against these.
+    peaks: Optional[dict] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -194,4 +259,5 @@ def environment() -> Environment:
                 max_sm_clock_mhz=None, fp32_peak_tflops=None, driver="-", cuda_runtime="-")
     base.update(d)
     base["sm_clock_mhz"] = clock_sample().sm_mhz if d.get("gpu") else None
+    base["peaks"] = current_peaks() if d.get("gpu") else None
     return Environment(**base)

@@ -1,0 +1,251 @@
+"""The peaks probe (cuda_kernels/probes/peaks.py): the FFMA, TF32 tensor-core and DRAM-copy ceilings
+every row's % SOL is taken against. Without a GPU: the wgmma kernel compiles for sm_90a without
+spills and its timed loop is HGMMA.64x256x8.F32.TF32 only (SASS through nvdisasm), WGMMA_BODY of
+them, plus the warpgroup fences, counter, compare and branch; the copy kernel moves 128-bit vectors
+(LDG.E.128 / STG.E.128); the wgmma check passes only the closed form; the cache is keyed by GPU
+UUID and driver (a second run measures nothing; another driver measures again); bad arguments exit
+2. The FFMA and mma.sync loops are tests/test_probe_mma_peak.py's. On a GPU (marker ``gpu``): each
+peak lies within plausible bounds of the datasheet at the clock it ran at, and cuBLAS at 4096^3
+never beats the probe's peak."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from compare.harness import gpuinfo
+from cuda_kernels import loader, resources
+from cuda_kernels.probes import peaks
+
+from test_probe_mma_peak import _nvdisasm
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+needs_nvcc = pytest.mark.skipif(resources.nvcc_path() is None, reason="nvcc not found (no CUDA toolkit here)")
+
+
+def _compile(tmp_path, source: str, arch: str):
+    nvcc = resources.nvcc_path()
+    src = tmp_path / os.path.basename(source)
+    src.write_text(loader.source(source))
+    cubin = tmp_path / (src.stem + ".cubin")
+    proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", *loader.NVRTC_OPTIONS, "--resource-usage",
+                           "-o", str(cubin), str(src)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tool = _nvdisasm()
+    assert tool, "nvdisasm not found (pip install -e \".[nvcc]\" installs nvidia-cuda-nvdisasm)"
+    sass = subprocess.run([tool, "-c", str(cubin)], capture_output=True, text=True, check=True, timeout=120).stdout
+    return proc.stdout + proc.stderr, sass
+
+
+def _loops(sass: str) -> list[list[str]]:
+    """The backward-branch loops of a one-kernel SASS listing, as lists of opcodes."""
+    body, labels = [], {}
+    for line in sass.splitlines():
+        if m := re.match(r"^(\.L_x_\d+):", line):
+            labels[m.group(1)] = len(body)
+        elif m := re.match(r"^\s+/\*[0-9a-f]{4}\*/\s+(.*?)\s*;", line):
+            body.append(m.group(1))
+    loops = []
+    for i, ins in enumerate(body):
+        m = re.search(r"\bBRA\s+`?\(?(\.L_x_\d+)", ins)
+        if m and labels.get(m.group(1), i) < i:
+            loops.append([re.sub(r"^@!?U?P\w+\s+", "", x).split()[0] for x in body[labels[m.group(1)]:i + 1]])
+    return loops
+
+
+@needs_nvcc
+def test_wgmma_loop_is_hgmma_tf32_only(tmp_path):
+    report, sass = _compile(tmp_path, peaks.WGMMA_SOURCE, "sm_90a")
+    assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+    regs = int(re.search(r"Used (\d+) registers", report).group(1))
+    # three warpgroups of 128 threads must fit the SM's 64K registers (WGMMA_WARPGROUPS)
+    assert max(peaks.WGMMA_WARPGROUPS) * 128 * ((regs + 7) // 8 * 8) <= 65536, regs
+    loops = [lp for lp in _loops(sass) if any(o.startswith("HGMMA") for o in lp)]
+    assert len(loops) == 1, loops
+    ops = loops[0]
+    assert ops.count("HGMMA.64x256x8.F32.TF32") == peaks.WGMMA_BODY, ops
+    other = [o for o in ops if o != "HGMMA.64x256x8.F32.TF32"]
+    allowed = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE", "IADD3", "ISETP", "BRA", "NOP", "MOV", "R2UR", "U")
+    assert all(o.startswith(allowed) for o in other), other
+    # ptxas rebuilds the descriptors in uniform registers each trip (about 29 ops): under 2 issue
+    # slots per wgmma, which keeps the tensor pipe busy 128 cycles an SM
+    assert len(other) <= 2 * peaks.WGMMA_BODY, other
+
+
+def test_wgmma_body_and_sizes_match_the_source():
+    text = open(os.path.join(REPO, "cuda_kernels", peaks.WGMMA_SOURCE), encoding="utf-8").read()
+    assert int(re.search(r"constexpr int WGMMA_BODY = (\d+);", text).group(1)) == peaks.WGMMA_BODY
+    assert "m64n256k8.f32.tf32.tf32" in text
+    # one m64n256k8: 64 x 256 x 8 multiply-adds, 2 flops each
+    assert peaks.WGMMA_FLOPS == 262144
+    # A 64 rows and B 256 rows of 128 bytes, plus 1 KiB to align them
+    assert peaks.WGMMA_SMEM == 8192 + 32768 + 1024
+    assert 128 * peaks.WGMMA_MAX_STEPS <= 2 ** 24
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_copy_kernel_moves_128_bit_vectors(tmp_path, arch):
+    report, sass = _compile(tmp_path, peaks.COPY_SOURCE, arch)
+    assert "0 bytes spill stores" in report, report
+    loops = _loops(sass)
+    main = max(loops, key=len)
+    assert sum(o.startswith("LDG.E.128") for o in main) == 4, main
+    assert sum(o.startswith("STG.E.128") for o in main) == 4, main
+    assert not any(o.startswith(("LDG.E ", "STG.E ")) or o in ("LDG.E", "STG.E") for o in main), main
+
+
+@pytest.mark.parametrize("source, arch", [(peaks.WGMMA_SOURCE, "sm_90a"), (peaks.COPY_SOURCE, "compute_80")])
+def test_sources_compile_under_nvrtc(source, arch):
+    """What CuPy does at run time: NVRTC on the loader's text with the options peaks.py passes."""
+    import ctypes
+    from test_cuda_compile import _find_nvrtc
+    lib = _find_nvrtc()
+    assert lib is not None, "libnvrtc not found (set NVRTC_LIBRARY, or install nvidia-cuda-nvrtc)"
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), loader.source(source).encode(), b"probe.cu", 0, None, None) == 0
+    opts = [o.encode() for o in loader.NVRTC_OPTIONS] + [f"-arch={arch}".encode()]
+    rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert rc == 0, log.value.decode()
+
+
+def test_wgmma_check_passes_only_the_closed_form():
+    steps = 1000
+    good = np.full(384, 128.0 * steps, np.float32)
+    assert peaks.wgmma_check(good, steps) is None
+    one = good.copy()
+    one[7] -= 1
+    assert peaks.wgmma_check(one, steps).startswith("1 of 384 thread sums wrong; thread 7")
+    assert peaks.wgmma_check(good, steps + 1).startswith("384 of 384")
+    nan = good.copy()
+    nan[0] = np.nan
+    assert peaks.wgmma_check(nan, steps) is not None
+
+
+def test_noise_is_spread_over_median():
+    assert peaks.noise([1.0, 1.1, 0.9]) == pytest.approx(0.2)
+    assert peaks.noise([2.0, 2.0, 2.0]) == 0.0
+
+
+def test_datasheet_table():
+    assert gpuinfo.datasheet("NVIDIA H100 80GB HBM3") == dict(name="H100 SXM", fp32_tflops=66.9, tf32_tflops=494.7,
+                                                             dram_gbps=3350.0)
+    assert gpuinfo.datasheet("NVIDIA H200")["dram_gbps"] == 4800.0
+    assert gpuinfo.datasheet("NVIDIA H200")["tf32_tflops"] == 494.7
+    assert gpuinfo.datasheet("NVIDIA A100-SXM4-80GB")["fp32_tflops"] == 19.5
+    assert gpuinfo.datasheet("NVIDIA A100-SXM4-80GB")["dram_gbps"] == 2039.0
+    assert gpuinfo.datasheet("NVIDIA H100 PCIe")["name"] == "H100 PCIe"
+    assert gpuinfo.datasheet("Tesla T4") is None
+
+
+# ------------------------------------------------------------------------------------------ cache
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    """ensure() on a stand-in GPU whose identity the test sets; counts the measurements."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    state = {"uuid": "GPU-1111", "driver": "580.1", "runs": 0, "fail": False}
+    monkeypatch.setattr(peaks, "_device", lambda: object())
+    monkeypatch.setattr(peaks, "_identity", lambda cupy: {"gpu": "NVIDIA H100 80GB HBM3", "uuid": state["uuid"],
+                                                          "driver": state["driver"]})
+
+    def run(args, cupy, say=lambda s: None):
+        state["runs"] += 1
+        doc = {"uuid": state["uuid"], "driver": state["driver"], "gpu": "NVIDIA H100 80GB HBM3", "rows": [],
+               "fp32": {"tflops": 50.0 + state["runs"], "sm_mhz": 1980, "noise": 0.01},
+               "tf32": {"tflops": 400.0, "sm_mhz": 1980, "noise": 0.01},
+               "dram": {"gbps": 3000.0, "noise": 0.01}}
+        if state["fail"]:
+            doc["tf32"] = None
+        return doc
+    monkeypatch.setattr(peaks, "run", run)
+    return state
+
+
+def test_cache_is_keyed_by_uuid_and_driver(fake_gpu, tmp_path):
+    first = peaks.ensure()
+    assert fake_gpu["runs"] == 1 and first["fp32"]["tflops"] == 51.0
+    path = tmp_path / "cache" / "gemm-ladder" / "peaks" / "GPU-1111_driver-580.1.json"
+    assert json.loads(path.read_text())["fp32"]["tflops"] == 51.0
+    assert peaks.ensure()["fp32"]["tflops"] == 51.0 and fake_gpu["runs"] == 1      # cached: nothing measured
+    assert gpuinfo.load_peaks("GPU-1111", "580.1")["fp32"]["tflops"] == 51.0
+    fake_gpu["driver"] = "580.2"                                                  # a new driver: measured again
+    assert peaks.ensure()["fp32"]["tflops"] == 52.0 and fake_gpu["runs"] == 2
+    fake_gpu["uuid"] = "GPU-2222"                                                 # another GPU: measured again
+    assert peaks.ensure()["fp32"]["tflops"] == 53.0 and fake_gpu["runs"] == 3
+    assert sorted(os.listdir(path.parent)) == ["GPU-1111_driver-580.1.json", "GPU-1111_driver-580.2.json",
+                                               "GPU-2222_driver-580.2.json"]
+    assert peaks.ensure(force=True)["fp32"]["tflops"] == 54.0 and fake_gpu["runs"] == 4
+    assert gpuinfo.load_peaks("GPU-2222", "580.1") is None
+
+
+def test_a_file_of_another_gpu_is_not_taken(fake_gpu, tmp_path):
+    peaks.ensure()
+    path = gpuinfo.peaks_path("GPU-1111", "580.1")
+    doc = json.loads(open(path).read())
+    doc["uuid"] = "GPU-9999"                       # copied from another machine under this name
+    open(path, "w").write(json.dumps(doc))
+    assert gpuinfo.load_peaks("GPU-1111", "580.1") is None
+    open(path, "w").write("{not json")
+    assert gpuinfo.load_peaks("GPU-1111", "580.1") is None
+
+
+def test_a_failed_probe_is_not_cached(fake_gpu):
+    fake_gpu["fail"] = True
+    said = []
+    assert peaks.ensure(say=said.append) is None
+    assert "tf32" in said[-1] and not os.path.exists(gpuinfo.peaks_path("GPU-1111", "580.1"))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reps", "2"], "between 3 and 50"),
+    (["--target-ms", "0"], "between 1 and 200"),
+    (["--out", "."], "is a folder"),
+])
+def test_bad_arguments_exit_2_before_any_gpu_work(monkeypatch, capsys, argv, message):
+    def no_gpu():
+        raise AssertionError("reached the GPU")
+    monkeypatch.setattr(peaks, "_device", no_gpu)
+    assert peaks.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+
+
+# ----------------------------------------------------------------------------------- on a GPU
+
+@pytest.mark.gpu
+def test_peaks_are_plausible_and_cublas_stays_below_them():
+    pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e .[cuda13] or .[cuda12])")
+    doc = peaks.ensure(say=print, force=True)
+    assert doc is not None, "a probe failed (see the lines above)"
+    sms = doc["sm_count"]
+    cc = tuple(int(v) for v in str(doc["compute_capability"]).split("."))
+    fp32 = doc["fp32"]
+    # FFMA against SMs x lanes x 2 at the clock the probe ran at, computed here
+    at_clock = sms * gpuinfo.FP32_LANES_PER_SM[cc] * 2 * fp32["sm_mhz"] * 1e6 / 1e12
+    assert 0.8 * at_clock <= fp32["tflops"] <= 1.05 * at_clock, (fp32, at_clock)
+    sheet = doc["datasheet"]
+    if sheet:
+        assert 0.6 * sheet["tf32_tflops"] <= doc["tf32"]["tflops"] <= 1.05 * sheet["tf32_tflops"], doc["tf32"]
+        assert 0.6 * sheet["dram_gbps"] <= doc["dram"]["gbps"] <= 1.0 * sheet["dram_gbps"], doc["dram"]
+    if cc == (9, 0):
+        assert doc["tf32"]["instr"].startswith("wgmma") and doc["tf32"]["tflops"] > doc["tf32"]["mma_sync_tflops"]
+    # cuBLAS never beats the probe's peak at the clock it ran at (plus the probe's noise)
+    from compare.harness import registry, runner
+    from compare.harness.problem import Problem
+    k = registry.get("cublas")
+    for prec, key in (("fp32", "fp32"), ("tf32", "tf32")):
+        r = runner.run_kernel(k, Problem(4096, 4096, 4096, precision=prec))
+        assert r.status == "ok", r.status_text
+        p = doc[key]
+        ceiling = p["tflops"] * (r.sm_clock_mhz or p["sm_mhz"]) / p["sm_mhz"] * (1 + p["noise"] + 0.02)
+        assert r.tflops <= ceiling, (prec, r.tflops, ceiling, r.sm_clock_mhz, p)
