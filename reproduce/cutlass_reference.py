@@ -1,6 +1,6 @@
 r"""Probe plugin: NVIDIA CUTLASS's Ampere mma.sync TF32 GEMM beside stage 12, on the ladder's
 inputs, checked and timed by the one engine. Question it answers: how fast does tuned mma.sync
-code with rounded operands (what issue 25 asks of stage 12) run on the GPU in hand?
+code with rounded operands (what stage 12 was asked to reach: 60% of cuBLAS tf32) run on the GPU in hand?
 
 Build first (nvcc and a CUTLASS checkout, headers only), then run:
 

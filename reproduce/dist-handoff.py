@@ -1,4 +1,4 @@
-"""Where a --workers 1 sweep's time between shapes goes (issue 26):
+"""Where a --workers 1 sweep's time between shapes goes:
 
     python reproduce/dist-handoff.py [--interpret]      (GPU box with dask installed; --interpret: CPU)
 

@@ -1,4 +1,4 @@
-"""Does runner.run measure slower on a Dask worker than in one process? (issue 26)
+"""Does runner.run measure slower on a Dask worker than in one process?
 
     python reproduce/dist-hosts.py [SPEC] [MODES]     (on a GPU box with dask/distributed installed)
 

@@ -1,7 +1,7 @@
 """The main loop of a compiled GEMM, read from its SASS: instructions per iteration by opcode,
 HMMA count, and the sum of the stall counts ptxas wrote into the control bits (the fewest cycles
 one warp needs per iteration when nothing waits). No GPU needed: nvcc and nvdisasm compile and
-read stage 12; Triton compiles for sm_90 on the CPU. Round 5 of the stage 12 probes
+read stage 12; Triton compiles for sm_90 on the CPU. The stage 12 probes
 (results/h100/tensor-core/stage12-probes/triton-mma-sync/) used it.
 
     python reproduce/sass_loop.py stage12:128x128x32.vec [stage12:LABEL ...] [triton] [cubin:PATH]

@@ -230,7 +230,7 @@ def compile_keys(spec: str) -> dict:
 
 
 def shape_class(M: int, N: int, K: int) -> str:
-    """The classes of issue 25's weak shapes, then the rest."""
+    """The weak shape classes (the held-out sets of compare/harness/shapes.py), then the rest."""
     if M <= 8:
         return "few rows (M <= 8)"
     if M <= 64 and N <= 64:
