@@ -219,22 +219,31 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
     }
 }
 
-// C^T = B^T A^T without a copy of B (precision tf32, N % 4 == 0): wgmma's register operand
+// C^T = B^T A^T without a copy of B (N % 4 == 0, B 16-byte aligned): wgmma's register operand
 // (rows n, K-major by construction) is read from the B tile as TMA stored it (k rows of 32-float
 // boxes, 128-byte swizzle), and its shared-memory operand is the A tile (rows m, K-major as
-// stored). A block computes 256 rows of C (the wgmma N side) x 128 columns (64 per consumer
-// warpgroup, the wgmma M side); D[n][m] is stored transposed into C.
-template <int STAGES>
+// stored). A block computes TM rows of C (the wgmma N side: 256, 128 or 64, so a short M pads
+// fewer rows) x 128 columns (64 per consumer warpgroup, the wgmma M side); D[n][m] is stored
+// transposed into C. SPLIT3 (tf32x3): A's big and small TF32 parts come from the split copy as two
+// tiles; B's are made in registers from the fragment as loaded (big = x rounded, small = x - big
+// rounded), so B is never copied; 3 wgmma per k8 into a temporary added to the accumulator per
+// K tile, as in sgemm_wgmma_tma.
+template <int TM, int STAGES, bool SPLIT3>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
+                 const __grid_constant__ wgmma13::TensorMap tAs,
                  int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                  int kt_per_split, float* __restrict__ partials) {
     using namespace wgmma13;
-    constexpr int TM = 256, TN = 128;              // C rows / columns per block
-    constexpr int A_BYTES = TM * BK * 4;           // 32 KiB: 256 rows of A, 128 bytes each
+    constexpr int TN = 128;                        // C columns per block
+    constexpr int PARTS = SPLIT3 ? 2 : 1;
+    constexpr int A_BYTES = TM * BK * 4;           // TM rows of A, 128 bytes each
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
-    constexpr int STAGE = A_BYTES + (TN / 32) * B_BOX;
+    constexpr int STAGE = PARTS * A_BYTES + (TN / 32) * B_BOX;
+    constexpr int ACC = TM / 2;                    // accumulators per consumer thread
     constexpr int GROUP = 8;
+    static_assert(TM == 256 || TM == 128 || TM == 64, "wgmma n256 / n128 / n64");
+    static_assert(!SPLIT3 || TM <= 128, "tf32x3 keeps a temporary beside the accumulators");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = smem_u32(smem_raw);
@@ -276,8 +285,10 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 const unsigned full = bars + 8 * s, st = base + s * STAGE;
                 mbar_expect_tx(full, STAGE);
                 tma_load(st, tA, full, (kt0 + kt) * BK, m0);
+                if (SPLIT3) tma_load(st + A_BYTES, tAs, full, (kt0 + kt) * BK, m0);
 #pragma unroll
-                for (int j = 0; j < TN / 32; ++j) tma_load(st + A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, (kt0 + kt) * BK);
+                for (int j = 0; j < TN / 32; ++j)
+                    tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, (kt0 + kt) * BK);
             }
         }
     } else {
@@ -287,19 +298,24 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // This thread's fragment rows n (64 cw + 16 warp + g, + 8) sit in box (64 cw + 16 warp) / 32
         // at columns nn and nn + 8 (nn = (16 warp) % 32 + g); k = 8 kk + t (+ 4).
         const int box = (64 * cw + 16 * warp) / 32, nn = (16 * warp) % 32 + g;
-        float acc[128];
+        float acc[ACC];
 #pragma unroll
-        for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+        for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+        float tmp[SPLIT3 ? ACC : 1];
 
         // Word offset (floats) of B^T[n][k] in a stage: box, row k (32 floats), 16-byte chunk
         // swizzled with k % 8.
         auto b_word = [&](int n_in_box, int k) {
-            return A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) + (n_in_box & 3);
+            return PARTS * A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) +
+                   (n_in_box & 3);
         };
         // The fragments are loaded while no wgmma of this warpgroup is in flight (wait_group 0 ends
         // each tile): registers written under an in-flight wgmma make ptxas serialize every wgmma
         // (warning C7513). The other consumer warpgroup's wgmma keep the tensor pipe busy meanwhile.
+        // Rounding: + 0x1000 then the tensor core's truncation of the low 13 bits is round to
+        // nearest, ties away, as cvt.rna.
         unsigned frag[BK / 8][4];
+        unsigned frag_s[SPLIT3 ? BK / 8 : 1][4];
         for (int kt = 0; kt < ktiles; ++kt) {
             const int s = kt % STAGES;
             mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
@@ -307,20 +323,47 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
 #pragma unroll
             for (int kk = 0; kk < BK / 8; ++kk) {
                 const int k0 = 8 * kk + t;
-                frag[kk][0] = __float_as_uint(st[b_word(nn, k0)]) + 0x1000u;          // (g, t)
-                frag[kk][1] = __float_as_uint(st[b_word(nn + 8, k0)]) + 0x1000u;      // (g + 8, t)
-                frag[kk][2] = __float_as_uint(st[b_word(nn, k0 + 4)]) + 0x1000u;      // (g, t + 4)
-                frag[kk][3] = __float_as_uint(st[b_word(nn + 8, k0 + 4)]) + 0x1000u;  // (g + 8, t + 4)
+                const float x[4] = {st[b_word(nn, k0)], st[b_word(nn + 8, k0)],             // (g, t), (g + 8, t)
+                                    st[b_word(nn, k0 + 4)], st[b_word(nn + 8, k0 + 4)]};    // (g, t + 4), (g + 8, t + 4)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    if constexpr (SPLIT3) {
+                        const unsigned big = (__float_as_uint(x[r]) + 0x1000u) & 0xffffe000u;
+                        const float small = x[r] - __uint_as_float(big);
+                        frag[kk][r] = big;
+                        frag_s[kk][r] = __float_as_uint(small == small ? small : 0.f) + 0x1000u;
+                    } else {
+                        frag[kk][r] = __float_as_uint(x[r]) + 0x1000u;
+                    }
+                }
             }
             const unsigned a = base + s * STAGE;
-            fence_regs(acc);
-            wgmma_fence();
+            if constexpr (!SPLIT3) {
+                fence_regs(acc);
+                wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 8; ++kk) wgmma_n256_rs(acc, frag[kk], sw128_desc(a + 32 * kk), 1);
-            wgmma_commit();
-            fence_regs(acc);
-            wgmma_wait<0>();
-            fence_regs(acc);
+                for (int kk = 0; kk < BK / 8; ++kk) wgmma_rs<TM>(acc, frag[kk], sw128_desc(a + 32 * kk), 1);
+                wgmma_commit();
+                fence_regs(acc);
+                wgmma_wait<0>();
+                fence_regs(acc);
+            } else {
+                const unsigned as = a + A_BYTES;
+                fence_regs(tmp);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 8; ++kk) {
+                    wgmma_rs<TM>(tmp, frag_s[kk], sw128_desc(a + 32 * kk), kk > 0);   // b_s a_b
+                    wgmma_rs<TM>(tmp, frag[kk], sw128_desc(as + 32 * kk), 1);         // b_b a_s
+                    wgmma_rs<TM>(tmp, frag[kk], sw128_desc(a + 32 * kk), 1);          // b_b a_b
+                }
+                wgmma_commit();
+                fence_regs(tmp);
+                wgmma_wait<0>();
+                fence_regs(tmp);
+#pragma unroll
+                for (int i = 0; i < ACC; ++i) acc[i] += tmp[i];
+            }
             mbar_arrive(bars + 8 * (STAGES + s));
         }
         wgmma_wait<0>();
