@@ -1,4 +1,4 @@
-# Sourced by the .ci/measure-* scripts after they set PY: Python's bytecode cache on, as any
+# Sourced by the reproduce/measure-* scripts after they set PY: Python's bytecode cache on, as any
 # installed environment has it (a writable prefix where site-packages is read-only), filled by
 # one import pass. "Cold" then means empty compile caches, not a Python that recompiles torch's
 # sources in every process (~4 s each on the H100 box, results/h100/main-command/).

@@ -29,7 +29,7 @@ from compare.harness.registry import Kernel, Option, register
 from . import loader
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SPECS,
                        SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, Config,
-                       StageSpec, expressions, WGMMA, WGMMA_TILES, REGB_STAGES, B_OPERANDS)
+                       StageSpec, expressions, WGMMA, WGMMA_TILES, REGB_TILES, B_OPERANDS, regb_label)
 
 
 def _function(spec: StageSpec, cfg: Config):
@@ -143,9 +143,13 @@ def _options(spec: StageSpec) -> tuple:
                                 for pr in TF32_PRECISIONS)
         out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
     if spec.plan == WGMMA:
-        out.append(Option("b_operand", "registers (tf32 with N % 4 == 0: B read as stored, its fragments loaded into "
+        out.append(Option("b_operand", "registers (N % 4 == 0: B read as stored, its fragments loaded into "
                                        "registers; the default there) or copy (a K-major copy of B each launch; "
                                        "the default elsewhere)", _choice(B_OPERANDS)))
+        gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_"))
+        out.append(Option("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
+                                  "model times fastest; the copy path has one per precision), one of "
+                                  + ", ".join(gemms), _choice(gemms)))
     if spec.plan in (SPLIT_K, WGMMA):
         out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
                           _positive_int))
@@ -383,13 +387,40 @@ WGMMA_MIN_SPLIT_CHUNK = 128
 WGMMA_MAX_SPLITS = 256
 
 
+# The register-operand tiles' speed per multiply-add relative to 256 rows (estimated, not yet
+# measured): every K tile costs each consumer thread the same 16 fragment loads whatever TM is, so
+# a 64-row tile spends 4x as many per multiply-add as a 256-row one.
+REGB_RELATIVE_SPEED = {256: 1.0, 128: 0.9, 64: 0.75}
+
+
+def _wgmma_cost(split3: bool, tm: int = 256) -> decompose.SplitCost:
+    c = WGMMA_SPLIT_COST[split3]
+    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / REGB_RELATIVE_SPEED[tm], overhead_k=c.overhead_k)
+
+
 def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3: bool,
-                     splits: Optional[int] = None) -> decompose.SplitPlan:
+                     splits: Optional[int] = None, regb_rows: int = 256) -> decompose.SplitPlan:
     """Stage 13's K splits for an M x N x K product on ``tile`` (BM, BN) blocks, one per SM: the
-    shared split-K model with the tensor-core costs above; ``splits`` forces the count."""
+    shared split-K model with the tensor-core costs above (``regb_rows``: the register-operand
+    tile's rows, whose relative speed scales them); ``splits`` forces the count."""
     return decompose.choose_split(M, N, K, sm_count, tile=tuple(tile), blocks_per_sm=1, chunk_align=32,
                                   min_chunk=WGMMA_MIN_SPLIT_CHUNK, max_splits=WGMMA_MAX_SPLITS,
-                                  cost=WGMMA_SPLIT_COST[split3], splits=splits)
+                                  cost=_wgmma_cost(split3, regb_rows), splits=splits)
+
+
+def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Optional[int] = None) -> tuple:
+    """(TM, STAGES) of the register-operand path: the tile whose best split the shared split-K
+    model times fastest (rows padded, waves and K splits all counted there)."""
+    split3 = precision == "tf32x3"
+
+    def modeled(tm: int) -> float:
+        cost = _wgmma_cost(split3, tm)
+        plan = decompose.choose_split(M, N, K, sm_count, tile=(tm, 128), chunk_align=32,
+                                      min_chunk=WGMMA_MIN_SPLIT_CHUNK, max_splits=WGMMA_MAX_SPLITS, cost=cost,
+                                      splits=splits)
+        return decompose.split_seconds(M, N, K, sm_count, plan.splits, tile=(tm, 128), chunk_align=32,
+                                       cost=cost)[0]
+    return min(REGB_TILES[precision], key=lambda t: modeled(t[0]))
 
 
 def _wgmma_prepare(spec: StageSpec):
@@ -425,11 +456,25 @@ def _wgmma_prepare(spec: StageSpec):
                           (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
             return big, small
 
-        regb_ok = not split3 and N % 4 == 0 and be.address(B) % 16 == 0
+        regb_ok = N % 4 == 0 and be.address(B) % 16 == 0
         b_path = opts.get("b_operand") or ("registers" if regb_ok else "copy")
         if b_path == "registers" and not regb_ok:
-            raise UsageError(f"{spec.name}: b_operand=registers needs precision tf32, N % 4 == 0 and a 16-byte "
-                             f"aligned B (TMA reads B's rows as stored); got {problem.precision}, N={N}")
+            raise UsageError(f"{spec.name}: b_operand=registers needs N % 4 == 0 and a 16-byte aligned B (TMA "
+                             f"reads B's rows as stored); got N={N}")
+        if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
+            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
+        if b_path == "registers":
+            labels = [regb_label(tm, st, split3) for tm, st in REGB_TILES[problem.precision]]
+            if opts.get("tile") and opts["tile"] not in labels:
+                raise UsageError(f"{spec.name}: tile={opts['tile']} is not a {problem.precision} tile of the "
+                                 f"register-operand path; one of {', '.join(labels)}")
+            tm, stages = (next(t for t in REGB_TILES[problem.precision] if regb_label(*t, split3) == opts["tile"])
+                          if opts.get("tile") else
+                          regb_tile(M, N, K, be.sm_count(), problem.precision, opts.get("split_k")))
+            cfg = spec.config(regb_label(tm, stages, split3))
+        elif opts.get("tile") and opts["tile"] != cfg.label:
+            raise UsageError(f"{spec.name}: tile={opts['tile']}: the copy path of {problem.precision} has the one "
+                             f"tile {cfg.label}")
         if b_path == "copy":
             bt, bts = copy(B, K, N, True, split3)
         copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
@@ -439,14 +484,14 @@ def _wgmma_prepare(spec: StageSpec):
         else:
             a, a_s, lda = A, A, K
         if b_path == "registers":
-            cfg = spec.config(f"256x128x32s{REGB_STAGES}.regb")
-            maps = (tma.tensor_map(be.address(a), M, K, lda, 256), tma.tensor_map(be.address(B), K, N, N, 32))
+            tm = cfg.tile[0]
+            maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(B), K, N, N, 32),
+                    tma.tensor_map(be.address(a_s), M, K, lda, tm))
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
-        if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
-            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
-        plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=opts.get("split_k"))
+        plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=opts.get("split_k"),
+                                regb_rows=cfg.tile[0] if b_path == "registers" else 256)
         grid = (_tiles(problem, cfg), plan.splits, 1)
         partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
         if partials is not None:
@@ -464,13 +509,15 @@ def _wgmma_prepare(spec: StageSpec):
         launch = _launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
-        config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": stages, "smem_bytes": cfg.smem_dynamic,
+        config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
                   "split_k": plan.splits, "k_chunk": plan.chunk,
                   "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
                                 if plan.splits > 1 else "none (one split)"),
-                  "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32" if b_path == "copy"
+                  "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
+                                f"{' and split' if split3 else ''}" if b_path == "copy"
                                 else "B read by TMA as stored; C^T = B^T A^T with B^T's fragments loaded from "
-                                     "shared memory into registers, rounded to TF32"),
+                                     "shared memory into registers, rounded to TF32"
+                                     f"{' and split into big + small there' if split3 else ''}"),
                   "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
                                 else "read by TMA as given (the tensor cores truncate to TF32)"),
                   "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "

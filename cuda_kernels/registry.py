@@ -223,9 +223,12 @@ def _tf32_configs():
 # accumulators, so 128x128, 3 stages.
 WGMMA_TILES = {"tf32": (256, 4, False), "tf32x3": (128, 3, True)}
 WGMMA_THREADS = 384
-# tf32 with B read as stored (C^T = B^T A^T, B's fragments from registers): 256 rows of C x 128
-# columns, 4 stages of 48 KiB. Needs N % 4 == 0 (TMA's 16-byte row stride on B).
-REGB_STAGES = 4
+# B read as stored (C^T = B^T A^T, B's fragments from registers; N % 4 == 0 for TMA's 16-byte row
+# stride): precision -> (TM rows of C, STAGES) per tile, x 128 columns. A TM-row tile pads at most
+# TM - 1 rows of a short M (M = 300 on 256 rows: 41% of the tensor work padding; on 64: 6%), at
+# fewer multiply-adds per A byte read from shared memory. Each keeps ~192 KiB of stages in flight.
+# tf32x3 keeps a temporary beside the accumulators: TM <= 128.
+REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
 B_OPERANDS = ("registers", "copy")
 PREPARE_BLOCK = (32, 8, 1)
 
@@ -236,14 +239,26 @@ def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
     return stages * (2 if split3 else 1) * (128 + bn) * 32 * 4 + 1024 + 16 * stages
 
 
+def regb_smem_bytes(tm: int, stages: int, split3: bool) -> int:
+    """The register-operand path's dynamic shared memory: STAGES x (A's TM x 32 floats, twice for
+    the split + B's 32 x 128) + 1 KiB of alignment slack + the mbarriers."""
+    return stages * ((2 if split3 else 1) * tm + 128) * 32 * 4 + 1024 + 16 * stages
+
+
+def regb_label(tm: int, stages: int, split3: bool) -> str:
+    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}"
+
+
 def _wgmma_configs():
     out = []
     for pr, (bn, stages, split3) in WGMMA_TILES.items():
         out.append(Config("sgemm_wgmma_tma", (bn, stages, split3), (WGMMA_THREADS, 1, 1), (128, bn),
                           wgmma_smem_bytes(bn, stages, split3), f"128x{bn}x32s{stages}{'.x3' if split3 else ''}", 32))
-    # 256 rows of A + 128 of B per stage: the bytes of the 128 + 256 rows of the copy path's tile.
-    out.append(Config("sgemm_wgmma_regb", (REGB_STAGES,), (WGMMA_THREADS, 1, 1), (256, 128),
-                      wgmma_smem_bytes(256, REGB_STAGES, False), f"256x128x32s{REGB_STAGES}.regb", 32))
+    for pr, tiles in REGB_TILES.items():
+        split3 = pr == "tf32x3"
+        for tm, stages in tiles:
+            out.append(Config("sgemm_wgmma_regb", (tm, stages, split3), (WGMMA_THREADS, 1, 1), (tm, 128),
+                              regb_smem_bytes(tm, stages, split3), regb_label(tm, stages, split3), 32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,

@@ -118,7 +118,8 @@ def test_wgmma_stage_compiles_for_sm90a_only_with_setmaxnreg_honoured(compiled_b
     rows = [r for r in compiled_by_arch["sm_90a"] if r["kernel"] == spec.name]
     assert len(rows) == len(spec.configs) and all(r["ok"] for r in rows)
     gemm = [r for r in rows if r["threads"] == registry.WGMMA_THREADS]
-    assert len(gemm) == len(registry.WGMMA_TILES) + 1  # + the tf32 kernel that reads B as stored
+    # The copy path's tile per precision + the register-operand path's tiles.
+    assert len(gemm) == len(registry.WGMMA_TILES) + sum(len(t) for t in registry.REGB_TILES.values())
     for r in gemm:
         assert r["blocks_per_sm"] == 1 and r["registers"] <= 168 and r["smem_dynamic"] > 160 * 1024, r
     cmd = resources._nvcc_command("nvcc", ["sm_90a"], "x.cu", "x")
@@ -465,6 +466,8 @@ class _Inputs:
     ((256, 256, 255), "tf32", None, (["prepare.copy", "256x128x32s4.regb"], "registers", True)),
     ((1000, 1003, 997), "tf32x3", None,
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
+    ((256, 256, 256), "tf32x3", None, (["prepare.copy.split", "128x128x32s4.regb.x3"], "registers", True)),
+    ((300, 260, 256), "tf32x3", None, (["prepare.copy.split", "64x128x32s6.regb.x3"], "registers", True)),
 ])
 def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, b_operand, want):
     """Stage 13's prepare on a recording device: which copies run before the GEMM, in order, the
@@ -484,7 +487,10 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     dev, inputs = _Sm90Recorder(), _Inputs(p)
     k = _REGISTRY["cuda.13_wgmma_tma"]
     with loader.use_backend(dev):
-        launch = k.prepare(p, inputs, {"split_k": 1, **({"b_operand": b_operand} if b_operand else {})})
+        opts = {"split_k": 1, **({"b_operand": b_operand} if b_operand else {})}
+        if b_path == "registers":
+            opts["tile"] = labels[-1]   # the tile rule has its own test
+        launch = k.prepare(p, inputs, opts)
         launch()
     assert [l[0] for l in dev.launches] == labels
     M, N, K = shape
@@ -500,7 +506,9 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     assert a_map[1:3] == (M, K) and a_map[3] == (kp if a_copied else K)
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
     if b_path == "registers":
-        assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32) and a_map[4] == 256 and len(maps) == 2
+        assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32) and a_map[4] == bm and len(maps) == 3
+        split3 = precision == "tf32x3"
+        assert (maps[2][0] != a_map[0]) == split3 and maps[2][1:] == a_map[1:]   # A's small part: its own copy
     else:
         assert maps[1][1:] == (N, K, kp, bn) and maps[1][0] != inputs.bufs["B"].addr and len(maps) == 4
         t = dev.launches[0]
@@ -566,3 +574,30 @@ def test_tf32x3_issues_three_mma_per_product_of_tf32s_one(tmp_path):
                        check=True, capture_output=True)
         counts[label] = ptx.read_text().count("mma.sync.aligned.m16n8k8")
     assert counts["128x128x32w8.vec"] > 0 and counts["128x128x32w8.vec.x3"] == 3 * counts["128x128x32w8.vec"], counts
+
+
+def test_wgmma_register_path_tile_pads_few_rows_and_keeps_256_where_m_fills_it():
+    """The register-operand path's tile rule (the split-K model over REGB_TILES): a long M keeps
+    the 256-row tile (fewest fragment loads per multiply-add); a short M takes a tile that pads
+    fewer rows (M = 43: 64 rows pad 21 where 256 would pad 213); tf32x3 never takes 256 rows (its
+    temporary would not fit beside 128 accumulators)."""
+    from cuda_kernels.launch import regb_tile
+    assert regb_tile(8192, 8192, 8192, 132, "tf32")[0] == 256
+    assert regb_tile(43, 15360, 5120, 132, "tf32")[0] == 64
+    assert regb_tile(43, 15360, 5120, 132, "tf32x3")[0] == 64
+    for shape in [(8192, 8192, 8192), (300, 4096, 4096), (1, 4096, 4096), (5000, 5000, 100)]:
+        assert regb_tile(*shape, 132, "tf32x3")[0] in (128, 64)
+
+
+def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):
+    from cuda_kernels import tma
+    from compare.harness.errors import UsageError
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    k = _REGISTRY["cuda.13_wgmma_tma"]
+    with loader.use_backend(_Sm90Recorder()):
+        p = Problem(256, 256, 256, precision="tf32x3")
+        with pytest.raises(UsageError, match="not a tf32x3 tile of the register-operand path"):
+            k.prepare(p, _Inputs(p), {"tile": "256x128x32s4.regb"})
+        p = Problem(256, 255, 256, precision="tf32")
+        with pytest.raises(UsageError, match="copy path of tf32 has the one tile 128x256x32s4"):
+            k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb"})

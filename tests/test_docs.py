@@ -239,3 +239,71 @@ def test_readme_first_screen_gets_a_user_to_a_working_command():
     for needed in ('pip install -e ".[', "python -m compare --stage split_k", "python -m compare --interpret",
                    "summary: % of cuBLAS", "python -m pytest -q"):
         assert needed in first, needed
+
+
+# docs/design.md's module lists, one per folder: "(`FOLDER/`[, words]: name, name, ...)" ending at
+# ";" or ")". Python modules by name without .py; headers (.cuh) with their extension.
+DESIGN_FOLDERS = {"compare/harness": (".py",), "compare/families": (".py",), "compare/outputs": (".py",),
+                  "compare/ci": (".py",), "cuda_kernels": (".py", ".cuh"), "triton_kernels": (".py",)}
+
+
+def design_module_lists(text: str) -> dict[str, list[list[str]]]:
+    """{folder: [names of each list of that folder in the text]}."""
+    out: dict[str, list[list[str]]] = {}
+    for m in re.finditer(r"\(`([\w/]+)/`(?:,[^:;)`]*)?: ([^;)]*)[;)]", text):
+        names = [n.strip() for n in m.group(2).replace("\n", " ").split(",")]
+        out.setdefault(m.group(1), []).append([n for n in names if n])
+    return out
+
+
+def module_list_mismatches(text: str, repo: str) -> list[str]:
+    """What docs/design.md's module lists get wrong about the tree at ``repo``, read now."""
+    lists = design_module_lists(text)
+    bad = []
+    for folder, exts in DESIGN_FOLDERS.items():
+        if len(lists.get(folder, [])) != 1:
+            bad.append(f"docs/design.md: {len(lists.get(folder, []))} module lists for {folder}/ (want exactly one)")
+            continue
+        doc = lists[folder][0]
+        tree = sorted(f[:-3] if f.endswith(".py") else f for f in os.listdir(os.path.join(repo, folder))
+                      if f.endswith(exts) and f != "__init__.py")
+        for name in sorted(set(tree) - set(doc)):
+            bad.append(f"docs/design.md: {folder}/ has {name} but its module list does not name it")
+        for name in sorted(set(doc) - set(tree)):
+            bad.append(f"docs/design.md: {folder}/'s module list names {name}, which is not in the folder")
+        for name in sorted({n for n in doc if doc.count(n) > 1}):
+            bad.append(f"docs/design.md: {folder}/'s module list names {name} twice")
+    return bad
+
+
+def test_design_module_lists_match_the_tree():
+    """docs/design.md names every module of each layer's folder (and of the two kernel packages),
+    and no module that is gone: read from the tree at test time, so a new module fails here until
+    its name is in the list."""
+    with open(os.path.join(REPO, "docs", "design.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    bad = module_list_mismatches(text, REPO)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_module_list_check_catches_a_new_and_a_gone_module(tmp_path):
+    for folder in DESIGN_FOLDERS:
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "compare/harness/runner.py").write_text("")
+    (tmp_path / "compare/harness/sol.py").write_text("")         # new, not in the doc
+    (tmp_path / "cuda_kernels/common.cuh").write_text("")
+    (tmp_path / "cuda_kernels/01_naive.cu").write_text("")       # stage sources: cuda_kernels/README.md's table
+    (tmp_path / "triton_kernels/tiled.py").write_text("")
+    text = textwrap.dedent("""\
+        - **Harness** (`compare/harness/`: runner,
+          timing). More prose (with parentheses).
+        - (`compare/families/`: ) and (`compare/outputs/`: ) and (`compare/ci/`: )
+        - (`cuda_kernels/`: common.cuh; the stages' files elsewhere) and
+          (`triton_kernels/`, in the ladder's order: tiled)
+        """)
+    bad = module_list_mismatches(text, str(tmp_path))
+    assert bad == ["docs/design.md: compare/harness/ has sol but its module list does not name it",
+                   "docs/design.md: compare/harness/'s module list names timing, which is not in the folder"], bad
+    assert module_list_mismatches(text.replace("(`compare/ci/`: )", ""), str(tmp_path))[-1] == \
+        "docs/design.md: 0 module lists for compare/ci/ (want exactly one)"

@@ -260,14 +260,17 @@ def test_wgmma_tf32x3_is_fp32_class_and_tf32_is_not():
 def test_wgmma_launch_config_names_the_operand_paths():
     k = KERNELS[WGMMA]
     for shape, pr, b_copied, a_copied in (((256, 256, 256), "tf32", False, False), ((256, 255, 256), "tf32", True, False),
-                                          ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", True, True)):
+                                          ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", False, True),
+                                          ((256, 255, 256), "tf32x3", True, True)):
         p = Problem(*shape, precision=pr)
         cfg = k.prepare(p, make_inputs(p), {}).config
         assert cfg["b_operand"].startswith("B copied to K-major B^T") == b_copied, cfg
         assert cfg["a_operand"].startswith("copied") == a_copied, cfg
         assert cfg["precision_path"].startswith("3xTF32" if pr == "tf32x3" else "TF32"), cfg
-        assert cfg["tile"] == ("128x256x32s4" if b_copied and pr == "tf32" else
-                               "256x128x32s4.regb" if pr == "tf32" else "128x128x32s3.x3"), cfg
+        if b_copied:
+            assert cfg["tile"] == ("128x256x32s4" if pr == "tf32" else "128x128x32s3.x3"), cfg
+        else:
+            assert cfg["tile"].endswith(".regb.x3" if pr == "tf32x3" else ".regb"), cfg
 
 
 @needs_sm90
@@ -325,3 +328,20 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
         torch.cuda.synchronize()
         outs.append(inputs.C.clone())
     assert torch.equal(outs[0], outs[1])
+
+
+@needs_sm90
+@pytest.mark.parametrize("label", [c.label for s in cuda_kernels.registry.SPECS if s.stage == "wgmma_tma"
+                                   for c in s.configs if c.kernel == "sgemm_wgmma_regb"])
+def test_wgmma_every_register_path_tile_on_odd_shapes(label):
+    """Each register-operand tile forced on rows that end mid-tile, K with a 32-tail, K % 4 != 0
+    (A copied), beta != 0, and one split-K shape; tf32x3 tiles must stay fp32-class."""
+    precision = "tf32x3" if label.endswith(".x3") else "tf32"
+    for i, (shape, split_k) in enumerate([((1, 4, 33), 1), ((65, 260, 1031), 1), ((300, 516, 4100), 1),
+                                          ((129, 132, 1001), 1), ((7, 128, 9000), 3)]):
+        alpha, beta = AB[i % len(AB)]
+        p = Problem(*shape, alpha=alpha, beta=beta, seed=40 + i, precision=precision)
+        res = check_kernel(KERNELS[WGMMA], p, options={"tile": label, "split_k": split_k})
+        assert res.ok, f"{label} {p.shape} alpha={alpha} beta={beta}: {res.message}"
+        if precision == "tf32x3":
+            assert res.rel_err < 5e-7, (label, p.shape, res.rel_err)

@@ -4,7 +4,7 @@ cuda-bench runs its benchmarks once per process, so each comparison starts
 ``python -m compare.ci.cudabench_cold`` in a subprocess; the engine measures the same kernel in
 this process through the runner. Within 3% at >= 100 us (below that the isolated-launch start
 cost differs between the two harnesses: docs/asv.md). cuda-bench is a dev/GPU tool: without it
-these tests skip, saying so; .ci/measure-gate installs it from the carried wheel.
+these tests skip, saying so; reproduce/measure-gate installs it from the carried wheel.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _cudabench_cold_ms(kernel, shape, precision) -> float:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(importlib.util.find_spec("cuda.bench") is None if importlib.util.find_spec("cuda") else True,
-                    reason="cuda-bench is not installed (pip install cuda-bench, or .ci/measure-gate's carried wheel)")
+                    reason="cuda-bench is not installed (pip install cuda-bench, or reproduce/measure-gate's carried wheel)")
 @pytest.mark.parametrize("kernel,shape,precision", POINTS)
 def test_engine_cold_time_matches_cudabench(kernel, shape, precision):
     from compare.harness import registry, runner

@@ -314,7 +314,7 @@ def test_the_tf32_b_through_registers_example_is_right_in_every_mode(tmp_path):
 
 
 def test_the_tf32_mma_rounded_example_is_right_and_rounds_only_where_asked(tmp_path):
-    """docs/examples/tf32_mma_rounded.py (results/h100/tensor-core/stage12-probe-round5/, part 6):
+    """docs/examples/tf32_mma_rounded.py (results/h100/tensor-core/stage12-probes/triton-mma-sync/, part 6):
     both copies right on partial tiles under the interpreter; x.rna adds half a TF32 ulp to the
     operands' bits and x.trunc does not (the interpreter keeps every bit, so the added half ulp
     shows as ~2^-11 relative error: the rounding really runs); K % 32 != 0 refused in words."""
@@ -350,7 +350,7 @@ def test_the_tf32_b_by_tma_example_is_right_and_its_ir_study_runs(tmp_path):
     row = _rows(p.stdout)["x.tma_swap"]
     assert row["status"] == "error" and "16-byte row strides" in row["reason"], row
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--tma-b-ir"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--tma-b-ir"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout[out.stdout.index("{"):])
@@ -362,7 +362,7 @@ def test_the_tf32_gluon_example_compiles_to_register_operand_wgmma():
     by ``stream_k_study --gluon-ir``, every wgmma of both tiles takes B^T from registers and A and B
     arrive by TMA; ptxas's note on the pipeline is reported, whatever it says."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--gluon-ir"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--gluon-ir"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout[out.stdout.index("{"):])

@@ -144,7 +144,7 @@ def _compile_check(cases):
     InterpretedFunctions can't be compiled)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--compile-check", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--compile-check", json.dumps(cases)],
                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -11,7 +11,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = """
-from triton_kernels import stream_k_study as study
+from reproduce import stream_k_study as study
 from triton_kernels.stream_k_kernels import NOT_SPECIALISED, _stream_k_kernel
 assert [p.name for p in _stream_k_kernel.params if p.do_not_specialize] == list(NOT_SPECIALISED)
 specs = [s for s in study.launch_specs(593, 6733, 3703, "fp32", 1.0, 0.0, True, {}) if s[0] is _stream_k_kernel]
@@ -32,7 +32,7 @@ def test_bookkeeping_ints_share_one_compile():
 
 
 def test_judge_tiles_reads_the_heuristics_pick_from_measured_variants(tmp_path):
-    from triton_kernels import stream_k_study
+    from reproduce import stream_k_study
     rows = tmp_path / "rows.csv"
     head = "precision,shape,M,N,K,kernel,status,median_ms,pct_cublas,tile,decomposition,rel_err\n"
     body = ("fp32,800x2400x4500,800,2400,4500,triton.stream_k,ok,1,50.0,128x128x16,sk,0\n"
@@ -49,7 +49,7 @@ def test_judge_tiles_reads_the_heuristics_pick_from_measured_variants(tmp_path):
 def test_judge_tiles_takes_the_gemv_row_for_a_single_row(tmp_path):
     """M = 1: this checkout's pick is the GEMV (its tile by B's alignment), and tf32x3 reads
     fp32's row through tf32x3_split=ffma; a stale tile-GEMM pick would read 80 / 70."""
-    from triton_kernels import stream_k_study
+    from reproduce import stream_k_study
     rows = tmp_path / "rows.csv"
     head = "precision,shape,M,N,K,kernel,status,median_ms,pct_cublas,tile,decomposition,rel_err\n"
     body = ("fp32,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,80.0,16x128x32,sk,0\n"

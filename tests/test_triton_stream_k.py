@@ -215,7 +215,7 @@ def test_alignment_hint_turns_4_byte_copies_into_16_byte_ones():
     1000^3 fp32, without the hint every A/B copy into shared memory is a 4-byte cp.async; with
     it they are 16-byte ones and the C stores are vectors. Fails if the hint stops working."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--ptx-check"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--ptx-check"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout.strip().splitlines()[-1])
@@ -228,7 +228,7 @@ def _compile_check(cases):
     """stream_k_study._compile_check(cases) in a subprocess without TRITON_INTERPRET (under the interpreter
     @triton.jit makes InterpretedFunctions, which can't be compiled)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--compile-check", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--compile-check", json.dumps(cases)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -433,7 +433,7 @@ def test_swap_keeps_16_byte_copies_for_sm90():
     16-byte ones, and no 4-byte one, swapped (without the product the compiler goes back to
     4-byte copies)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = ("import json; from triton_kernels import stream_k as sk, stream_k_study as study\n"
+    code = ("import json; from triton_kernels import stream_k as sk; from reproduce import stream_k_study as study\n"
             "out = {}\n"
             "for bt in ('load', 'swap'):\n"
             "    specs = [s for s in study.launch_specs(1024, 1024, 1024, 'tf32', 1.0, 0.0, True, {'b_transpose': bt})\n"
@@ -714,7 +714,7 @@ def test_row_copy_for_same_orientation_copies_stores_16_bytes_for_sm90():
     unaligned), its stores 16-byte (whole padded rows), with no exchange through shared memory;
     compiled for sm_90 without a GPU (launch_specs records the launches; not under the
     interpreter)."""
-    code = ("import json, re; from triton_kernels import stream_k_study as study\n"
+    code = ("import json, re; from reproduce import stream_k_study as study\n"
             "specs = study.launch_specs(257, 255, 65537, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})\n"
             "names = [s[0].__name__ for s in specs]\n"
             "names_m = [s[0].__name__ for s in study.launch_specs(127, 8191, 1021, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})]\n"
@@ -743,7 +743,7 @@ def test_unaligned_loads_walk_the_contiguous_axis():
              [127, 8191, 1021, "fp32", {}],
              [257, 255, 65537, "tf32", {"operands": "as_given", "b_transpose": "load"}]]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--load-lanes", json.dumps(cases)],
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--load-lanes", json.dumps(cases)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     lanes = json.loads(out.stdout.strip().splitlines()[-1])
@@ -782,7 +782,7 @@ def test_fp32_few_rows_tile(shape, tile, mode):
     ((1024, 1024, 1024), "tf32", sk.TF32_MID_TILE),           # 128 tiles of 128x64: a wave, dp
     ((3500, 560, 320), "tf32", sk.TF32_MID_TILE),
     # tf32x3 keeps 128x128 where 64x64 pads less: the held-out A/B (300x8192x28672: 142% of
-    # cuBLAS fp32 with 128x128, 111% with 64x64; results/h100/ab-round14/)
+    # cuBLAS fp32 with 128x128, 111% with 64x64; results/h100/ab-tile-rules/)
     ((1200, 170, 4000), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
     ((300, 8192, 28672), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
     ((4096, 4096, 4096), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
@@ -840,7 +840,7 @@ def test_stage_kernels_load_unaligned_b_along_n():
     lanes walking K; at 1024^3 they walked N. Compiled for sm_90 without a GPU."""
     code = '''if True:
         import json, torch
-        from triton_kernels import _gemm, tiled, split_k, stream_k_study as study
+        from triton_kernels import _gemm, tiled, split_k; from reproduce import stream_k_study as study
         out = []
         for n in (1024, 1000):
             A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)

@@ -158,7 +158,7 @@ def test_ws_kernel_compiles_without_wgmma_serialisation():
     docs/examples/tf32_gluon_swap.py gets C7513), each consumer arrives once per K-tile, the
     register budgets are the plan's, and the ring fits an SM's 227 KiB."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", "--ws-ir"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", "--ws-ir"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout[out.stdout.index("{"):])

@@ -20,8 +20,8 @@ One idea per file:
 * stream_k_gluon.py: tf32 on Hopper as a warp-specialised Gluon GEMM reading B as stored (mode=ws);
 * stream_k_plan.py: the options, their implications and conflicts, and the launch;
 * _operands.py: operand preparation (16-byte hints where true, aligned copies otherwise);
-* stream_k_study.py: the alignment study (PTX and load lanes compiled for sm_90 on a CPU):
-  ``python -m triton_kernels.stream_k_study --ptx | --ptx-check | --compile-check | --load-lanes``.
+* the alignment study (PTX and load lanes compiled for sm_90 on a CPU) is a lab tool outside the
+  package: ``python -m reproduce.stream_k_study --ptx | --ptx-check | --compile-check | --load-lanes``.
 
 Precisions: fp32 = ``input_precision="ieee"``, tf32 = ``"tf32"``, tf32x3 = ``"tf32x3"``. What was
 measured behind the choices: docs/findings.md.

@@ -258,7 +258,7 @@ class _Plan:
         self.x3_split = "ffma" if ffma else x3_split if precision == "tf32x3" else "n/a"
         # The 16-byte hints where true (every copy satisfies them; an operand read as given
         # only when its strides do); hint=off only to compare with what Triton does unhinted
-        # (python -m triton_kernels.stream_k_study --ptx).
+        # (python -m reproduce.stream_k_study --ptx).
         self.hint = bool(options.get("hint", True))
         self.a_hint = self.hint and self.a.hinted
         self.b_hint = self.hint and self.b.hinted

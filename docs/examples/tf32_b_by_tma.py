@@ -5,7 +5,7 @@ swapped one C^T = B^T A^T (x.tma_swap), instead of triton.stream_k's K-major cop
     python -m compare --plugin docs/examples/tf32_b_by_tma.py --kernel x.tma_direct --kernel x.tma_swap \
         --kernel triton.stream_k --precision tf32 --shape 960x8192x8192
 
-What the compiler makes of it (sm_90; python -m triton_kernels.stream_k_study --tma-b-ir): a tf32
+What the compiler makes of it (sm_90; python -m reproduce.stream_k_study --tma-b-ir): a tf32
 operand that is not K-major in shared memory is read into registers and written back transposed
 every K-step (local_load + local_alloc), and the wgmma is then waited for at once (pendings = 0),
 with Triton 3.6 and 3.9 alike."""

@@ -1,4 +1,4 @@
-r"""A plugin that tests an idea (results/h100/tensor-core/stage12-probe-round5/, part 6): is
+r"""A plugin that tests an idea (results/h100/tensor-core/stage12-probes/triton-mma-sync/, part 6): is
 rounding the TF32 operands what keeps stage 12 below Triton's own mma.sync code? Two copies of
 one tutorial-style tf32 GEMM: ``x.trunc`` hands the fp32 tiles to tl.dot as loaded (the tensor
 cores ignore the low 13 bits: truncation, what Triton's tf32 does), ``x.rna`` first adds half a
@@ -57,7 +57,7 @@ def make(round_operands, bm=128, bn=128, bk=32, warps=4, stages=4):
 
 
 # name -> (rounded, BM, BN, BK, warps, stages): stage 12's tile both ways, and rounded, the two
-# larger tiles Triton's mma.sync lowering ran fastest with (results/.../stage12-probe-round5/).
+# larger tiles Triton's mma.sync lowering ran fastest with (results/.../stage12-probes/triton-mma-sync/).
 VARIANTS = {"x.trunc": (False, 128, 128, 32, 4, 4), "x.rna": (True, 128, 128, 32, 4, 4),
             "x.rna.128x256": (True, 128, 256, 32, 8, 3), "x.rna.256x128": (True, 256, 128, 32, 8, 3)}
 for name, (rounded, *tile) in VARIANTS.items():

@@ -1,0 +1,474 @@
+"""The alignment study of triton stream_k (docs/findings.md, "Alignment"): compile for sm_90
+without a GPU and count the global copies by width, or read the load lanes from the TTGIR.
+
+    python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
+                                            | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
+                                            | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir | --ws-ir
+
+--compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
+needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
+on 132 SMs), as the JIT specialises now and as it would with every int specialised.
+
+--judge-tiles (e.g. results/h100/explore/round14/rows.csv): rows of tile variants measured side by
+side (`--variant triton.stream_k:tile=...`, each row's config naming the tile and decomposition
+that ran); for every shape and precision, the row of the tile and decomposition this checkout's
+heuristic picks, against the "triton.stream_k" row (the heuristic of the run): geomean and worst
+% of cuBLAS, per shape class. A pick with no measured row is counted as not measured.
+
+--tma-b-ir / --gluon-ir: how the compiler feeds wgmma a tf32 B read as stored, in the plugins
+docs/examples/tf32_b_by_tma.py (`tl.dot`) and docs/examples/tf32_gluon_swap.py (Gluon), compiled
+for sm_90 (docs/findings.md, "tf32 on LLM projections"). --ws-ir: stream_k_gluon.py's
+warp-specialised kernel (mode=ws) compiled the same way, with ptxas's registers, spills and notes.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import Optional
+
+import torch
+import triton
+
+from compare.harness.problem import DOT_PRECISION
+
+from triton_kernels import _operands as ops
+from triton_kernels.stream_k_heuristic import STAGES, X3_MASK_NAN, Tile
+from triton_kernels.stream_k_kernels import _stream_k_kernel
+from triton_kernels.stream_k_plan import _Plan
+from triton_kernels._common import compile_sm90  # noqa: F401  (this study's compiler; tests use it too)
+
+
+
+_PTX_COUNTS = {
+    "cp.async 16B": r"cp\.async\.cg\.shared\.global[^;]*, 0x10",
+    "cp.async 8B": r"cp\.async\.ca\.shared\.global[^;]*, 0x8",
+    "cp.async 4B": r"cp\.async\.ca\.shared\.global[^;]*, 0x4",
+    "ld.global.v4": r"ld\.global[\w.]*\.v4",
+    "ld.global.b32": r"ld\.global(?:\.(?!v\d)\w+)*\.b32\s",
+    "st.global.v4": r"st\.global[\w.]*\.v4",
+    "st.global.b32": r"st\.global(?:\.(?!v\d)\w+)*\.b32\s",
+}
+
+
+def ptx_counts(ptx: str) -> dict:
+    return {k: len(re.findall(p, ptx)) for k, p in _PTX_COUNTS.items()}
+
+
+def _ptx_study(out_path: Optional[str]) -> str:
+    import os
+    from triton_kernels import _gemm, tiled
+    lines = ["# PTX for sm_90 (compiled on a CPU box by python -m reproduce.stream_k_study --ptx),",
+             f"# triton {triton.__version__}; counts of global copy instructions in the kernel text",
+             "# (loop bodies are counted once, not per iteration).", ""]
+    for prec in ("fp32", "tf32"):
+        for n in (1024, 1000, 1001):
+            A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+            fn = _gemm.bare(tiled._tiled_kernel)
+            args = dict(a_ptr=A, b_ptr=B, c_ptr=C, M=n, N=n, K=n, stride_am=n, stride_ak=1, stride_bk=n,
+                        stride_bn=1, stride_cm=n, stride_cn=1, alpha=1.0, beta=0.0)
+            ce = dict(PRECISION=DOT_PRECISION[prec], HAS_BETA=False, BLOCK_M=128, BLOCK_N=128, BLOCK_K=32,
+                      GROUP_M=8, EVEN_K=n % 32 == 0)
+            k = compile_sm90(fn, args, ce, 8, STAGES[prec])
+            lines.append(f"triton.tiled {prec} {n}^3 (B row-major as given, 128x128x32/8): "
+                         f"{ptx_counts(k.asm['ptx'])}")
+            for hint in (False, True):
+                plan_args, plan_ce, t = _study_args(n, prec, hint)
+                k = compile_sm90(_stream_k_kernel, plan_args, plan_ce, t.warps, t.stages)
+                lines.append(f"triton.stream_k {prec} {n}^3 hint={'on' if hint else 'off'} "
+                             f"(operands {plan_ce.pop('_layout')}): {ptx_counts(k.asm['ptx'])}")
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    if out_path:
+        tmp = out_path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, out_path)
+    return text
+
+
+def _study_args(n: int, prec: str, hint: bool):
+    A, B, C = torch.empty(n, n), torch.empty(n, n), torch.empty(n, n)
+    plan = _Plan(A, B, C, 1.0, 0.0, prec, True, {"hint": hint, "sms": 132, "tile": Tile(128, 128, 32, 8, STAGES[prec])})
+    av, bv = plan.a.view, plan.b.view
+    args = dict(a_ptr=av, b_ptr=bv, c_ptr=C, w_ptr=C, a_small_ptr=av, b_small_ptr=bv, M=n, N=n, K=n, M_wrap=plan.a.wrap, N_wrap=plan.b.wrap,
+                stride_am=av.stride(0), stride_ak=av.stride(1), stride_bk=bv.stride(0), stride_bn=bv.stride(1),
+                stride_cm=C.stride(0), stride_cn=C.stride(1), alpha=1.0, beta=0.0, one=1.0, SK_TILES=plan.d.sk_tiles,
+                SK_PROGRAMS=plan.d.sk_programs, SK_Q=plan.sk_q, SK_R=plan.sk_r, MAX_SEG=plan.d.max_segments)
+    ce = dict(DOT_PRECISION=DOT_PRECISION[prec], SWAP_AB=plan.swap_ab, SPLIT_A=False, SPLIT_B=False, MASK_NAN=X3_MASK_NAN, ATOMIC=False, HAS_BETA=False, A_K_CONTIG=plan.a.k_contiguous,
+              B_K_CONTIG=plan.b.k_contiguous, A_HINT=plan.a_hint, B_HINT=plan.b_hint, C_HINT=plan.c_hint,
+              BLOCK_M=128, BLOCK_N=128,
+              BLOCK_K=32, GROUP_M=8, EVEN_K=n % 32 == 0, _layout=plan.config["operands"])
+    return args, ce, plan.tile
+
+
+def _ptx_check() -> dict:
+    """fp32 1000^3 stream-K for sm_90 with the 16-byte hint off and on: {hint: counts}
+    (tests/test_triton_stream_k.py runs it in a subprocess without TRITON_INTERPRET)."""
+    out = {}
+    for hint in (False, True):
+        args, ce, t = _study_args(1000, "fp32", hint)
+        ce.pop("_layout")
+        out["on" if hint else "off"] = ptx_counts(compile_sm90(_stream_k_kernel, args, ce, t.warps, t.stages).asm["ptx"])
+    return out
+
+
+_BLOCKED_RE = re.compile(r"^#(blocked\d*) = #ttg\.blocked<\{sizePerThread = \[([\d, ]+)\], "
+                         r"threadsPerWarp = \[([\d, ]+)\], warpsPerCTA = \[[\d, ]+\], order = \[([\d, ]+)\]", re.M)
+_TILE_LOAD_RE = re.compile(r"(?:async_copy_global_to_local|tt\.load) .*?: tensor<(\d+)x(\d+)x!tt\.ptr<f32>, #(blocked\d*)>")
+
+
+def load_lanes(ttgir: str, block_m: int, block_n: int, block_k: int) -> dict:
+    """Which axis consecutive lanes of a warp walk in a compiled kernel's global loads of
+    BLOCK_M x BLOCK_K A tiles and BLOCK_K x BLOCK_N B tiles (from its TTGIR): {"a": {"m"|"k"},
+    "b": {"k"|"n"}}. A coalesced load walks the operand's contiguous axis; a load whose lanes
+    walk the other axis touches one row (or column) per lane. The A and B tile shapes must
+    differ (BLOCK_M x BLOCK_K vs BLOCK_K x BLOCK_N) to be told apart."""
+    assert (block_m, block_k) != (block_k, block_n), "A and B tiles of one shape can't be told apart"
+    layouts = {name: ([int(x) for x in tpw.split(",")], [int(x) for x in order.split(",")])
+               for name, _, tpw, order in _BLOCKED_RE.findall(ttgir)}
+    shapes = {(block_m, block_k): ("a", "mk"), (block_k, block_n): ("b", "kn")}
+    out = {"a": set(), "b": set()}
+    for rows, cols, name in _TILE_LOAD_RE.findall(ttgir):
+        if (int(rows), int(cols)) not in shapes:
+            continue
+        operand, axes = shapes[(int(rows), int(cols))]
+        tpw, order = layouts[name]
+        fastest = next((d for d in order if tpw[d] > 1), order[0])
+        out[operand].add(axes[fastest])
+    return out
+
+
+def operand_load_lanes(M: int, N: int, K: int, precision: str, options: dict) -> dict:
+    """load_lanes of triton.stream_k's GEMM kernel for this problem and ``options`` ({name:
+    text}), compiled for sm_90 without a GPU."""
+    (fn, args, ce, warps, stages), = [s for s in launch_specs(M, N, K, precision, 1.0, 0.0, True, options)
+                                      if s[0].__name__ == "_stream_k_kernel"]
+    ttgir = compile_sm90(fn, args, ce, warps, stages).asm["ttgir"]
+    return load_lanes(ttgir, ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"])
+
+
+def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: float, deterministic: bool,
+                 options: dict) -> list:
+    """What ``prepare(...)()`` of triton.stream_k (``deterministic``) / triton.stream_k_atomic
+    launches for a contiguous problem and ``options`` ({name: text}, as the CLI takes them), as
+    ``(jitted kernel, args, constexprs, num_warps, num_stages)``: the operand copies, the
+    beta pre-scale, the GEMM kernel and the fixup, in launch order. The real ``launch()`` runs
+    with the kernels' ``[grid]`` launches recorded instead of run (no GPU needed)."""
+    from triton_kernels.stream_k import KERNEL, KERNEL_ATOMIC
+    kernel = KERNEL if deterministic else KERNEL_ATOMIC
+    opts = kernel.parse_options({"sms": "132", **{k: str(v) for k, v in options.items()}})
+    specs = []
+
+    class _Recorder:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __getitem__(self, grid):
+            def record(*args, **kwargs):
+                warps, stages = kwargs.pop("num_warps", 4), kwargs.pop("num_stages", 3)
+                named = dict(zip(self.fn.arg_names, args), **kwargs)
+                ce = {p.name: named.pop(p.name) for p in self.fn.params if p.is_constexpr}
+                specs.append((self.fn, named, ce, warps, stages))
+            return record
+
+    from triton_kernels import stream_k_gemv, stream_k_plan
+    # The names _Plan.launch (and GemvPlan.launch, ops' copies) look up.
+    patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
+               (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
+               (vars(stream_k_gemv), ("_gemv_kernel", "_range_sum_kernel"))]
+    saved = [(g, {n: g[n] for n in names}) for g, names in patched]
+    try:
+        for g, names in patched:
+            for n in names:
+                g[n] = _Recorder(g[n])
+        A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
+        _Plan(A, B, C, alpha, beta, precision, deterministic, opts).launch()
+    finally:
+        for g, old in saved:
+            g.update(old)
+    return specs
+
+
+def _compile_check(cases: list) -> list:
+    """Compile, for sm_90 (no GPU), every kernel each case's launch would run. ``cases``: [M, N,
+    K, precision, alpha, beta, deterministic, {option: text}] lists; returns, per case, a list
+    of "<kernel>: ok" / "<kernel>: <full error>" strings."""
+    out = []
+    for M, N, K, precision, alpha, beta, deterministic, options in cases:
+        rows = []
+        for fn, args, ce, warps, stages in launch_specs(M, N, K, precision, alpha, beta, deterministic, options):
+            try:
+                compile_sm90(fn, args, ce, warps, stages)
+                rows.append(f"{fn.__name__}: ok")
+            except Exception as e:          # the whole message: CompilationError's first line says little
+                rows.append(f"{fn.__name__}: {type(e).__name__}: {e}")
+        out.append(rows)
+    return out
+
+
+def compile_keys(spec: str) -> dict:
+    """{precision: (compiles now, compiles were every int specialised)} over a distribution."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    from compare.harness.shapes import distribution_shapes
+    out = {}
+    for prec in ("fp32", "tf32", "tf32x3"):
+        now, every = set(), set()
+        for M, N, K in distribution_shapes(spec):
+            for fn, args, ce, w, st in launch_specs(M, N, K, prec, 1.0, 0.0, True, {}):
+                if fn is not _stream_k_kernel:
+                    continue
+                base = (tuple(sorted(ce.items())), w, st)
+                for keys, honour in ((now, True), (every, False)):
+                    sig = tuple(native_specialize_impl(BaseBackend, args[p.name], False,
+                                                       not (honour and p.do_not_specialize), True)[1]
+                                for p in fn.params if p.name not in ce)
+                    keys.add(base + sig)
+        out[prec] = (len(now), len(every))
+    return out
+
+
+def shape_class(M: int, N: int, K: int) -> str:
+    """The weak shape classes (the held-out sets of compare/harness/shapes.py), then the rest."""
+    if M <= 8:
+        return "few rows (M <= 8)"
+    if M <= 64 and N <= 64:
+        return "tiny output, long K"
+    if 256 <= M <= 1024 and K >= 8192 and N >= 1000:
+        return "LLM, K >= 8192"
+    return "long K" if K >= 4 * max(M, N) else "other"
+
+
+ROWS_COLUMNS = ("precision", "shape", "M", "N", "K", "kernel", "status", "median_ms", "pct_cublas", "tile",
+                "decomposition", "rel_err")
+
+
+def rows_csv(paths: list[str]) -> str:
+    """The rows of ``python -m compare ... --format json -o FILE`` runs as the CSV --judge-tiles
+    reads (one line per row: the variant label in ``kernel``, the tile and decomposition that ran)."""
+    import csv
+    import io
+    import json
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(ROWS_COLUMNS)
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f)["results"]:
+                cfg = r.get("config") or {}
+                deco = cfg.get("decomposition", cfg.get("mode", ""))
+                w.writerow([r["precision"], r["shape"], r["M"], r["N"], r["K"], r["kernel"], r["status"],
+                            r.get("median_ms") if r.get("median_ms") is not None else "",
+                            round(r["pct_cublas"], 2) if r.get("pct_cublas") is not None else "",
+                            cfg.get("tile", ""), deco, r.get("rel_err") if r.get("rel_err") is not None else ""])
+    return out.getvalue()
+
+
+def _example(name: str):
+    """docs/examples/NAME.py imported as a module (the plugins live outside the package)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tma_b_ir() -> dict:
+    """How the compiler feeds wgmma a tf32 B that TMA read as stored (row-major, N-major in
+    shared memory): docs/examples/tf32_b_by_tma.py's kernels compiled for sm_90 (no GPU), counted
+    in their TTGIR per variant: shared-memory loads into registers (local_load), register tiles
+    written back to shared memory (local_alloc of a value), transposed views, wgmma and waits for
+    none outstanding (pendings = 0)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as triton_compile
+    mod = _example("tf32_b_by_tma")
+    out = {}
+    for name, (bm, bn, bk, warps, stages, swap) in mod.CONFIGS.items():
+        sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}]>", "b_desc": f"tensordesc<fp32[{bk}, {bn}]>",
+               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32"}
+        consts = {"BM": bm, "BN": bn, "BK": bk, "GROUP": 8, "SWAP": swap}
+        sig.update({k: "constexpr" for k in consts})
+        ttgir = triton_compile(ASTSource(mod._k, sig, consts), target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": warps, "num_stages": stages}).asm["ttgir"]
+        out[name] = {"triton": triton.__version__,
+                     "local_load": len(re.findall(r"= ttg\.local_load ", ttgir)),
+                     "local_alloc of registers": len(re.findall(r"= ttg\.local_alloc %", ttgir)),
+                     "memdesc_trans": len(re.findall(r"ttg\.memdesc_trans", ttgir)),
+                     "wgmma": len(re.findall(r"ttng\.warp_group_dot ", ttgir)),
+                     "wgmma waits for 0 pending": len(re.findall(r"warp_group_dot_wait .*pendings = 0", ttgir))}
+    return out
+
+
+def _ptxas_notes(ptx: str) -> dict:
+    """Assemble ``ptx`` for sm_90a with the ptxas Triton ships: its version, the registers it
+    used, spill bytes and its C75xx notes on serialising the wgmma pipeline."""
+    import os
+    import subprocess
+    import tempfile
+    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    # Triton 3.9 emits PTX 9.x, which only its ptxas-blackwell (CUDA 13.x) assembles.
+    assemblers = [p for p in (os.path.join(bindir, "ptxas-blackwell"), os.path.join(bindir, "ptxas")) if os.path.exists(p)]
+    out = {"ptxas": "", "ptxas serialisation": "ptxas not found", "registers": None, "spill bytes": None}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        for ptxas in assemblers:
+            r = subprocess.run([ptxas, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                out["ptxas"] = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+                notes = " ".join(sorted(set(re.findall(r"\(C75\d\d\)[^\n]*?serialized due to [^']*", r.stderr))))
+                out["ptxas serialisation"] = notes or "none"
+                regs = re.search(r"Used (\d+) registers", r.stderr)
+                out["registers"] = int(regs.group(1)) if regs else None
+                out["spill bytes"] = sum(int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", r.stderr))
+                break
+            out["ptxas serialisation"] = f"ptxas failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
+    return out
+
+
+def _wgmma_counts(ptx: str) -> dict:
+    return {"triton": triton.__version__,
+            "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
+            "wgmma with A from registers": len(re.findall(r"wgmma\.mma_async[^;]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}, %rd",
+                                                           ptx)),
+            "tma copies": len(re.findall(r"cp\.async\.bulk\.tensor", ptx))}
+
+
+def gluon_swap_ir() -> dict:
+    """docs/examples/tf32_gluon_swap.py's kernels (Gluon: the swapped product with B^T's
+    fragments in wgmma's register operand) compiled for sm_90 without a GPU: per config, the
+    wgmma that take their A operand from registers, the TMA copies, and what ptxas (the one
+    Triton ships) says about serialising the wgmma pipeline (its C75xx performance notes)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import compile as triton_compile
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    mod = _example("tf32_gluon_swap")
+    out = {}
+    for name, (bm, bn, bk, stages, warps) in mod.CONFIGS.items():
+        a_l = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
+        b_l = gl.NVMMASharedLayout.get_default_for([bk, bn], gl.float32)
+        sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}],{a_l!r}>", "b_desc": f"tensordesc<fp32[{bk}, {bn}],{b_l!r}>",
+               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32", "beta": "fp32"}
+        consts = {"HAS_BETA": False, "BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "WARPS": warps}
+        sig.update({k: "constexpr" for k in consts})
+        ptx = triton_compile(GluonASTSource(mod._swap_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
+                             options={"num_warps": warps}).asm["ptx"]
+        out[name] = dict(_wgmma_counts(ptx), **{k: v for k, v in _ptxas_notes(ptx).items()
+                                                if k in ("ptxas", "ptxas serialisation")})
+    return out
+
+
+def ws_ir() -> dict:
+    """stream_k_gluon.py's warp-specialised tf32 kernel (mode=ws), both tiles, whole K and split,
+    compiled for sm_90 without a GPU as WsPlan launches it: wgmma (all with B^T from registers),
+    TMA copies, the register budgets set per partition (setmaxnreg), the empty-slot arrivals, and
+    what ptxas says (registers, spills, C75xx serialisation notes)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import compile as triton_compile
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton_kernels import stream_k_gluon as ws
+    out = {}
+    for (name, t), split in ((nt, sp) for nt in ws.WS_TILES.items() for sp in (False, True)):
+        a_l = gl.NVMMASharedLayout.get_default_for([t.bm, t.bk], gl.float32)
+        b_l = gl.NVMMASharedLayout.get_default_for([t.bk, t.bn], gl.float32)
+        sig = {"a_desc": f"tensordesc<fp32[{t.bm}, {t.bk}],{a_l!r}>",
+               "b_desc": f"tensordesc<fp32[{t.bk}, {t.bn}],{b_l!r}>",
+               "c_ptr": "*fp32", "w_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32",
+               "alpha": "fp32", "beta": "fp32", "kt_per_split": "i32"}
+        consts = {"SPLIT": split, "BM": t.bm, "BN": t.bn, "BK": t.bk, "STAGES": t.stages, "GROUP": ws.WS_GROUP,
+                  "CONSUMER_REGS": ws.WS_CONSUMER_REGS, "PRODUCER_REGS": ws.WS_PRODUCER_REGS}
+        sig.update({k: "constexpr" for k in consts})
+        k = triton_compile(GluonASTSource(ws._ws_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": ws.WS_WARPS, "maxnreg": ws.WS_MAXNREG})
+        ptx = k.asm["ptx"]
+        out[name + (" split" if split else "")] = dict(_wgmma_counts(ptx), **_ptxas_notes(ptx),
+                         setmaxnreg=sorted({int(v) for v in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}),
+                         **{"empty-slot arrivals": len(re.findall(r"mbarrier\.arrive\.shared", ptx)),
+                            "shared bytes": k.metadata.shared, "smem_bytes (plan)": t.smem_bytes()})
+    return out
+
+
+def judge_tiles(path: str, sms: int = 132) -> list[str]:
+    import csv
+    from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
+    from triton_kernels.stream_k_gemv import GEMV_MAX_M, default_tile
+    from triton_kernels.stream_k_heuristic import choose_plan, x3_uses_ffma
+    measured: dict = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["status"] == "ok" and r["pct_cublas"] and r["kernel"].startswith("triton.stream_k"):
+                key = (r["precision"], int(r["M"]), int(r["N"]), int(r["K"]))
+                measured.setdefault(key, {})[(r["tile"], r["decomposition"])] = float(r["pct_cublas"])
+                if r["kernel"] == "triton.stream_k":
+                    measured[key]["run's heuristic"] = float(r["pct_cublas"])
+    groups: dict = {}
+    missing = []
+    for (prec, M, N, K), rows in sorted(measured.items()):
+        # tf32x3_split=ffma runs fp32's plan: its row is the fp32 row of the same tile.
+        ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
+        if M <= GEMV_MAX_M and (ffma or prec == "fp32"):
+            # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
+            chosen = (default_tile(N % 4 == 0).dims, "gemv")
+        else:
+            tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
+            chosen = (tile.dims, d.mode)
+        pick = (measured.get(("fp32", M, N, K), {}) if ffma else rows).get(chosen)
+        if pick is None or "run's heuristic" not in rows:
+            missing.append(f"{prec} {M}x{N}x{K}")
+            continue
+        for cls in (shape_class(M, N, K), "all"):
+            groups.setdefault((prec, cls), []).append((rows["run's heuristic"], pick))
+    out = [f"# {path}: the run's heuristic -> this checkout's, % of cuBLAS (geomean / worst)", ""]
+    for (prec, cls), pairs in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] == "all", g[0][1])):
+        old, new = [a for a, _ in pairs], [b for _, b in pairs]
+        out.append(f"{prec:7s} {cls:22s} {len(pairs):3d} shapes: geomean {geomean(old):6.1f} -> {geomean(new):6.1f}, "
+                   f"worst {min(old):6.1f} -> {min(new):6.1f}")
+    if missing:
+        out.append(f"not measured (the pick has no row): {', '.join(missing)}")
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--ptx"]:
+        print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
+    elif sys.argv[1:2] == ["--ptx-check"]:
+        import json
+        print(json.dumps(_ptx_check()))
+    elif sys.argv[1:2] == ["--compile-check"] and len(sys.argv) == 3:
+        import json
+        print(json.dumps(_compile_check(json.loads(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--load-lanes"] and len(sys.argv) == 3:
+        import json
+        print(json.dumps([{k: sorted(v) for k, v in operand_load_lanes(*case).items()}
+                          for case in json.loads(sys.argv[2])]))
+    elif sys.argv[1:2] == ["--compile-keys"] and len(sys.argv) == 3:
+        for prec, (now, every) in compile_keys(sys.argv[2]).items():
+            print(f"{prec}: {now} compiles of _stream_k_kernel (with every int specialised: {every})")
+    elif sys.argv[1:2] == ["--tma-b-ir"]:
+        import json
+        print(json.dumps(tma_b_ir(), indent=1))
+    elif sys.argv[1:2] == ["--gluon-ir"]:
+        import json
+        print(json.dumps(gluon_swap_ir(), indent=1))
+    elif sys.argv[1:2] == ["--ws-ir"]:
+        import json
+        print(json.dumps(ws_ir(), indent=1))
+    elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
+        print("\n".join(judge_tiles(sys.argv[2])))
+    elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
+        print(rows_csv(sys.argv[2:]), end="")
+    else:
+        print("usage: python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
+              " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
+              " | --gluon-ir | --ws-ir"
+              " | --rows RUN.json... > ROWS.csv",
+              file=sys.stderr)
+        sys.exit(2)
