@@ -1,34 +1,30 @@
 // Stage 13 - Hopper's warpgroup MMA fed by the tensor memory accelerator: wgmma.mma_async
-// m64nNk8 TF32 from 128-byte-swizzled shared memory that TMA (cp.async.bulk.tensor.2d on
-// mbarriers) fills; one producer warpgroup, two consumer warpgroups (setmaxnreg 40 / 232).
+// TF32 from 128-byte-swizzled shared memory that TMA (cp.async.bulk.tensor.2d on mbarriers)
+// fills; one producer warpgroup, two consumer warpgroups (setmaxnreg 40 / 232).
 //
 // Bottleneck removed: stage 12's latency (mma.sync issued warp by warp from ldmatrix / LDS
 // registers: tensor pipe 57% busy). One wgmma m64n256k8 is 131072 multiply-adds issued by a
 // warpgroup, asynchronous, and the copy engine moves the tiles: no thread computes a global
-// address in the main loop. STAGES-deep full/empty mbarrier pipeline, BK = 32 floats (one
-// 128-byte swizzle row).
-//  * B's layout: TF32 wgmma reads shared-memory operands K-major only; A (M x K) is, B (K x N) is
-//    not. tf32 with N % 4 == 0 (sgemm_wgmma_regb): C^T = B^T A^T, so A's tile is the K-major
-//    shared-memory operand and B^T the register operand, whose fragments each thread loads from
-//    B's tile as TMA stored it (4 conflict-free LDS per k8, rounded to TF32): no copy of B.
-//    Otherwise (tf32x3, N % 4 != 0: sgemm_wgmma_tma) a transposing copy of B into K-major B^T
-//    (N x Kp, Kp = K rounded up to 4 for TMA's 16-byte strides) runs first, inside the launch.
-//  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0 or its
-//    address is unaligned: then it is copied too (rounded).
-//  * SPLIT3 (tf32x3): the copies write big = tf32(x) and small = tf32(x - big) of A and B^T; per
-//    32-wide K tile 12 wgmma (a_s b_b, a_b b_s, a_b b_b per k8) go into a temporary (scale-d = 0
-//    first) added to the accumulator by FADD: the tensor cores' truncating accumulation stays on
-//    a partial sum of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
-//  * Split-K where tiles leave the SMs idle (the shared split-K model, launch.py): blockIdx.y
-//    takes whole K tiles, partials go to a workspace, splitk_reduce sums them in split order.
-// Still there: the copies where they run (B^T: 14% of a 4096^3 launch, 7% at 8192^3); the
-// register path's wait_group 0 per K tile; no stream-K for partial waves; register stores. Measured on
-// an H100 (results/h100/tensor-core/): tf32 92% / 96% of cuBLAS tf32 at 4096^3 / 8192^3; tf32x3
-// 2.02x / 1.95x cuBLAS fp32 at rel. error 3.2e-7 / 3.8e-7; tensor pipe 76% / 69% (tf32 / tf32x3)
-// busy at 2048^3, stage 12 53% / 45%.
-// Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory (4 stages of 48 KiB; tf32x3: 3 of
-// 64 KiB, four operand tiles), 128 accumulators per consumer thread (tf32x3: 64 + a 64-register
-// temporary); workspaces for the copies.
+// address in the main loop. STAGES-deep full/empty mbarrier pipeline, BK = 32 floats.
+//  * B's layout: TF32 wgmma reads shared-memory operands K-major only; A (M x K) is, B is not.
+//    sgemm_wgmma_regb (the default): C^T = B^T A^T, A's tile the K-major shared-memory operand,
+//    B^T the register operand, loaded from B's tile as TMA stored it (4 conflict-free LDS per k8,
+//    rounded to TF32), in 256-, 128- or 64-row tiles of C; where N % 4 != 0 B's rows are padded
+//    to 16 bytes by one copy first. sgemm_wgmma_tma (b_operand=copy): a K-major copy of B.
+//  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0, its
+//    address is unaligned or tf32x3 needs its split: then it is copied.
+//  * tf32x3: big = tf32(x), small = tf32(x - big) (A's from the copy, B's made in registers);
+//    per 32-wide K tile 12 wgmma (b_s a_b, b_b a_s, b_b a_b per k8) go into a temporary added to
+//    the accumulator by FADD: the tensor cores' truncating accumulation stays on a partial sum
+//    of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
+//  * Split-K where tiles leave the SMs idle (the shared split-K model, which also picks the
+//    tile): blockIdx.y takes whole K tiles, splitk_reduce sums the partials in split order.
+// Still there: the operand copies where they run; the register path's wait_group 0 per K tile;
+// no stream-K for partial waves; register stores. Measured (docs/results.md, stage 13): tf32
+// 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3, tf32x3 2.4x / 2.2x cuBLAS fp32 (H200).
+// Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory (stages of 24-64 KiB), up to
+// 128 accumulators per consumer thread (tf32x3: 64 + a 64-register temporary); workspaces for
+// the copies and the split-K partials.
 // Requirement: sm_90a (wgmma, setmaxnreg; compiled with -arch=sm_90a, run on compute
 // capability 9.0 only); any M, N, K >= 1 (TMA zero-fills past the matrix, stores predicated).
 #include "common.cuh"
@@ -70,6 +66,18 @@ __global__ void __launch_bounds__(256) tf32_prepare(const float* __restrict__ sr
             const float s = x - b;
             small[at] = wgmma13::tf32_round(s == s ? s : 0.f);
         }
+    }
+}
+
+// B (R x Cn, row-major) into rows of ldd floats (ldd = Cn rounded up to 4: TMA's 16-byte row
+// stride), values unchanged, so the register-operand path reads any N. One pass over B: a read and
+// a write (the K-major copy's transpose costs the same, its tf32x3 split one more write).
+__global__ void __launch_bounds__(256) pad_rows(const float* __restrict__ src, int R, int Cn,
+                                                float* __restrict__ dst, int ldd) {
+    const size_t n = (size_t)R * Cn;
+    for (size_t i = (size_t)blockIdx.x * 256 + threadIdx.x; i < n; i += (size_t)gridDim.x * 256) {
+        const size_t r = i / Cn, c = i - r * Cn;
+        dst[r * ldd + c] = src[i];
     }
 }
 

@@ -143,9 +143,9 @@ def _options(spec: StageSpec) -> tuple:
                                 for pr in TF32_PRECISIONS)
         out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
     if spec.plan == WGMMA:
-        out.append(Option("b_operand", "registers (N % 4 == 0: B read as stored, its fragments loaded into "
-                                       "registers; the default there) or copy (a K-major copy of B each launch; "
-                                       "the default elsewhere)", _choice(B_OPERANDS)))
+        out.append(Option("b_operand", "registers (the default: B read as stored by TMA, or row-padded first where "
+                                       "N % 4 != 0, its fragments loaded into registers) or copy (a K-major "
+                                       "transposed copy of B each launch)", _choice(B_OPERANDS)))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_"))
         out.append(Option("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
@@ -424,9 +424,10 @@ def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Opt
 
 
 def _wgmma_prepare(spec: StageSpec):
-    """Stage 13: the operand copies (B^T unless tf32 reads B as stored; A where K % 4 != 0, its
-    address is not 16-byte aligned, or for the split), their tensor maps, then the GEMM; all in one
-    timed launch."""
+    """Stage 13: the operand copies (B's rows padded where N % 4 != 0, or B^T with b_operand=copy; A
+    where K % 4 != 0, its address is not 16-byte aligned, or for the tf32x3 split), their tensor
+    maps, the GEMM (tile and K splits from the shared split-K model), the split-K reduction; all
+    in one timed launch."""
     def prepare(problem, inputs, options=None):
         from compare.harness.errors import UsageError
         opts = dict(options or {})
@@ -456,11 +457,8 @@ def _wgmma_prepare(spec: StageSpec):
                           (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
             return big, small
 
-        regb_ok = N % 4 == 0 and be.address(B) % 16 == 0
-        b_path = opts.get("b_operand") or ("registers" if regb_ok else "copy")
-        if b_path == "registers" and not regb_ok:
-            raise UsageError(f"{spec.name}: b_operand=registers needs N % 4 == 0 and a 16-byte aligned B (TMA "
-                             f"reads B's rows as stored); got N={N}")
+        b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
+        b_path = opts.get("b_operand") or "registers"
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
         if b_path == "registers":
@@ -485,7 +483,15 @@ def _wgmma_prepare(spec: StageSpec):
             a, a_s, lda = A, A, K
         if b_path == "registers":
             tm = cfg.tile[0]
-            maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(B), K, N, N, 32),
+            b, ldb = B, N
+            if not b_as_stored:
+                ldb = _cdiv(N, 4) * 4
+                b = be.empty(K * ldb)
+                held.append(b)
+                p_cfg = spec.config("pad_rows")
+                steps.append((_function(spec, p_cfg), (min(_cdiv(K * N, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
+                              (B, np.int32(K), np.int32(N), b, np.int32(ldb))))
+            maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(b), K, N, ldb, 32),
                     tma.tensor_map(be.address(a_s), M, K, lda, tm))
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
@@ -515,9 +521,10 @@ def _wgmma_prepare(spec: StageSpec):
                                 if plan.splits > 1 else "none (one split)"),
                   "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
                                 f"{' and split' if split3 else ''}" if b_path == "copy"
-                                else "B read by TMA as stored; C^T = B^T A^T with B^T's fragments loaded from "
-                                     "shared memory into registers, rounded to TF32"
-                                     f"{' and split into big + small there' if split3 else ''}"),
+                                else ("B read by TMA as stored" if b_as_stored else
+                                      f"B's rows padded to {_cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
+                                     + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
+                                       "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
                   "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
                                 else "read by TMA as given (the tensor cores truncate to TF32)"),
                   "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "

@@ -264,6 +264,7 @@ def _wgmma_configs():
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,
                               label=f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}"))
     out.append(Config("splitk_reduce", (), (256, 1, 1), label="splitk_reduce"))
+    out.append(Config("pad_rows", (), (256, 1, 1), label="pad_rows"))
     return tuple(out)
 
 

@@ -462,9 +462,11 @@ class _Inputs:
 @pytest.mark.parametrize("shape, precision, b_operand, want", [
     ((256, 256, 256), "tf32", None, (["256x128x32s4.regb"], "registers", False)),
     ((300, 260, 4096), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
-    ((256, 255, 256), "tf32", None, (["prepare.transpose", "128x256x32s4"], "copy", False)),
+    ((256, 255, 256), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
+    ((256, 255, 256), "tf32", None, (["pad_rows", "256x128x32s4.regb"], "registers", False)),
+    ((300, 1003, 997), "tf32x3", None, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "registers", True)),
     ((256, 256, 255), "tf32", None, (["prepare.copy", "256x128x32s4.regb"], "registers", True)),
-    ((1000, 1003, 997), "tf32x3", None,
+    ((1000, 1003, 997), "tf32x3", "copy",
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
     ((256, 256, 256), "tf32x3", None, (["prepare.copy.split", "128x128x32s4.regb.x3"], "registers", True)),
     ((300, 260, 256), "tf32x3", None, (["prepare.copy.split", "64x128x32s6.regb.x3"], "registers", True)),
@@ -505,8 +507,17 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     a_map = maps[0]
     assert a_map[1:3] == (M, K) and a_map[3] == (kp if a_copied else K)
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
+    if b_path == "registers" and N % 4:
+        # Rows padded to a multiple of 4 floats first (one pass over B), TMA reads the padded copy.
+        ldb = -(-N // 4) * 4
+        pad = next(l for l in dev.launches if l[0] == "pad_rows")
+        assert pad[0] == "pad_rows" and pad[3][0] is inputs.bufs["B"] and pad[3][1:3] == (K, N) and pad[3][4] == ldb
+        assert pad[3][3].n == K * ldb and maps[1] == (pad[3][3].addr, K, N, ldb, 32)
+        assert launch.config["b_operand"].startswith(f"B's rows padded to {ldb} floats")
+    elif b_path == "registers":
+        assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32)
     if b_path == "registers":
-        assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32) and a_map[4] == bm and len(maps) == 3
+        assert a_map[4] == bm and len(maps) == 3
         split3 = precision == "tf32x3"
         assert (maps[2][0] != a_map[0]) == split3 and maps[2][1:] == a_map[1:]   # A's small part: its own copy
     else:
@@ -514,7 +525,8 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         t = dev.launches[0]
         assert t[0].startswith("prepare.transpose") and t[1] == (-(-N // 32), -(-K // 32), 1)
         assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
-    assert launch.config["b_operand"].startswith("B copied" if b_path == "copy" else "B read by TMA as stored")
+    assert launch.config["b_operand"].startswith("B copied" if b_path == "copy" else
+                                                 "B's rows padded" if N % 4 else "B read by TMA as stored")
     assert launch.config["a_operand"].startswith("copied") == a_copied
 
 
@@ -600,4 +612,4 @@ def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):
             k.prepare(p, _Inputs(p), {"tile": "256x128x32s4.regb"})
         p = Problem(256, 255, 256, precision="tf32")
         with pytest.raises(UsageError, match="copy path of tf32 has the one tile 128x256x32s4"):
-            k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb"})
+            k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb", "b_operand": "copy"})

@@ -263,7 +263,7 @@ def test_wgmma_launch_config_names_the_operand_paths():
                                           ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", False, True),
                                           ((256, 255, 256), "tf32x3", True, True)):
         p = Problem(*shape, precision=pr)
-        cfg = k.prepare(p, make_inputs(p), {}).config
+        cfg = k.prepare(p, make_inputs(p), {"b_operand": "copy"} if b_copied else {}).config
         assert cfg["b_operand"].startswith("B copied to K-major B^T") == b_copied, cfg
         assert cfg["a_operand"].startswith("copied") == a_copied, cfg
         assert cfg["precision_path"].startswith("3xTF32" if pr == "tf32x3" else "TF32"), cfg
@@ -277,7 +277,7 @@ def test_wgmma_launch_config_names_the_operand_paths():
 @pytest.mark.parametrize("shape", [(255, 1000, 1023), (1001, 1004, 1012), (300, 260, 4096)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
-    """N % 4 == 0: tf32 reads B as stored by default; the copy path stays right there too."""
+    """The K-major copy path (b_operand=copy) stays right where registers is the default."""
     p = Problem(*shape, alpha=0.5, beta=-1.5, precision="tf32")
     res = check_kernel(KERNELS[WGMMA], p, options={"b_operand": "copy"})
     assert res.ok, res.message
@@ -285,12 +285,15 @@ def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
 
 
 @needs_sm90
-def test_wgmma_refuses_registers_where_b_rows_are_unaligned():
-    from compare.harness.errors import UsageError
-    for shape, pr in (((64, 63, 64), "tf32"), ((64, 64, 64), "tf32x3")):
-        p = Problem(*shape, precision=pr)
-        with pytest.raises(UsageError, match="b_operand=registers needs precision tf32, N % 4 == 0"):
-            KERNELS[WGMMA].prepare(p, make_inputs(p), {"b_operand": "registers"})
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+def test_wgmma_register_path_pads_unaligned_b_rows(precision):
+    """N % 4 != 0: B's rows are padded by a copy and the register-operand path reads the copy."""
+    for shape in ((64, 63, 64), (130, 1003, 997), (5, 7, 3001)):
+        p = Problem(*shape, alpha=0.5, beta=-1.5, precision=precision, seed=sum(shape))
+        res = check_kernel(KERNELS[WGMMA], p)
+        assert res.ok, (shape, res.message)
+        cfg = KERNELS[WGMMA].prepare(p, make_inputs(p), {}).config
+        assert cfg["b_operand"].startswith("B's rows padded") and ".regb" in cfg["tile"], cfg
 
 
 @pytest.mark.skipif(IS_SM90, reason="the refusal is for GPUs without wgmma")
