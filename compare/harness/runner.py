@@ -19,10 +19,7 @@ from .inputs import Inputs, make_inputs
 from .problem import Problem
 from .registry import Kernel
 
-OK, FAILED, UNSUPPORTED, ERROR, SKIPPED = "ok", "FAILED", "unsupported", "error", "skipped"
-# Set by compare.harness.worker: a sticky CUDA error or a dead worker (FAULT), no row within
-# --kernel-timeout (HUNG). Either way the worker was replaced and the run went on.
-FAULT, HUNG = "FAULT", "HUNG"
+from .status import ERROR, FAILED, FAULT, HUNG, NO_NUMBER, OK, SKIPPED, UNSUPPORTED  # noqa: F401  (re-exported)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -331,8 +328,7 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
     return results
 
 
-BAD = (FAILED, ERROR, FAULT, HUNG)
-CHECKED = (OK, FAILED, ERROR, FAULT, HUNG)
+CHECKED = (OK, *NO_NUMBER)
 
 
 def any_failed(results: Iterable[Result]) -> bool:
@@ -343,7 +339,7 @@ def any_failed(results: Iterable[Result]) -> bool:
 def any_bad(results: Iterable[Result]) -> bool:
     """Some kernel FAILED its check, errored (raised, ran out of memory), faulted (FAULT) or hung
     (HUNG): the run's exit status 1."""
-    return any(r.status in BAD for r in results)
+    return any(r.status in NO_NUMBER for r in results)
 
 
 def nothing_checked(results: Iterable[Result]) -> bool:

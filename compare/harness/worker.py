@@ -47,6 +47,7 @@ from multiprocessing.connection import Connection
 from typing import Optional
 
 from .errors import UsageError
+from .status import ERROR
 from .variants import from_wire, wire_name
 
 # A pair's compile + autotune + check + sampling: cold Triton autotuning at 8192^3 takes tens of
@@ -90,7 +91,7 @@ def dead_context(reply: tuple) -> Optional[str]:
     both ends, so they agree: the worker leaves after sending such a reply, the parent replaces it."""
     if reply[0] == "row":
         fields = reply[1]
-        return sticky_cuda_error(fields.get("reason") or "") if fields.get("status") == "error" else None
+        return sticky_cuda_error(fields.get("reason") or "") if fields.get("status") == ERROR else None
     if reply[0] == "error":
         return sticky_cuda_error(reply[1])
     return None
