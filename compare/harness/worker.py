@@ -97,10 +97,6 @@ def dead_context(reply: tuple) -> Optional[str]:
     return None
 
 
-def _is_dead_context_error(exc) -> bool:
-    return exc is not None and sticky_cuda_error(f"{type(exc).__name__}: {exc}") is not None
-
-
 def quiet_dead_context_teardown() -> None:
     """From now on, in this process, an exception that names a sticky CUDA error and reaches
     Python's last-resort hooks prints nothing; every other one prints as before. Installed by the
@@ -113,7 +109,11 @@ def quiet_dead_context_teardown() -> None:
     so they still work while the interpreter clears module globals at exit."""
     if getattr(sys.unraisablehook, "_dead_context_quiet", False):
         return
-    is_dead, previous_unraisable, previous_except = _is_dead_context_error, sys.unraisablehook, sys.excepthook
+    patterns, previous_unraisable, previous_except = [rx for _, rx in _STICKY_RE], sys.unraisablehook, sys.excepthook
+
+    def is_dead(exc) -> bool:
+        text = f"{type(exc).__name__}: {exc}"
+        return exc is not None and any(rx.search(text) for rx in patterns)
 
     def unraisable(info):
         if not is_dead(info.exc_value):
