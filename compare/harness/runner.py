@@ -19,10 +19,7 @@ from .inputs import Inputs, make_inputs
 from .problem import Problem
 from .registry import Kernel
 
-OK, FAILED, UNSUPPORTED, ERROR, SKIPPED = "ok", "FAILED", "unsupported", "error", "skipped"
-# Set by compare.harness.worker: a sticky CUDA error or a dead worker (FAULT), no row within
-# --kernel-timeout (HUNG). Either way the worker was replaced and the run went on.
-FAULT, HUNG = "FAULT", "HUNG"
+from .status import ERROR, FAILED, FAULT, HUNG, NO_NUMBER, OK, SKIPPED, UNSUPPORTED  # noqa: F401  (re-exported)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -237,6 +234,9 @@ def _error_row(kernel: Kernel, problem: Problem, exc: BaseException, launch) -> 
         except Exception:
             pass
         msg = "out of GPU memory: " + msg
+    from .worker import quiet_dead_context_teardown, sticky_cuda_error
+    if sticky_cuda_error(msg):     # this process's context is dead: its teardown must print nothing
+        quiet_dead_context_teardown()
     r = _base(kernel, problem, ERROR, msg[:300])
     try:
         r.config = config_of(launch) if launch is not None else {}
@@ -328,8 +328,7 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
     return results
 
 
-BAD = (FAILED, ERROR, FAULT, HUNG)
-CHECKED = (OK, FAILED, ERROR, FAULT, HUNG)
+CHECKED = (OK, *NO_NUMBER)
 
 
 def any_failed(results: Iterable[Result]) -> bool:
@@ -340,7 +339,7 @@ def any_failed(results: Iterable[Result]) -> bool:
 def any_bad(results: Iterable[Result]) -> bool:
     """Some kernel FAILED its check, errored (raised, ran out of memory), faulted (FAULT) or hung
     (HUNG): the run's exit status 1."""
-    return any(r.status in BAD for r in results)
+    return any(r.status in NO_NUMBER for r in results)
 
 
 def nothing_checked(results: Iterable[Result]) -> bool:

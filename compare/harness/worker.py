@@ -14,6 +14,13 @@ problem's inputs cached as :func:`compare.harness.runner.run` does, and runs eve
 * no row within ``kernel_timeout`` seconds (compile + check + timing of the pair) gives a HUNG
   row: the worker's process group is killed (SIGKILL) and replaced.
 
+A worker whose reply shows a sticky CUDA error (:func:`dead_context`) leaves by itself right after
+sending it, with ``os._exit``: a dead context's teardown raises from finalizers (CuPy's
+``Module.__dealloc__`` unloading a module gets the same CUDA_ERROR_LAUNCH_FAILED as the kernel did),
+and Python would print each as "Exception ignored in ..." with a traceback on the user's terminal.
+Finalizers that run before that (during the failing request) are silenced by
+:func:`quiet_dead_context_teardown`, which only drops sticky CUDA errors.
+
 The worker runs in its own session, so the terminal's Ctrl-C reaches the parent only: the parent
 keeps the rows finished so far and kills the worker. A worker whose parent is gone exits.
 
@@ -40,6 +47,7 @@ from multiprocessing.connection import Connection
 from typing import Optional
 
 from .errors import UsageError
+from .status import ERROR
 from .variants import from_wire, wire_name
 
 # A pair's compile + autotune + check + sampling: cold Triton autotuning at 8192^3 takes tens of
@@ -76,6 +84,56 @@ def sticky_cuda_error(message: str) -> Optional[str]:
         if rx.search(message or ""):
             return name
     return None
+
+
+def dead_context(reply: tuple) -> Optional[str]:
+    """The sticky CUDA error a worker's reply shows (a row or a failed request), else None. Read by
+    both ends, so they agree: the worker leaves after sending such a reply, the parent replaces it."""
+    if reply[0] == "row":
+        fields = reply[1]
+        return sticky_cuda_error(fields.get("reason") or "") if fields.get("status") == ERROR else None
+    if reply[0] == "error":
+        return sticky_cuda_error(reply[1])
+    return None
+
+
+def quiet_dead_context_teardown() -> None:
+    """From now on, in this process, an exception that names a sticky CUDA error and reaches
+    Python's last-resort hooks prints nothing; every other one prints as before. Installed by the
+    worker, by Dask's workers (compare/outputs/dask_cluster.py) and by the runner once it has seen
+    a sticky error (an ``--in-process`` run).
+
+    Why both hooks: a finalizer that raises goes to ``sys.unraisablehook`` ("Exception ignored
+    in: ..."), and a Cython ``__dealloc__`` (CuPy's Module) first prints the full traceback through
+    ``sys.excepthook`` (Cython's unraisable_tracebacks). The hooks are closures over what they use,
+    so they still work while the interpreter clears module globals at exit."""
+    if getattr(sys.unraisablehook, "_dead_context_quiet", False):
+        return
+    patterns, previous_unraisable, previous_except = [rx for _, rx in _STICKY_RE], sys.unraisablehook, sys.excepthook
+
+    def is_dead(exc) -> bool:
+        text = f"{type(exc).__name__}: {exc}"
+        return exc is not None and any(rx.search(text) for rx in patterns)
+
+    def unraisable(info):
+        if not is_dead(info.exc_value):
+            previous_unraisable(info)
+
+    def excepthook(exc_type, exc, tb):
+        if not is_dead(exc):
+            previous_except(exc_type, exc, tb)
+    unraisable._dead_context_quiet = excepthook._dead_context_quiet = True
+    sys.unraisablehook, sys.excepthook = unraisable, excepthook
+
+
+def _leave_now(code: int = 0) -> None:
+    """Exit without Python's teardown (no finalizer touches the dead context), output flushed."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
 
 
 def reproduce_command(kernel: str, problem, opt_texts: Optional[dict] = None, plugins=(),
@@ -260,8 +318,8 @@ class Worker:
             return (kind, *rest)
         if rest[0][0] == "prepared":
             return "ok", rest[0][1]
-        if sticky_cuda_error(rest[0][1]):
-            self._kill()
+        if dead_context(rest[0]):
+            self._kill()      # it has left already (serve); this reaps it
         return "error", rest[0][1]
 
     def run_kernel(self, kernel, problem, *, timing: bool = True, device: Optional[str] = None,
@@ -291,11 +349,12 @@ class Worker:
             self.start()
             return runner.blank_row(kernel, problem, runner.FAULT,
                                     f"worker process died ({_exit_text(rest[0])}); replaced; reproduce: {repro}")
+        sticky = dead_context(rest[0])
         if rest[0][0] == "error":
-            return runner.blank_row(kernel, problem, runner.ERROR, rest[0][1])
-        row = runner.Result(**rest[0][1])
-        sticky = sticky_cuda_error(row.reason) if row.status == runner.ERROR else None
-        if sticky:
+            row = runner.blank_row(kernel, problem, runner.ERROR, rest[0][1])
+        else:
+            row = runner.Result(**rest[0][1])
+        if sticky:      # the worker has left already (serve): a fresh one runs the next pair
             self._replace()
             row.status = runner.FAULT
             row.reason = f"{sticky} ({row.reason}); worker replaced; reproduce: {repro}"
@@ -391,6 +450,7 @@ def serve(argv: Optional[list] = None) -> int:
     os.dup2(2, 1)
     _exit_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
+    quiet_dead_context_teardown()
     try:
         import contextlib
         import io
@@ -403,7 +463,6 @@ def serve(argv: Optional[list] = None) -> int:
         conn.send(("startup_error", f"{type(exc).__name__}: {exc}"))
         return 1
     conn.send(("ready",))
-    from dataclasses import asdict
     while True:
         try:
             msg = conn.recv()
@@ -412,24 +471,30 @@ def serve(argv: Optional[list] = None) -> int:
         if msg[0] == "exit":
             return 0
         try:
-            if msg[0] == "fits":
-                conn.send(("fits", [_fits_message(check_fits, p) for p in msg[1]]))
-                continue
-            if msg[0] == "prepare":
-                conn.send(_prepare(runner, *msg[1:]))
-                continue
-            _, name, problem, options, timing, device, measure_kw, batch, wire = msg
-            try:
-                kernel = from_wire(wire)     # a --variant is rebuilt from its base kernel
-            except KeyError:
-                conn.send(("error", f"the worker process has no kernel {name!r} (registered by a module it did "
-                                    f"not import? pass that module with --plugin)"))
-                continue
-            r = runner.run_kernel(kernel, problem, timing=timing, device=device, measure_kw=measure_kw,
-                                  options=options, batch=batch)
-            conn.send(("row", asdict(r)))
+            reply = _answer(runner, check_fits, msg)
+            conn.send(reply)
         except Exception as exc:   # a row that can't be sent, say: the parent makes it an error row
-            conn.send(("error", f"{type(exc).__name__}: {exc}"[:300]))
+            reply = ("error", f"{type(exc).__name__}: {exc}"[:300])
+            conn.send(reply)
+        if dead_context(reply):    # the parent replaces this process: leave before any teardown
+            _leave_now()
+
+
+def _answer(runner, check_fits, msg) -> tuple:
+    from dataclasses import asdict
+    if msg[0] == "fits":
+        return "fits", [_fits_message(check_fits, p) for p in msg[1]]
+    if msg[0] == "prepare":
+        return _prepare(runner, *msg[1:])
+    _, name, problem, options, timing, device, measure_kw, batch, wire = msg
+    try:
+        kernel = from_wire(wire)     # a --variant is rebuilt from its base kernel
+    except KeyError:
+        return "error", (f"the worker process has no kernel {name!r} (registered by a module it did "
+                         f"not import? pass that module with --plugin)")
+    r = runner.run_kernel(kernel, problem, timing=timing, device=device, measure_kw=measure_kw,
+                          options=options, batch=batch)
+    return "row", asdict(r)
 
 
 def _prepare(runner, wire, problem, options, device) -> tuple:

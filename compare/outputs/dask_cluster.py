@@ -191,7 +191,14 @@ def dask_setup(worker) -> None:
     """Dask's preload hook, run in every worker as it starts: torch, Triton, CuPy and the kernel
     registry load while the cluster comes up, not in the first shape's task, and a thread
     readies the GPU (:func:`_ready_gpu`) meanwhile and while the worker registers. Never fails
-    the worker: a registry that can't load is reported by the task itself."""
+    the worker: a registry that can't load is reported by the task itself.
+
+    A worker whose CUDA context a sticky error killed is restarted by its nanny, and its teardown
+    runs Python's finalizers on that dead context (CuPy's Module.__dealloc__ raising
+    CUDA_ERROR_LAUNCH_FAILED, printed on the sweep's terminal): those errors print nothing
+    (:func:`compare.harness.worker.quiet_dead_context_teardown`; the shape's rows said it)."""
+    from compare.harness.worker import quiet_dead_context_teardown
+    quiet_dead_context_teardown()
     _GPU_READY.start()      # first: its CUDA context forms while this thread imports the registry
     try:
         from compare.harness import registry

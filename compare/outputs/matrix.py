@@ -15,8 +15,9 @@ import math
 import textwrap
 from typing import Any, Iterable, Optional
 
+from ..harness.status import ALL, NO_NUMBER, NOT_RUN as _NOT_RUN
+
 WIDTH = 120
-_NOT_RUN = ("skipped", "unsupported")
 _SHORT = {"FAILED": "FAILED", "error": "error", "unsupported": "n/a", "skipped": "skip"}
 
 
@@ -134,7 +135,7 @@ def _columns(m: dict, bold: tuple) -> tuple[list[str], list[list[str]]]:
         for r, line in zip(m["rows"], cells):
             vals = [c["pct_cublas"] for c in r["cells"] if c and c["status"] == "ok" and c["pct_cublas"]]
             g = None if r["family"] == "cublas" else _geomean(vals)
-            bad = any(c and c["status"] in ("FAILED", "error") for c in r["cells"])
+            bad = any(c and c["status"] in NO_NUMBER for c in r["cells"])
             line.append("-" if g is None else _pct_text(g) + ("!" if bad else ""))
     return header, cells
 
@@ -153,14 +154,14 @@ def _footer(m: dict, width: int) -> list[str]:
         for c in r["cells"]:
             if c is not None:
                 counts[c["status"]] = counts.get(c["status"], 0) + 1
-    order = ["ok", "FAILED", "error", "unsupported", "skipped"]
+    order = ALL
     parts = [f"{counts[s]} {s}" for s in order if counts.get(s)]
     legend = []
     if counts.get("unsupported"):
         legend.append("n/a: the kernel does not support that shape")
     if any(c is None for r in m["rows"] for c in r["cells"]):
         legend.append("-: not run at that shape")
-    if m["value"] == "pct_cublas" and (counts.get("FAILED") or counts.get("error")) and len(m["shapes"]) > 1:
+    if m["value"] == "pct_cublas" and any(counts.get(s) for s in NO_NUMBER) and len(m["shapes"]) > 1:
         legend.append("!: geomean over the shapes it passed")
     if parts:
         lines.append("cells: " + ", ".join(parts) + (f" ({'; '.join(legend)})" if legend else ""))

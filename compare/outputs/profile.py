@@ -396,7 +396,8 @@ def main(argv: Optional[list] = None) -> int:
         sys.stdout.write(text)
     if args.plot:
         _write_atomically(args.plot, lambda t: plot(rows, t))
-    return 1 if any(r["status"] in ("FAILED", "error") for r in rows) else 0
+    from ..harness.status import NO_NUMBER
+    return 1 if any(r["status"] in NO_NUMBER for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Optional
 
 from ..harness.errors import UsageError
 from ..harness.files import write_atomically
+from ..harness.status import NO_NUMBER, NOT_RUN
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -28,8 +29,7 @@ FIELDS = ("kernel", "family", "precision", "n_shapes", "n_ok", "n_failed", "n_no
           "flagged", "failed_shapes", "geomean_pct", "p5_pct", "p50_pct", "p95_pct", "worst_pct", "worst_shape", "best_pct",
           "best_shape")
 
-_BAD = ("FAILED", "error", "FAULT", "HUNG")   # compare.harness.runner.BAD
-_NOT_RUN = ("unsupported", "skipped")
+_BAD, _NOT_RUN = NO_NUMBER, NOT_RUN
 
 
 def _get(row: Any, key: str):
