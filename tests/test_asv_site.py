@@ -52,7 +52,7 @@ def test_site_merges_every_machine_and_publishes_both(two_machines, tmp_path):
     a, b, _ = two_machines
     merged, html = tmp_path / "merged", tmp_path / "html"
     assert site.main(["--results", a, "--results", b, "--merged", str(merged), "-o", str(html)]) == 0
-    assert sorted(os.listdir(merged)) == ["benchmarks.json", "h100", "h200"]
+    assert sorted(os.listdir(merged)) == [site.MERGED_MARK, "benchmarks.json", "h100", "h200"]
     with open(html / "index.json") as f:
         index = json.load(f)
     assert sorted(index["machines"]) == ["h100", "h200"]
@@ -79,3 +79,88 @@ def test_gate_refuses_base_and_head_from_two_machines(tmp_path):
     _as_machine(src, str(results), "h100", only={base})
     m, bf, hf = gate.pick(str(results), base, head, None, None, warn=lambda m: None)
     assert m == "h100" and (bf.commit[:8], hf.commit[:8]) == (base[:8], head[:8])
+
+
+# ---------------------------------------------------------------------------- every number drawn
+
+def _numbers_in_results(results_dir):
+    """{machine: count} of the numbers (finite, > 0) the result files hold, read here by hand."""
+    out = {}
+    for m in os.listdir(results_dir):
+        mdir = os.path.join(results_dir, m)
+        if not os.path.isfile(os.path.join(mdir, "machine.json")):
+            continue
+        for fn in os.listdir(mdir):
+            if fn == "machine.json" or not fn.endswith(".json"):
+                continue
+            with open(os.path.join(mdir, fn)) as f:
+                data = json.load(f)
+            i = data["result_columns"].index("result")
+            for row in data["results"].values():
+                vals = row[i] if isinstance(row[i], list) else [row[i]]
+                out[m] = out.get(m, 0) + sum(1 for v in vals if isinstance(v, (int, float)) and 0 < v < float("inf"))
+    return out
+
+
+def _numbers_in_graphs(html):
+    """{machine: count} of the numbers in the site's per-machine graph files."""
+    out = {}
+    for dirpath, _, files in os.walk(os.path.join(html, "graphs")):
+        machine = [p for p in dirpath.split(os.sep) if p.startswith("machine-")]
+        for fn in files:
+            if not machine or fn == "summary.json":
+                continue
+            with open(os.path.join(dirpath, fn)) as f:
+                for _rev, v in json.load(f):
+                    vals = v if isinstance(v, list) else [v]
+                    m = machine[0][len("machine-"):]
+                    out[m] = out.get(m, 0) + sum(1 for x in vals if isinstance(x, (int, float)) and x > 0)
+    return out
+
+
+def test_committed_results_every_recorded_number_is_on_a_graph(tmp_path, capsys):
+    """The committed results of both GPUs, published: each number recorded is a point of a graph.
+    (Merging benchmarks.json whole from the last source left 120 of the H100's 226 out.)"""
+    pytest.importorskip("asv")
+    sources = site.default_sources(ROOT)
+    assert {os.path.basename(os.path.dirname(s)) for s in sources} >= {"h100", "h200"}
+    recorded = {}
+    for s in sources:
+        for m, n in _numbers_in_results(s).items():
+            recorded[m] = recorded.get(m, 0) + n
+    assert recorded["h100"] >= 226 and recorded["h200"] >= 13
+    html = tmp_path / "html"
+    assert site.main(["--merged", str(tmp_path / "merged"), "-o", str(html)]) == 0, capsys.readouterr().err
+    assert _numbers_in_graphs(str(html)) == recorded
+    out = capsys.readouterr().out
+    assert f"machine h100: {recorded['h100']} of {recorded['h100']} recorded numbers" in out
+
+
+def test_a_number_the_site_cannot_show_is_an_error_naming_it(two_machines, tmp_path, capsys):
+    """A result for a commit that is not in the git history: exit 2 before publishing, naming the
+    machine, the commit and why; --skip-unshowable publishes the rest and still names it."""
+    pytest.importorskip("asv")
+    a, b, _ = two_machines
+    src = os.path.join(b, "h100")
+    f = sorted(x for x in os.listdir(src) if x != "machine.json")[0]
+    with open(os.path.join(src, f)) as fh:
+        data = json.load(fh)
+    data["commit_hash"] = "0123456789abcdef0123456789abcdef01234567"
+    with open(os.path.join(src, "01234567-" + f.split("-", 1)[1]), "w") as fh:
+        json.dump(data, fh)
+    args = ["--results", a, "--results", b, "--merged", str(tmp_path / "m"), "-o", str(tmp_path / "html")]
+    assert site.main(args) == 2
+    err = capsys.readouterr().err
+    assert "machine h100, commit 01234567" in err and "not in this clone's git history" in err
+    assert not (tmp_path / "html").exists()
+    assert site.main(args + ["--skip-unshowable"]) == 0
+    assert "warning: machine h100, commit 01234567" in capsys.readouterr().err
+
+
+def test_site_refuses_to_empty_a_folder_it_did_not_make(tmp_path, capsys):
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "precious.txt").write_text("x")
+    assert site.main(["--results", os.path.join(ROOT, "results", "h100", "asv"), "--merged", str(keep)]) == 2
+    assert "not made by compare.ci.site" in capsys.readouterr().err
+    assert (keep / "precious.txt").read_text() == "x"

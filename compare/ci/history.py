@@ -96,6 +96,42 @@ def _load_json(path: str):
         return json.load(f)
 
 
+def _union(old: list, new: list) -> list:
+    """The old values in their order, then the new ones not among them."""
+    return list(old) + [v for v in new if v not in old]
+
+
+def merge_benchmarks(old_b: dict, new_b: dict, overwrite: bool = False) -> tuple[dict, list[str]]:
+    """Merge two asv ``benchmarks.json`` descriptions of one suite: a benchmark's parameter lists
+    become the union of both (asv publish shows a recorded point only where the description lists
+    its parameters, so a description taken whole from one run hides every point another run
+    recorded on a grid of its own). Of the other fields the new run's win. A benchmark whose
+    ``version`` or ``param_names`` differ keeps the recorded description unless ``overwrite``
+    (asv shows only the points of the described version: compare.ci.site names the hidden ones).
+    Returns (merged, notes)."""
+    merged = json.loads(json.dumps(old_b))
+    notes = []
+    for name, new in new_b.items():
+        old = merged.get(name)
+        if not isinstance(new, dict) or not isinstance(old, dict):
+            merged[name] = new                     # the file's format "version", or a new benchmark
+            continue
+        if (old.get("version"), old.get("param_names")) != (new.get("version"), new.get("param_names")):
+            what = (f"version {old.get('version')} -> {new.get('version')}" if old.get("version") != new.get("version")
+                    else "param_names changed")
+            if overwrite:
+                merged[name] = new
+                notes.append(f"benchmarks.json: replaced {name} ({what}; --overwrite)")
+            else:
+                notes.append(f"benchmarks.json: kept the recorded {name} ({what}): pass --overwrite to replace it")
+            continue
+        params = [_union(o, n) for o, n in zip(old.get("params") or [], new.get("params") or [])]
+        merged[name] = {**old, **new, "params": params}
+        if params != (new.get("params") or []):
+            notes.append(f"benchmarks.json: {name}: parameters of both runs kept")
+    return merged, notes
+
+
 def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False) -> list[str]:
     """Merge what one asv run wrote under ``new_dir`` into ``results_dir`` (see the module doc).
     Returns the notes printed. Raises UsageError when a recorded file can't be read (it is left
@@ -105,7 +141,8 @@ def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False
     if os.path.isfile(os.path.join(src_m, "machine.json")) and not os.path.isfile(os.path.join(dst_m, "machine.json")):
         asv_results.write_json_atomic(os.path.join(dst_m, "machine.json"), _load_json(os.path.join(src_m, "machine.json")))
     # benchmarks.json describes the suite (names, params, units), which asv publish needs; asv
-    # rewrites it on every run. Merge by name so that benchmarks of older runs stay described.
+    # rewrites it on every run. Merged by name and, per benchmark, as the union of the parameter
+    # lists, so that every recorded point stays described.
     src_b, dst_b = os.path.join(new_dir, "benchmarks.json"), os.path.join(results_dir, "benchmarks.json")
     if os.path.isfile(src_b):
         new_b = _load_json(src_b)
@@ -113,7 +150,8 @@ def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False
             old_b = _load_json(dst_b) if os.path.isfile(dst_b) else {}
         except ValueError:
             raise UsageError(f"{dst_b} is not valid JSON: left as it is; fix or remove it") from None
-        merged_b = {**old_b, **new_b}
+        merged_b, bench_notes = merge_benchmarks(old_b, new_b, overwrite=overwrite)
+        notes += bench_notes
         if merged_b != old_b:
             asv_results.write_json_atomic(dst_b, merged_b)
     for src in asv_results.result_paths(src_m):

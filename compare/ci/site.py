@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,112 @@ def merge_sources(sources: list[str], results_dir: str) -> dict[str, list[str]]:
     return seen
 
 
+def _branch_commits(root: str, branches: list) -> dict:
+    """{sha: branch} of the first-parent history of each branch (what asv publish draws)."""
+    out = {}
+    for b in branches:
+        p = subprocess.run(["git", "rev-list", "--first-parent", b, "--"], cwd=root, capture_output=True, text=True)
+        for sha in p.stdout.split() if p.returncode == 0 else []:
+            out.setdefault(sha, b)
+    return out
+
+
+def _in_git(root: str, sha: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=root,
+                          capture_output=True).returncode == 0
+
+
+def recorded_numbers(results_dir: str) -> dict:
+    """{machine: [(commit, benchmark, version, raw params tuple, value)]} of every number recorded
+    (asv_results.is_number) under ``results_dir``; raw params are asv's repr() strings."""
+    out = {}
+    for m in asv_results.machines(results_dir):
+        rows = out.setdefault(m, [])
+        for path in asv_results.result_paths(os.path.join(results_dir, m)):
+            rf = asv_results.load(path)
+            cols = rf.data["result_columns"]
+            for name, row in rf.data["results"].items():
+                params = asv_results._column(row, cols, "params") or []
+                combos = list(itertools.product(*params)) if params else [()]
+                values = asv_results._per_point(asv_results._column(row, cols, "result"), len(combos), name)
+                version = asv_results._column(row, cols, "version")
+                for combo, v in zip(combos, values):
+                    if asv_results.is_number(v if not isinstance(v, int) or isinstance(v, bool) else float(v)):
+                        rows.append((rf.commit, name, version, tuple(combo), v))
+    return out
+
+
+def unshowable(root: str, results_dir: str, branches: list) -> list[str]:
+    """One line per (machine, commit, reason) for the recorded numbers that ``asv publish`` would
+    leave out without a word: a commit that is not on a configured branch's first-parent history,
+    a benchmark that benchmarks.json does not describe, or describes at another version or without
+    the point's parameters. Empty when every number will be drawn."""
+    with open(os.path.join(results_dir, "benchmarks.json"), encoding="utf-8") as f:
+        described = json.load(f)
+    on_branch = _branch_commits(root, branches)
+    reasons: dict = {}
+    for m, rows in recorded_numbers(results_dir).items():
+        for commit, name, version, combo, _v in rows:
+            b = described.get(name)
+            if commit not in on_branch:
+                why = (f"commit not on the first-parent history of {', '.join(branches)}" if _in_git(root, commit)
+                       else "commit not in this clone's git history")
+            elif not isinstance(b, dict):
+                why = f"{name} is not in benchmarks.json"
+            elif version is not None and str(b.get("version")) != str(version):
+                why = f"{name} recorded at version {version}, benchmarks.json describes version {b.get('version')}"
+            elif any(c not in (b.get("params") or [])[k] for k, c in enumerate(combo)) or \
+                    len(combo) != len(b.get("params") or []):
+                why = f"{name}: its parameters are not all listed in benchmarks.json"
+            else:
+                continue
+            key = (m, commit[:8], why)
+            n, example = reasons.get(key, (0, combo))
+            reasons[key] = (n + 1, example)
+    return [f"machine {m}, commit {c}: {n} recorded number(s) can't be shown: {why}"
+            + (f" (e.g. {', '.join(ex)})" if "parameters" in why else "")
+            for (m, c, why), (n, ex) in sorted(reasons.items())]
+
+
+def graph_numbers(html_dir: str) -> dict:
+    """{machine: how many numbers the published graphs hold} (summary graphs left out: they are
+    geometric means over a benchmark's points, not points)."""
+    out: dict = {}
+    for dirpath, _dirs, files in os.walk(os.path.join(html_dir, "graphs")):
+        parts = os.path.relpath(dirpath, html_dir).split(os.sep)
+        machine = next((p[len("machine-"):] for p in parts if p.startswith("machine-")), None)
+        if machine is None:
+            continue
+        for fn in files:
+            if not fn.endswith(".json") or fn == "summary.json":
+                continue
+            with open(os.path.join(dirpath, fn), encoding="utf-8") as f:
+                series = json.load(f)
+            for _rev, v in series:
+                vals = v if isinstance(v, list) else [v]
+                out[machine] = out.get(machine, 0) + sum(
+                    1 for x in vals if isinstance(x, (int, float)) and not isinstance(x, bool)
+                    and asv_results.is_number(float(x)))
+    return out
+
+
+MERGED_MARK = ".compare-ci-site"
+
+
+def prepare_merged(path: str) -> None:
+    """An empty folder for the merged results, made afresh on every run (a machine left over from
+    an earlier run would be published too); one that holds anything this tool did not make is
+    refused, never emptied."""
+    if os.path.isdir(path) and os.listdir(path):
+        if not os.path.isfile(os.path.join(path, MERGED_MARK)):
+            raise UsageError(f"--merged {path} is not empty and was not made by compare.ci.site: "
+                             "name a new folder")
+        shutil.rmtree(path)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, MERGED_MARK), "w", encoding="utf-8") as f:
+        f.write("made by python -m compare.ci.site; emptied by its next run\n")
+
+
 def publish(root: str, results_dir: str, html_dir: str) -> int:
     """``asv publish`` of ``results_dir`` into ``html_dir`` with this checkout's asv.conf.json."""
     try:
@@ -69,19 +177,40 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--merged", default=os.path.join(root, ".asv", "site-results"),
                     help="where the merged results go (default .asv/site-results)")
     ap.add_argument("-o", "--html", default=os.path.join(root, ".asv", "html"), help="the site (default .asv/html)")
+    ap.add_argument("--skip-unshowable", action="store_true",
+                    help="publish even when some recorded numbers can't be shown (each is still named, as a "
+                         "warning); default: exit 2 naming them, before publishing")
     args = ap.parse_args(argv)
     try:
         sources = args.results or default_sources(root)
         if not sources:
             raise UsageError(f"no results/*/asv folders under {root}")
-        os.makedirs(args.merged, exist_ok=True)
+        prepare_merged(args.merged)
         seen = merge_sources(sources, args.merged)
         for m, srcs in seen.items():
             print(f"machine {m}: {', '.join(srcs)}")
-        return publish(root, args.merged, args.html)
+        branches = history.load_conf(root).get("branches") or ["main"]
+        hidden = unshowable(root, args.merged, branches)
+        for line in hidden:
+            print(f"{'warning' if args.skip_unshowable else 'error'}: {line}", file=sys.stderr)
+        if hidden and not args.skip_unshowable:
+            raise UsageError(f"{len(hidden)} group(s) of recorded numbers can't be shown (above); "
+                             "--skip-unshowable publishes the rest")
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    rc = publish(root, args.merged, args.html)
+    if rc != 0:
+        return rc
+    want = {m: len(rows) for m, rows in recorded_numbers(args.merged).items()}
+    drawn = graph_numbers(args.html)
+    for m in sorted(want):
+        print(f"machine {m}: {drawn.get(m, 0)} of {want[m]} recorded numbers on the site's graphs")
+    if not hidden and any(drawn.get(m, 0) != n for m, n in want.items()):
+        print("error: asv publish left recorded numbers out for a reason this check does not know",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
