@@ -164,3 +164,71 @@ def test_site_refuses_to_empty_a_folder_it_did_not_make(tmp_path, capsys):
     assert site.main(["--results", os.path.join(ROOT, "results", "h100", "asv"), "--merged", str(keep)]) == 2
     assert "not made by compare.ci.site" in capsys.readouterr().err
     assert (keep / "precious.txt").read_text() == "x"
+
+
+# ---------------------------------------------------------------------------- direction, offline, ladder
+
+H100 = os.path.join(ROOT, "results", "h100", "asv")
+PCT = "gemm.TiledPctCublas.track_pct_cublas"
+
+
+def _planted(tmp_path):
+    """The committed H100 results (two commits of main) with one % of cuBLAS that drops 80 -> 40
+    and one that rises 40 -> 80 from base to head."""
+    dst = tmp_path / "planted"
+    shutil.copytree(H100, dst)
+    files = [(json.load(open(os.path.join(dst, "h100", f))), f) for f in os.listdir(dst / "h100")
+             if f != "machine.json" and f.endswith(".json")]
+    files.sort(key=lambda df: df[0]["date"])
+    for (data, fn), (drop, rise) in zip(files, ((80.0, 40.0), (40.0, 80.0))):
+        row = data["results"][PCT]
+        kernels = row[1][0]
+        row[0][kernels.index("'cuda.08_warptile'")] = drop
+        row[0][kernels.index("'cuda.09_double_buffered'")] = rise
+        with open(os.path.join(dst, "h100", fn), "w") as f:
+            json.dump(data, f)
+    return str(dst)
+
+
+def test_regressions_page_flags_a_drop_of_pct_cublas_and_never_a_rise(tmp_path):
+    pytest.importorskip("asv")
+    html = tmp_path / "html"
+    assert site.main(["--results", _planted(tmp_path), "--merged", str(tmp_path / "m"), "-o", str(html)]) == 0
+    regs = {r[0]: r for r in json.load(open(html / "regressions.json"))["regressions"]}
+    drop, rise = f"{PCT}('cuda.08_warptile', 'fp32')", f"{PCT}('cuda.09_double_buffered', 'fp32')"
+    assert drop in regs and rise not in regs, sorted(regs)
+    last, best, jumps = regs[drop][4], regs[drop][5], regs[drop][6]
+    assert (last, best) == (40.0, 80.0) and [j[2:] for j in jumps] == [[80.0, 40.0]]
+    # times keep asv's own direction: nothing of the (unchanged) times is reversed into a regression
+    assert not [n for n in regs if ".track_time" in n and regs[n][4] < regs[n][5]]
+
+
+def test_site_works_offline_and_is_patched(tmp_path):
+    """index.html loads nothing from the network; every vendored file is there; the y axis, the
+    default curves and the list's colours are patched; the ladder page and commit pages exist."""
+    pytest.importorskip("asv")
+    html = tmp_path / "html"
+    assert site.main(["--results", H100, "--merged", str(tmp_path / "m"), "-o", str(html)]) == 0
+    index = (html / "index.html").read_text()
+    import re
+    srcs = re.findall(r'<(?:script|link)[^>]*\s(?:src|href)="([^"]+)"', index)
+    assert not [s for s in srcs if "://" in s], srcs
+    for s in srcs:
+        assert (html / s).is_file(), s
+    assert len([s for s in srcs if s.startswith("vendor/")]) == 10
+    assert "var max_curves = 16;" in (html / "graphdisplay.js").read_text()
+    assert "min = 0;  /* compare.ci.site" in (html / "graphdisplay.js").read_text()
+    assert "var worse =" in (html / "summarylist.js").read_text()
+    ladder = (html / "ladder.html").read_text()
+    assert "100% = cuBLAS fp32" in ladder and "tf32x3 is compared with cuBLAS fp32" in ladder
+    assert "://" not in ladder.replace("http://www.w3.org/2000/svg", "")
+    idx = json.load(open(html / "index.json"))
+    assert idx["show_commit_url"] == "commits/"
+    for sha in idx["revision_to_hash"].values():
+        assert sha[:8] in (html / "commits" / sha / "index.html").read_text()
+
+
+def test_site_refuses_an_asv_whose_page_loads_an_unknown_script(tmp_path):
+    (tmp_path / "index.html").write_text('<html><script src="https://cdn.example/x.js"></script></html>')
+    with pytest.raises(site.UsageError, match="https://cdn.example/x.js"):
+        site.offline(str(tmp_path))

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import glob
+import html
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +27,7 @@ import tempfile
 from typing import Optional
 
 from ..harness.errors import UsageError
-from . import asv_results, history
+from . import asv_results, history, ladder
 
 
 def default_sources(root: str) -> list[str]:
@@ -153,8 +155,128 @@ def prepare_merged(path: str) -> None:
         f.write("made by python -m compare.ci.site; emptied by its next run\n")
 
 
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_assets")
+# asv 0.6's index.html loads these from CDNs (the address as it writes it) -> the copy under
+# site_assets/vendor (its README says where each is from).
+VENDOR = {
+    "https://code.jquery.com/jquery-3.3.1.min.js": "jquery-3.3.1.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": "jquery.flot-0.8.3.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": "jquery.flot.time-0.8.3.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js": "jquery.flot.selection-0.8.3.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js": "jquery.flot.categories-0.8.3.js",
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": "jquery.flot.orderBars-1.0.0.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": "stupidtable-1.0.1.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": "md5-2.19.0.min.js",
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": "bootstrap-3.1.1.min.js",
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": "bootstrap-3.1.1.min.css",
+}
+HIGHER_RE = "\\.(" + "|".join(asv_results.HIGHER_IS_BETTER_PREFIXES) + ")"   # a JS regex on a benchmark name
+# (file, asv's text, ours): each asv text must occur exactly once, else the site is refused (an asv
+# whose scripts changed would otherwise be published half-patched).
+JS_PATCHES = [
+    # asv ticks the first 8 curves of a graph: a ladder group has 9-10 kernels, and its best
+    # stages (the last ones) were left out. 16 shows every kernel of one shape.
+    ("graphdisplay.js", "var max_curves = 8;", "var max_curves = 16;  /* compare.ci.site: every kernel of a group */"),
+    # A linear y axis from 0 (asv: from the data's minimum, so a 1% dip fills the plot); the
+    # zoom, log and reference buttons keep asv's own scaling.
+    ("graphdisplay.js",
+     "        min /= reference;\n        max /= reference;\n",
+     "        if (!log_scale && !zoom_y_axis && !reference_scale && min > 0) {\n"
+     "            min = 0;  /* compare.ci.site: the axis starts at 0 */\n        }\n"
+     "        min /= reference;\n        max /= reference;\n"),
+    # The list's "recent change" colours a rise red: right for a time, upside down for a % of cuBLAS.
+    ("summarylist.js", "                if (change > 5) {",
+     "                var worse = /" + HIGHER_RE + "/.test(row.name) ? -change : change;"
+     "  /* compare.ci.site: % of cuBLAS is higher-is-better */\n                if (worse > 5) {"),
+    ("summarylist.js", "                else if (change < -5) {", "                else if (worse < -5) {"),
+]
+
+
+def _asv_publish_direction_aware(conf_path: str) -> int:
+    """``asv publish`` with its regression detection the right way up for higher-is-better
+    benchmarks (asv 0.6 has no notion of it: a benchmark's rise is its regression). A % of cuBLAS
+    series is handed to asv's own detector as 1/value (a drop of % is a rise of 1/%, with the same
+    relative size), and the values it reports are turned back. Runs in its own process."""
+    from asv.main import main as asv_main
+    from asv.plugins.regressions import Regressions
+
+    original = Regressions._process_regression.__func__
+
+    def process(cls, regressions, revision_to_hash, repo, all_params, graph_data, graph):
+        j, entry_name, steps, threshold = graph_data
+        if not asv_results.higher_is_better(entry_name.split("(", 1)[0]):
+            return original(cls, regressions, revision_to_hash, repo, all_params, graph_data, graph)
+        if any(not (v > 0) for _l, _r, v, _m, _e in steps):
+            return None                             # no reciprocal: nothing is judged
+        flipped = [(left, right, 1.0 / v, 1.0 / v, err / (v * v)) for left, right, v, _m, err in steps]
+        n = len(regressions)
+        original(cls, regressions, revision_to_hash, repo, all_params, (j, entry_name, flipped, threshold), graph)
+        for reg in regressions[n:]:
+            reg[4], reg[5] = 1.0 / reg[4], 1.0 / reg[5]
+            reg[6] = [(a, b, 1.0 / v1, 1.0 / v2) for a, b, v1, v2 in reg[6]]
+        return None
+
+    Regressions._process_regression = classmethod(process)
+    sys.argv = ["asv", "publish", "--config", conf_path]
+    try:
+        asv_main()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+def offline(html_dir: str) -> None:
+    """Point index.html at the vendored copies of its scripts and apply JS_PATCHES. Raises
+    UsageError naming what asv loads from the network that no copy stands for."""
+    vendor = os.path.join(html_dir, "vendor")
+    os.makedirs(vendor, exist_ok=True)
+    for fn in sorted(os.listdir(os.path.join(ASSETS, "vendor"))):
+        if fn.endswith((".js", ".css")):
+            shutil.copy(os.path.join(ASSETS, "vendor", fn), os.path.join(vendor, fn))
+    index = os.path.join(html_dir, "index.html")
+    with open(index, encoding="utf-8") as f:
+        text = f.read()
+    for url, local in VENDOR.items():
+        esc = re.escape(url)
+        text = re.sub(r'<script[^>]*\ssrc="' + esc + r'"[^>]*>\s*</script>',
+                      f'<script src="vendor/{local}"></script>', text)
+        text = re.sub(r'<link[^>]*\shref="' + esc + r'"[^>]*>', f'<link rel="stylesheet" href="vendor/{local}">', text)
+    remote = re.findall(r'<(?:script|link)[^>]*\s(?:src|href)="(https?://[^"]+)"', text)
+    if remote:
+        raise UsageError(f"asv's index.html loads {remote[0]} from the network and compare/ci/site_assets/vendor "
+                         "has no copy of it (another asv version?)")
+    nav = '<li id="nav-li-summarylist">'
+    if nav not in text:
+        raise UsageError("asv's index.html has no navigation bar where the ladder page's link goes")
+    text = text.replace(nav, '<li><a href="ladder.html"><b>Ladder over time</b></a></li>\n\t' + nav, 1)
+    asv_results.write_text_atomically(index, text)
+    for fn, old, new in JS_PATCHES:
+        path = os.path.join(html_dir, fn)
+        with open(path, encoding="utf-8") as f:
+            js = f.read()
+        if js.count(old) != 1:
+            raise UsageError(f"{fn} of this asv version has no {old.strip()!r} to patch (asv 0.6.x expected)")
+        asv_results.write_text_atomically(path, js.replace(old, new))
+
+
+def commit_pages(root: str, html_dir: str, shas: list) -> None:
+    """commits/<sha>/index.html for each commit the site shows (asv.conf.json's show_commit_url is
+    "commits/"): the commit's message and changed files, so a point's link leads somewhere offline."""
+    for sha in shas:
+        p = subprocess.run(["git", "show", "--stat", "--format=fuller", "--no-color", sha], cwd=root,
+                           capture_output=True, text=True)
+        body = p.stdout if p.returncode == 0 else f"{sha}: not in this clone's git history"
+        page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{sha[:8]}</title></head><body>"
+                f"<p><a href='../../index.html'>asv site</a> &middot; <a href='../../ladder.html'>ladder over time</a></p>"
+                f"<pre>{html.escape(body)}</pre></body></html>\n")
+        os.makedirs(os.path.join(html_dir, "commits", sha), exist_ok=True)
+        asv_results.write_text_atomically(os.path.join(html_dir, "commits", sha, "index.html"), page)
+
+
 def publish(root: str, results_dir: str, html_dir: str) -> int:
-    """``asv publish`` of ``results_dir`` into ``html_dir`` with this checkout's asv.conf.json."""
+    """``asv publish`` of ``results_dir`` into ``html_dir`` with this checkout's asv.conf.json (its
+    regressions the right way up for % of cuBLAS), then made to work offline, with the ladder
+    page and a page per commit."""
     try:
         import asv  # noqa: F401
     except ImportError:
@@ -166,7 +288,15 @@ def publish(root: str, results_dir: str, html_dir: str) -> int:
         conf_path = os.path.join(tmp, "asv.conf.json")
         with open(conf_path, "w") as f:
             json.dump(conf, f)
-        return subprocess.call([sys.executable, "-m", "asv", "publish", "--config", conf_path], cwd=root)
+        rc = subprocess.call([sys.executable, "-m", "compare.ci.site", "--asv-publish", conf_path], cwd=root)
+    if rc != 0:
+        return rc
+    offline(html_dir)
+    with open(os.path.join(html_dir, "index.json"), encoding="utf-8") as f:
+        index = json.load(f)
+    commit_pages(root, html_dir, sorted(index["revision_to_hash"].values()))
+    ladder.write(root, results_dir, html_dir, index, conf.get("branches") or ["main"])
+    return 0
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -180,7 +310,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--skip-unshowable", action="store_true",
                     help="publish even when some recorded numbers can't be shown (each is still named, as a "
                          "warning); default: exit 2 naming them, before publishing")
+    ap.add_argument("--asv-publish", metavar="CONF", help=argparse.SUPPRESS)   # the child process of publish()
     args = ap.parse_args(argv)
+    if args.asv_publish:
+        return _asv_publish_direction_aware(args.asv_publish)
     try:
         sources = args.results or default_sources(root)
         if not sources:
