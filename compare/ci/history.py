@@ -21,6 +21,8 @@ Commits older than the asv suite (no benchmarks/) are skipped with a message.
 
 asv itself must be importable (installed, or on PYTHONPATH, e.g. from the .whl folder: see
 docs/asv.md). The benchmark processes get this process's PYTHONPATH through ASV_PYTHONPATH.
+Without a GPU it stops up front (exit 2): asv would run and record every point as n/a
+(--allow-no-gpu runs it anyway, to test this tool on a CPU box).
 Exit status: 0 when asv ran for every commit that has a suite (benchmarks that failed inside a
 run are recorded as failed: the gate reports them), 1 when an asv run itself errored or its
 results could not be merged (e.g. the recorded file is unreadable: it is left as it is), 2 usage.
@@ -257,6 +259,11 @@ def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: st
         subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
 
 
+def _gpu_visible() -> bool:
+    from ..harness.inputs import gpu_available
+    return gpu_available()
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.ci.history", description=__doc__.split("\n\n")[0])
     which = ap.add_mutually_exclusive_group()
@@ -274,6 +281,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="where the recorded and the new run both have a number, keep the new one (default: "
                          "the recorded); also replaces benchmarks whose version changed. A recorded number is "
                          "never replaced by a failure or n/a, even so")
+    ap.add_argument("--allow-no-gpu", action="store_true",
+                    help="run asv even without a GPU (every point is recorded as n/a): for testing this tool")
     ap.add_argument("--show-stderr", action="store_true", help="passed to asv run")
     ap.add_argument("--dry-run", action="store_true", help="print what would run")
     args = ap.parse_args(argv)
@@ -297,6 +306,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         except ImportError:
             print("error: asv is not importable by this python: install it (docs/asv.md: the .whl folder)",
                   file=sys.stderr)
+            return 2
+        if not args.allow_no_gpu and not _gpu_visible():
+            print("error: no CUDA GPU is visible (torch.cuda.is_available() is False): asv would record every "
+                  "point as n/a; run this on the GPU box", file=sys.stderr)
             return 2
         ensure_machine(args.machine or default_machine())
     results_dir = os.path.abspath(args.results_dir or os.path.join(root, conf.get("results_dir", ".asv/results")))

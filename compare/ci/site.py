@@ -44,8 +44,15 @@ def merge_sources(sources: list[str], results_dir: str) -> dict[str, list[str]]:
         for m in machines:
             history.record(src, results_dir, m)
             seen.setdefault(m, []).append(src)
-    if not os.path.isfile(os.path.join(results_dir, "benchmarks.json")):
+    bpath = os.path.join(results_dir, "benchmarks.json")
+    if not os.path.isfile(bpath):
         raise UsageError(f"none of {', '.join(sources)} has a benchmarks.json (asv publish needs the suite's description)")
+    with open(bpath, encoding="utf-8") as f:
+        described = json.load(f)
+    for name, b in described.items():       # results recorded before the suite named its benchmarks
+        if isinstance(b, dict) and not b.get("pretty_name"):
+            b["pretty_name"] = asv_results.pretty_name(name)
+    asv_results.write_json_atomic(bpath, described)
     return seen
 
 
