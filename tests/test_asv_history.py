@@ -73,6 +73,7 @@ def test_dry_run_skips_commits_without_suite(repo):
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"skip {shas[0][:8]}" in p.stdout and "older than the asv suite" in p.stdout
     assert p.stdout.count("would run") == 2
+    assert "suite: one version of benchmarks/ (tree " in p.stdout and "in all 2 commit(s)" in p.stdout
     assert f"--set-commit-hash {shas[1]}" in p.stdout and f"--set-commit-hash {shas[2]}" in p.stdout
     assert _history(path, env, "--commits", "no-such-rev", "--dry-run").returncode == 2
 

@@ -83,6 +83,19 @@ def has_suite(root: str, sha: str, benchmark_dir: str) -> bool:
     return p.returncode == 0 and any(n.endswith(".py") for n in p.stdout.split())
 
 
+def suite_note(root: str, shas: list, benchmark_dir: str) -> str:
+    """One line: whether the commits measure one suite (the same benchmarks/ tree, so asv's
+    history joins them) or which commit changes it."""
+    if not shas:
+        return "suite: none of these commits has one"
+    trees = [_git(["rev-parse", f"{sha}:{benchmark_dir.rstrip('/')}"], root) for sha in shas]
+    if len(set(trees)) == 1:
+        return f"suite: one version of {benchmark_dir}/ (tree {trees[0][:8]}) in all {len(shas)} commit(s)"
+    changes = [shas[i][:8] for i in range(1, len(shas)) if trees[i] != trees[i - 1]]
+    return (f"suite: {benchmark_dir}/ changes at {', '.join(changes)}: a benchmark whose version or grid "
+            "changed starts a new history there")
+
+
 def default_machine() -> str:
     """asv's default machine name (the one `asv machine --yes` records)."""
     return platform.node()
@@ -317,6 +330,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     machine = args.machine or default_machine()
     bdir = conf.get("benchmark_dir", "benchmarks")
     errors, done, skipped = [], [], []
+    print(suite_note(root, [sha for sha in shas if has_suite(root, sha, bdir)], bdir))
     for sha in shas:
         short = sha[:8]
         subject = _git(["log", "-1", "--format=%s", sha], root)
@@ -339,7 +353,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             errors.append(sha)
             continue
         done.append(sha)
-    print(f"history: {len(done)} commit(s) recorded, {len(skipped)} skipped, {len(errors)} failed; "
+    print(f"history: {len(done)} commit(s) {'to record' if args.dry_run else 'recorded'}, {len(skipped)} skipped, "
+          f"{len(errors)} failed; "
           f"results in {results_dir} (then: python -m asv publish)")
     return 1 if errors else 0
 
