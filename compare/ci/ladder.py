@@ -17,7 +17,7 @@ import os
 from . import asv_results
 
 W, H = 820, 330
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 74
+LEFT, RIGHT, TOP, BOTTOM = 92, 16, 16, 74
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39"]
 DASHES = ["", "7 4", "2 3", "10 3 2 3"]
