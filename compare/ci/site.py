@@ -7,9 +7,20 @@ asv keeps results per machine (a folder with its machine.json) and draws each ma
 series in one site, so the H200's and the H100's histories sit side by side and are never mixed:
 the gate (compare.ci.gate) compares two commits on one machine only. This tool merges the given
 results folders into one (history.record: point by point, a recorded number is never replaced,
-benchmarks.json merged by benchmark name), then runs ``asv publish`` on it with a copy of
-asv.conf.json whose results_dir and html_dir point there. Exit 2 when there is nothing to publish
-or asv is missing; asv's own exit status otherwise.
+benchmarks.json merged by benchmark name, each parameter list as the union of all), then runs
+``asv publish`` on it with a copy of asv.conf.json whose results_dir and html_dir point there.
+What it adds to asv publish (docs/asv.md, "Viewing the committed history"):
+
+  * every recorded number is drawn: one asv would drop (a commit off main's first-parent history,
+    a benchmark not described at its version or parameters) is named, with why, before anything
+    is published (exit 2; --skip-unshowable publishes the rest), and the graphs' numbers are
+    counted against the recorded ones afterwards (exit 1 if they differ);
+  * the regressions page the right way up for % of cuBLAS (higher is better);
+  * ladder.html (compare.ci.ladder), a page per commit, y axes from 0, 16 default curves;
+  * no network: asv's CDN scripts replaced by site_assets/vendor/.
+
+Exit 0 published with every number drawn; 1 asv publish failed or left numbers out; 2 nothing to
+publish, a number that can't be shown, asv missing, or an asv whose page this tool can't adapt.
 """
 from __future__ import annotations
 
@@ -307,7 +318,11 @@ def publish(root: str, results_dir: str, html_dir: str) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    root = history.repo_root()
+    try:
+        root = history.repo_root()
+    except UsageError as e:
+        print(f"error: {e}: run from the project's git checkout", file=sys.stderr)
+        return 2
     ap = argparse.ArgumentParser(prog="python -m compare.ci.site", description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", action="append", metavar="DIR",
                     help="an asv results folder with <machine>/ subfolders; repeatable (default: every results/*/asv)")
@@ -339,9 +354,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    rc = publish(root, args.merged, args.html)
+    try:
+        rc = publish(root, args.merged, args.html)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if rc != 0:
-        return rc
+        return 1
     want = {m: len(rows) for m, rows in recorded_numbers(args.merged).items()}
     drawn = graph_numbers(args.html)
     for m in sorted(want):
