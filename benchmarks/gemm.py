@@ -204,6 +204,7 @@ def geomean_pct_cublas(kernel_name: str, precision: str, shapes: list[str]) -> f
 # processes only read the result (no CUDA, no compile). With launch_method forkserver (asv.conf.json)
 # those processes are forks of one that has imported the suite (torch, triton) already.
 
+from compare.ci import asv_results as _asv_results  # noqa: E402  (pretty names)
 from compare.ci import suite_cache as _suite_cache  # noqa: E402  (the measuring half of the suite)
 
 _T_MODULE = _time.perf_counter()
@@ -347,6 +348,16 @@ def _digest(shapes) -> str:
     return _hashlib.sha1(",".join(shapes).encode()).hexdigest()[:8]
 
 
+def _named(base, method: str, name: str) -> dict:
+    """The class's own ``method`` carrying its ``pretty_name`` (asv reads it from the function, and
+    the base class's function is shared by every class); it calls the base's, looked up per call."""
+    def track(self, *args):
+        return getattr(base, method)(self, *args)
+    track.__name__ = method
+    track.pretty_name = _asv_results.pretty_name(f"{__name__.rsplit('.', 1)[-1]}.{name}.{method}")
+    return {method: track}
+
+
 def _make_classes() -> dict:
     made = {}
     for group in _registry.GROUPS:
@@ -358,6 +369,7 @@ def _make_classes() -> dict:
                 "params": [kernel_names, shapes(group), precs],
                 "version": VERSION,
                 "setup_cache": SETUP_CACHES[group],
+                **_named(_GemmTrack, "track_time", name),
             })
             pct_kernels = [k for k in kernel_names if _registry.get(k).family != "cublas"]
             if pct_kernels:
@@ -370,6 +382,7 @@ def _make_classes() -> dict:
                     "params": [pct_kernels, precs],
                     "version": VERSION,
                     "setup_cache": SETUP_CACHES[group],
+                    **_named(_PctTrack, "track_pct_cublas", name + PCT_SUFFIX),
                 })
     sweep = [_shape_text(s) for s in sweep_shapes()]
     allowed = precisions()
@@ -387,6 +400,7 @@ def _make_classes() -> dict:
                 "setup_cache": SETUP_CACHES["sweep"],
                 # A different shape set is a different measurement: asv keeps history per version.
                 "version": f"{VERSION}-{_digest(sweep)}",
+                **_named(_SweepTrack, "track_geomean_pct_cublas", name),
             })
     return made
 

@@ -58,6 +58,10 @@ def repo(tmp_path_factory):
     return repo, env, shas
 
 
+# These tests check the tool's bookkeeping, which a CPU box can run (asv records n/a everywhere).
+NO_GPU = ("--allow-no-gpu",)
+
+
 def _history(repo, env, *args):
     return subprocess.run([sys.executable, "-m", "compare.ci.history", *args], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=900)
@@ -69,8 +73,20 @@ def test_dry_run_skips_commits_without_suite(repo):
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"skip {shas[0][:8]}" in p.stdout and "older than the asv suite" in p.stdout
     assert p.stdout.count("would run") == 2
+    assert "suite: one version of benchmarks/ (tree " in p.stdout and "in all 2 commit(s)" in p.stdout
     assert f"--set-commit-hash {shas[1]}" in p.stdout and f"--set-commit-hash {shas[2]}" in p.stdout
     assert _history(path, env, "--commits", "no-such-rev", "--dry-run").returncode == 2
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="checks the no-GPU path")
+def test_history_without_a_gpu_stops_up_front_in_one_line(repo):
+    """Without a GPU asv would exit 0 with every point n/a ("3 recorded, 0 failed"): refuse first."""
+    pytest.importorskip("asv")
+    path, env, shas = repo
+    p = _history(path, env, "--last", "2", "--quick", "--machine", "cpu-test-nogpu")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.count("\n") == 1 and "no CUDA GPU" in p.stderr and "n/a" in p.stderr, p.stderr
+    assert "===" not in p.stdout and not (path / ".asv" / "results" / "cpu-test-nogpu").exists()
 
 
 def test_history_records_each_commit_and_gate_reads_them(repo):
@@ -78,7 +94,7 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
     path, env, shas = repo
     for v in ("GEMM_BENCH_SET", "GEMM_BENCH_QUICK", "GEMM_BENCH_PRECISIONS"):
         env.pop(v, None)
-    p = _history(path, env, "--last", "3", "--quick", "--bench", r"gemm\.Naive\.", "--machine", "cpu-test")
+    p = _history(path, env, *NO_GPU, "--last", "3", "--quick", "--bench", r"gemm\.Naive\.", "--machine", "cpu-test")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "older than the asv suite" in p.stdout
     files = [f for f in glob.glob(str(path / ".asv" / "results" / "cpu-test" / "*.json"))
@@ -97,7 +113,7 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
                        cwd=path, env=env, capture_output=True, text=True)
     assert c.returncode == 1 and "hold no number" in c.stderr, c.stdout + c.stderr
     # a second pass with --skip-existing runs nothing
-    p = _history(path, env, "--last", "2", "--skip-existing", "--machine", "cpu-test")
+    p = _history(path, env, *NO_GPU, "--last", "2", "--skip-existing", "--machine", "cpu-test")
     assert p.returncode == 0 and p.stdout.count("results already recorded") == 2, p.stdout
 
     # Numbers recorded for both commits (as a GPU box would have), head 2x slower: the gate fails.
@@ -114,7 +130,7 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
     assert g.returncode == 1 and "SLOW" in g.stdout, g.stdout + g.stderr
     # Re-running on this box (n/a everywhere) keeps every recorded number: the files are not
     # rewritten at all, and the gate still fails.
-    p = _history(path, env, "--commits", shas[1], shas[2], "--quick", "--bench", r"gemm\.Naive\.",
+    p = _history(path, env, *NO_GPU, "--commits", shas[1], shas[2], "--quick", "--bench", r"gemm\.Naive\.",
                  "--machine", "cpu-test")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "kept gemm.Naive.track_time" in p.stdout and "new run n/a" in p.stdout
@@ -130,7 +146,7 @@ def test_history_records_each_commit_and_gate_reads_them(repo):
     assert g.returncode == 1 and sus.read_text().split() == [r"^gemm\.Naive\.track_time(\(|$)"], sus.read_text()
     confirm = path.parent / "confirm1"
     benches = [a for r in sus.read_text().split() for a in ("--bench", r)]
-    p = _history(path, env, "--commits", shas[2], shas[1], "--results-dir", str(confirm), "--quick",
+    p = _history(path, env, *NO_GPU, "--commits", shas[2], shas[1], "--results-dir", str(confirm), "--quick",
                  "--machine", "cpu-test", *benches)
     assert p.returncode == 0, p.stdout + p.stderr
     cfiles = {json.load(open(f))["commit_hash"]: f for f in glob.glob(str(confirm / "cpu-test" / "*.json"))
@@ -193,6 +209,44 @@ def test_merge_takes_numbers_where_none_were_recorded_and_keeps_old_numbers():
     # idempotent: merging the same run again changes nothing
     again, _, changed = asv_results.merge(merged, new, overwrite=True)
     assert again == merged and not changed
+
+
+def test_a_point_taken_into_the_history_carries_its_statistics_and_samples():
+    """The point a re-run fills in brings its 99% interval, quartiles and raw samples along, and
+    the points the record kept keep theirs: the gate (which reads them through points_of) judges
+    a taken number on its own spread, never on another run's or on none."""
+    cols = FIXTURE["result_columns"]
+    n = len(_values(FIXTURE))
+
+    def with_stats(data, result, stats, samples):
+        d = copy.deepcopy(data)
+        row = d["results"][NAME]
+        row += [None] * (len(cols) - len(row))
+        row[cols.index("result")] = result
+        for c, vals in stats.items():
+            row[cols.index(c)] = vals
+        row[cols.index("samples")] = samples
+        return d
+
+    old_samples = [[1.0e-4, 1.1e-4, 1.2e-4] for _ in range(n)]
+    old = with_stats(FIXTURE, [math.nan] + [1.1e-4] * (n - 1),
+                     {"stats_ci_99_a": [None] + [1.0e-4] * (n - 1), "stats_ci_99_b": [None] + [1.2e-4] * (n - 1),
+                      "stats_q_25": [None] + [1.05e-4] * (n - 1), "stats_q_75": [None] + [1.15e-4] * (n - 1)},
+                     [None] + old_samples[1:])
+    new = with_stats(FIXTURE, [2.0e-4] + [9.0e-4] * (n - 1),
+                     {"stats_ci_99_a": [1.9e-4] + [8.0e-4] * (n - 1), "stats_ci_99_b": [2.1e-4] + [9.5e-4] * (n - 1),
+                      "stats_q_25": [1.95e-4] + [8.5e-4] * (n - 1), "stats_q_75": [2.05e-4] + [9.2e-4] * (n - 1)},
+                     [[1.9e-4, 2.0e-4, 2.1e-4]] + [[9.0e-4] * 3] * (n - 1))
+    merged, _, changed = asv_results.merge(old, new)
+    assert changed
+    row = merged["results"][NAME]
+    got = {c: row[cols.index(c)] for c in ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "samples")}
+    assert [v[0] for v in got.values()] == [2.0e-4, 1.9e-4, 2.1e-4, 1.95e-4, 2.05e-4, [1.9e-4, 2.0e-4, 2.1e-4]]
+    assert [v[1] for v in got.values()] == [1.1e-4, 1.0e-4, 1.2e-4, 1.05e-4, 1.15e-4, [1.0e-4, 1.1e-4, 1.2e-4]]
+    kernel = FIXTURE["results"][NAME][1][0][0].strip("'")
+    pt = next(p for (b, params), p in asv_results.points_of(merged).items() if b == NAME and params[0] == kernel)
+    assert (pt.value, pt.ci, pt.quartiles, pt.samples) == (2.0e-4, (1.9e-4, 2.1e-4), (1.95e-4, 2.05e-4),
+                                                           (1.9e-4, 2.0e-4, 2.1e-4))
 
 
 def test_merge_keeps_a_benchmark_whose_version_changed_unless_overwrite():

@@ -68,6 +68,23 @@ def higher_is_better(benchmark: str) -> bool:
     return benchmark.rsplit(".", 1)[-1].startswith(HIGHER_IS_BETTER_PREFIXES)
 
 
+def pretty_name(benchmark: str) -> str:
+    """The name asv's pages show for a benchmark of benchmarks/gemm.py (its ``pretty_name``):
+    gemm.TiledTensorCorePctCublas.track_pct_cublas -> "Tiled · tf32, tf32x3 · % of cuBLAS, geometric
+    mean over the group's shapes". No parentheses: asv's list page splits a name at its last "("."""
+    cls = benchmark.split(".")[-2] if benchmark.count(".") >= 1 else benchmark
+    if cls.startswith("Sweep"):
+        family = {"Cuda": "CUDA"}.get(cls[len("Sweep"):], cls[len("Sweep"):])
+        return f"Sweep · {family} · % of cuBLAS, geometric mean over the sweep shapes"
+    pct = cls.endswith("PctCublas")
+    base = cls[: -len("PctCublas")] if pct else cls
+    tensor = base.endswith("TensorCore")
+    base = base[: -len("TensorCore")] if tensor else base
+    group = "Split-K" if base == "SplitK" else base
+    what = "% of cuBLAS, geometric mean over the group's shapes" if pct else "kernel time per shape"
+    return f"{group} · {'tf32, tf32x3' if tensor else 'fp32'} · {what}"
+
+
 @dataclass(frozen=True)
 class Point:
     """One benchmark x parameter point: its value and, where asv recorded them, its spread."""

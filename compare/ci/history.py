@@ -21,6 +21,8 @@ Commits older than the asv suite (no benchmarks/) are skipped with a message.
 
 asv itself must be importable (installed, or on PYTHONPATH, e.g. from the .whl folder: see
 docs/asv.md). The benchmark processes get this process's PYTHONPATH through ASV_PYTHONPATH.
+Without a GPU it stops up front (exit 2): asv would run and record every point as n/a
+(--allow-no-gpu runs it anyway, to test this tool on a CPU box).
 Exit status: 0 when asv ran for every commit that has a suite (benchmarks that failed inside a
 run are recorded as failed: the gate reports them), 1 when an asv run itself errored or its
 results could not be merged (e.g. the recorded file is unreadable: it is left as it is), 2 usage.
@@ -81,6 +83,19 @@ def has_suite(root: str, sha: str, benchmark_dir: str) -> bool:
     return p.returncode == 0 and any(n.endswith(".py") for n in p.stdout.split())
 
 
+def suite_note(root: str, shas: list, benchmark_dir: str) -> str:
+    """One line: whether the commits measure one suite (the same benchmarks/ tree, so asv's
+    history joins them) or which commit changes it."""
+    if not shas:
+        return "suite: none of these commits has one"
+    trees = [_git(["rev-parse", f"{sha}:{benchmark_dir.rstrip('/')}"], root) for sha in shas]
+    if len(set(trees)) == 1:
+        return f"suite: one version of {benchmark_dir}/ (tree {trees[0][:8]}) in all {len(shas)} commit(s)"
+    changes = [shas[i][:8] for i in range(1, len(shas)) if trees[i] != trees[i - 1]]
+    return (f"suite: {benchmark_dir}/ changes at {', '.join(changes)}: a benchmark whose version or grid "
+            "changed starts a new history there")
+
+
 def default_machine() -> str:
     """asv's default machine name (the one `asv machine --yes` records)."""
     return platform.node()
@@ -96,6 +111,42 @@ def _load_json(path: str):
         return json.load(f)
 
 
+def _union(old: list, new: list) -> list:
+    """The old values in their order, then the new ones not among them."""
+    return list(old) + [v for v in new if v not in old]
+
+
+def merge_benchmarks(old_b: dict, new_b: dict, overwrite: bool = False) -> tuple[dict, list[str]]:
+    """Merge two asv ``benchmarks.json`` descriptions of one suite: a benchmark's parameter lists
+    become the union of both (asv publish shows a recorded point only where the description lists
+    its parameters, so a description taken whole from one run hides every point another run
+    recorded on a grid of its own). Of the other fields the new run's win. A benchmark whose
+    ``version`` or ``param_names`` differ keeps the recorded description unless ``overwrite``
+    (asv shows only the points of the described version: compare.ci.site names the hidden ones).
+    Returns (merged, notes)."""
+    merged = json.loads(json.dumps(old_b))
+    notes = []
+    for name, new in new_b.items():
+        old = merged.get(name)
+        if not isinstance(new, dict) or not isinstance(old, dict):
+            merged[name] = new                     # the file's format "version", or a new benchmark
+            continue
+        if (old.get("version"), old.get("param_names")) != (new.get("version"), new.get("param_names")):
+            what = (f"version {old.get('version')} -> {new.get('version')}" if old.get("version") != new.get("version")
+                    else "param_names changed")
+            if overwrite:
+                merged[name] = new
+                notes.append(f"benchmarks.json: replaced {name} ({what}; --overwrite)")
+            else:
+                notes.append(f"benchmarks.json: kept the recorded {name} ({what}): pass --overwrite to replace it")
+            continue
+        params = [_union(o, n) for o, n in zip(old.get("params") or [], new.get("params") or [])]
+        merged[name] = {**old, **new, "params": params}
+        if params != (new.get("params") or []):
+            notes.append(f"benchmarks.json: {name}: parameters of both runs kept")
+    return merged, notes
+
+
 def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False) -> list[str]:
     """Merge what one asv run wrote under ``new_dir`` into ``results_dir`` (see the module doc).
     Returns the notes printed. Raises UsageError when a recorded file can't be read (it is left
@@ -105,7 +156,8 @@ def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False
     if os.path.isfile(os.path.join(src_m, "machine.json")) and not os.path.isfile(os.path.join(dst_m, "machine.json")):
         asv_results.write_json_atomic(os.path.join(dst_m, "machine.json"), _load_json(os.path.join(src_m, "machine.json")))
     # benchmarks.json describes the suite (names, params, units), which asv publish needs; asv
-    # rewrites it on every run. Merge by name so that benchmarks of older runs stay described.
+    # rewrites it on every run. Merged by name and, per benchmark, as the union of the parameter
+    # lists, so that every recorded point stays described.
     src_b, dst_b = os.path.join(new_dir, "benchmarks.json"), os.path.join(results_dir, "benchmarks.json")
     if os.path.isfile(src_b):
         new_b = _load_json(src_b)
@@ -113,7 +165,8 @@ def record(new_dir: str, results_dir: str, machine: str, overwrite: bool = False
             old_b = _load_json(dst_b) if os.path.isfile(dst_b) else {}
         except ValueError:
             raise UsageError(f"{dst_b} is not valid JSON: left as it is; fix or remove it") from None
-        merged_b = {**old_b, **new_b}
+        merged_b, bench_notes = merge_benchmarks(old_b, new_b, overwrite=overwrite)
+        notes += bench_notes
         if merged_b != old_b:
             asv_results.write_json_atomic(dst_b, merged_b)
     for src in asv_results.result_paths(src_m):
@@ -219,6 +272,11 @@ def run_commit(root: str, conf: dict, sha: str, *, results_dir: str, machine: st
         subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
 
 
+def _gpu_visible() -> bool:
+    from ..harness.inputs import gpu_available
+    return gpu_available()
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m compare.ci.history", description=__doc__.split("\n\n")[0])
     which = ap.add_mutually_exclusive_group()
@@ -236,6 +294,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="where the recorded and the new run both have a number, keep the new one (default: "
                          "the recorded); also replaces benchmarks whose version changed. A recorded number is "
                          "never replaced by a failure or n/a, even so")
+    ap.add_argument("--allow-no-gpu", action="store_true",
+                    help="run asv even without a GPU (every point is recorded as n/a): for testing this tool")
     ap.add_argument("--show-stderr", action="store_true", help="passed to asv run")
     ap.add_argument("--dry-run", action="store_true", help="print what would run")
     args = ap.parse_args(argv)
@@ -260,12 +320,17 @@ def main(argv: Optional[list[str]] = None) -> int:
             print("error: asv is not importable by this python: install it (docs/asv.md: the .whl folder)",
                   file=sys.stderr)
             return 2
+        if not args.allow_no_gpu and not _gpu_visible():
+            print("error: no CUDA GPU is visible (torch.cuda.is_available() is False): asv would record every "
+                  "point as n/a; run this on the GPU box", file=sys.stderr)
+            return 2
         ensure_machine(args.machine or default_machine())
     results_dir = os.path.abspath(args.results_dir or os.path.join(root, conf.get("results_dir", ".asv/results")))
     bench_set = "quick" if args.quick else args.bench_set
     machine = args.machine or default_machine()
     bdir = conf.get("benchmark_dir", "benchmarks")
     errors, done, skipped = [], [], []
+    print(suite_note(root, [sha for sha in shas if has_suite(root, sha, bdir)], bdir))
     for sha in shas:
         short = sha[:8]
         subject = _git(["log", "-1", "--format=%s", sha], root)
@@ -288,7 +353,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             errors.append(sha)
             continue
         done.append(sha)
-    print(f"history: {len(done)} commit(s) recorded, {len(skipped)} skipped, {len(errors)} failed; "
+    print(f"history: {len(done)} commit(s) {'to record' if args.dry_run else 'recorded'}, {len(skipped)} skipped, "
+          f"{len(errors)} failed; "
           f"results in {results_dir} (then: python -m asv publish)")
     return 1 if errors else 0
 
