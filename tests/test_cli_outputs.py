@@ -442,8 +442,8 @@ def sweep_modules(monkeypatch):
     def render_summary(summary, fmt):
         return f"SUMMARY {fmt} n={summary[0]['n']}\n"
 
-    def plot_sweep(results, path, title=""):
-        seen["title"] = title
+    def plot_sweep(results, path, title="", env=None):
+        seen["title"], seen["env"] = title, env
         with open(path, "wb") as f:
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep

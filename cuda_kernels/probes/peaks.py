@@ -274,7 +274,12 @@ def ensure(say: Callable[[str], None] = lambda s: None, force: bool = False, arg
         args = args or parse_args([])
         say("measuring this GPU's peaks once (FFMA, TF32 tensor core, DRAM copy; "
             "python -m cuda_kernels.probes.peaks) ...")
-        doc = run(args, cupy, say=say)
+        try:
+            doc = run(args, cupy, say=say)
+        finally:
+            # the copy's buffers go back to the device, not to this process's pool: the kernels
+            # measured next (in a worker process) get the whole memory
+            cupy.get_default_memory_pool().free_all_blocks()
     except Exception as e:  # no GPU, no CuPy, a compile error: rows get no % SOL, the run goes on
         say(f"peaks not measured: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}")
         return None
