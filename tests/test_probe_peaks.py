@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import types
 
 import numpy as np
 import pytest
@@ -153,8 +154,9 @@ def test_datasheet_table():
 def fake_gpu(monkeypatch, tmp_path):
     """ensure() on a stand-in GPU whose identity the test sets; counts the measurements."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    state = {"uuid": "GPU-1111", "driver": "580.1", "runs": 0, "fail": False}
-    monkeypatch.setattr(peaks, "_device", lambda: object())
+    state = {"uuid": "GPU-1111", "driver": "580.1", "runs": 0, "fail": False, "freed": 0}
+    pool = types.SimpleNamespace(free_all_blocks=lambda: state.__setitem__("freed", state["freed"] + 1))
+    monkeypatch.setattr(peaks, "_device", lambda: types.SimpleNamespace(get_default_memory_pool=lambda: pool))
     monkeypatch.setattr(peaks, "_identity", lambda cupy: {"gpu": "NVIDIA H100 80GB HBM3", "uuid": state["uuid"],
                                                           "driver": state["driver"]})
 
@@ -174,6 +176,7 @@ def fake_gpu(monkeypatch, tmp_path):
 def test_cache_is_keyed_by_uuid_and_driver(fake_gpu, tmp_path):
     first = peaks.ensure()
     assert fake_gpu["runs"] == 1 and first["fp32"]["tflops"] == 51.0
+    assert fake_gpu["freed"] == 1     # the copy's buffers left for the worker, not kept in this process's pool
     path = tmp_path / "cache" / "gemm-ladder" / "peaks" / "GPU-1111_driver-580.1.json"
     assert json.loads(path.read_text())["fp32"]["tflops"] == 51.0
     assert peaks.ensure()["fp32"]["tflops"] == 51.0 and fake_gpu["runs"] == 1      # cached: nothing measured
