@@ -77,6 +77,16 @@ def test_wgmma_loop_is_hgmma_tf32_only(tmp_path):
     assert len(other) <= 2 * peaks.WGMMA_BODY, other
 
 
+@needs_nvcc
+@pytest.mark.parametrize("source, arch, name", [(peaks.WGMMA_SOURCE, "sm_90a", "wgmma_tf32_peak"),
+                                                (peaks.COPY_SOURCE, "sm_80", "dram_copy")])
+def test_kernels_keep_the_names_peaks_py_asks_cupy_for(tmp_path, source, arch, name):
+    """peaks.py gets them by plain name (no name expressions): the symbols must be unmangled."""
+    _, sass = _compile(tmp_path, source, arch)
+    assert re.search(rf"^\s*\.text\.{name}:", sass, flags=re.M) or f".text.{name}" in sass, sass[:2000]
+    assert f"get_function(\"{name}\")" in open(peaks.__file__, encoding="utf-8").read()
+
+
 def test_wgmma_body_and_sizes_match_the_source():
     text = open(os.path.join(REPO, "cuda_kernels", peaks.WGMMA_SOURCE), encoding="utf-8").read()
     assert int(re.search(r"constexpr int WGMMA_BODY = (\d+);", text).group(1)) == peaks.WGMMA_BODY
