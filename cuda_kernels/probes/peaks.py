@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, cupy, say: Callable[[str], None] = lambda s: N
         lanes = gpuinfo.FP32_LANES_PER_SM.get(tuple(int(v) for v in cc.split(".")))
         if lanes and ffma["sm_mhz"]:
             # SMs x FP32 lanes x 2 flops at the clock the probe ran at: what FFMA can reach.
-            fp32["lanes_at_clock_tflops"] = round(sms * lanes * 2 * ffma["sm_mhz"] * 1e6 / 1e12, 2)
+            fp32["lanes_at_clock_tflops"] = round(sms * lanes * 2 * ffma["sm_mhz"] * 1e6 / 1e12, 3)
     if cc == "9.0":
         tf32 = peak(wgmma, "wgmma.mma_async m64n256k8 tf32", "tf32_tflops")
     else:
