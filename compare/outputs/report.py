@@ -344,8 +344,10 @@ def load(path: str) -> tuple[list[Result], dict]:
             results.append(_from_dict(d))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{path}: result {i} has a bad value: {exc}") from None
-    # Recomputed against the peaks the file's environment recorded (kept as read without them: a CSV).
-    _sol.fill(results, env.get("peaks") if isinstance(env.get("peaks"), dict) else None)
+    # Recomputed against the peaks the file's environment recorded; without them (a CSV, a file
+    # from before peaks were measured) every field is kept as written.
+    if isinstance(env.get("peaks"), dict):
+        _sol.fill(results, env["peaks"])
     return results, env
 
 
