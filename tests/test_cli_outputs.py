@@ -101,6 +101,11 @@ def fake_gpu(fake_registry, monkeypatch):
     monkeypatch.setattr(inputs, "gpu_available", lambda: True)
     monkeypatch.setattr(inputs, "check_fits", lambda p, d: None)
     monkeypatch.setattr(timing, "measure", _fake_measure)
+    # no peaks to probe on a stand-in GPU (and importing the probes would register the real ladder
+    # into the fake registry): the rows get no % SOL
+    peaks_said = []
+    monkeypatch.setitem(sys.modules, "cuda_kernels.probes.peaks",
+                        types.SimpleNamespace(ensure=lambda say=None, **kw: peaks_said.append(kw)))
     real_run = runner.run
     calls = []
 
