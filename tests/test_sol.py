@@ -341,3 +341,31 @@ def test_profile_points_sit_at_the_dram_bytes_ncu_counted(tmp_path):
     png = tmp_path / "ladder.png"
     assert P.main(["--from-json", str(doc), "-o", str(tmp_path / "p.md"), "--plot", str(png)]) == 0
     assert png.stat().st_size > 0 and (tmp_path / "ladder-roofline.png").stat().st_size > 10_000
+
+
+def test_sweep_plot_has_the_roofline_and_a_sol_cdf(monkeypatch, tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    rows = []
+    for shape in [(4096, 4096, 4096), (8192, 1, 8192), (2048, 2048, 2048)]:
+        rows += _ladder(shape=shape)
+    fill_pct_cublas(rows)
+    sol.fill(rows, PEAKS)
+    kept = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.append(fig))
+    try:
+        sweep.plot_sweep(rows, str(tmp_path / "s.png"), env={"gpu": "NVIDIA H100 80GB HBM3", "peaks": PEAKS})
+    finally:
+        monkeypatch.setattr(plt, "close", real_close)
+    fig = next(f for f in kept if hasattr(f, "axes"))   # plot_sweep also calls close("all")
+    roof, cdf = fig.axes[3], fig.axes[4]
+    assert roof.get_title().startswith("Roofline: NVIDIA H100 80GB HBM3")
+    assert len([c for c in roof.collections if len(c.get_offsets())]) == len(rows)
+    steps = {line.get_label(): line for line in cdf.get_lines() if not line.get_label().startswith("_")}
+    # cuBLAS's compute-bound rows: 4096^3 and 2048^3 at 3.6651 ms against FFMA 50 TFLOP/s, by hand
+    g = math.sqrt(100 * 2 * 4096 ** 3 / 50e12 / 3.6651e-3 * 100 * 2 * 2048 ** 3 / 50e12 / 3.6651e-3)
+    assert f"cublas [fp32] c geomean {g:.0f}%" in steps
+    assert steps[f"cublas [fp32] c geomean {g:.0f}%"].get_linestyle() == "-"
+    assert any(k.startswith("cublas [fp32] m geomean") and v.get_linestyle() == "--" for k, v in steps.items())
+    plt.close(fig)

@@ -191,11 +191,13 @@ def roofline_title(env: dict, pts: list[dict]) -> str:
             f"TF32 {p.get('tf32', {}).get('tflops', 0):.0f} TFLOP/s, DRAM copy {p['dram']['gbps']:.0f} GB/s")
 
 
-def draw_roofline(ax, pts: list[dict], env: dict) -> None:
+def draw_roofline(ax, pts: list[dict], env: dict, styles: Optional[dict] = None, kernel_legend: bool = True) -> None:
     """The roofline on ``ax``: the memory roof and the compute roofs of the precisions in
     ``pts``, every point at its intensity (cuBLAS a black star), and, where a point has an
     ``achieved_intensity`` (the DRAM bytes Nsight Compute counted), a hollow marker there joined
-    to it: how far the kernel's traffic is from the minimum."""
+    to it: how far the kernel's traffic is from the minimum. ``styles`` ({label: (colour, marker)})
+    keeps the colours of the figure's other panels; without ``kernel_legend`` the legend names only
+    the roofs (inside the axes: a figure whose other legend names the kernels)."""
     import numpy as np
     peaks = (env or {}).get("peaks") or {}
     xs = [q["intensity"] for q in pts] + [q["achieved_intensity"] for q in pts if q.get("achieved_intensity")]
@@ -209,9 +211,11 @@ def draw_roofline(ax, pts: list[dict], env: dict) -> None:
         mem = x if top is None else x[x <= top * 1e3 / bw]    # the slope up to the highest ridge
         ax.plot(mem, bw / 1e3 * mem, color="tab:red", lw=1.5, ls="-", label=f"memory roof: DRAM copy {bw:.0f} GB/s")
         for i, (prec, t) in enumerate(roof.items()):
-            ax.plot(x, np.minimum(t, bw / 1e3 * x), color="0.15", lw=2.2 - 0.5 * i, ls=("-", "--", ":")[i % 3],
+            flat = x[x >= t * 1e3 / bw]     # from its ridge on: below it the memory roof is the ceiling
+            ax.plot(np.concatenate([[t * 1e3 / bw], flat]), np.full(len(flat) + 1, t), color="0.15", lw=2.2 - 0.5 * i,
+                    ls=("-", "--", ":")[i % 3],
                     label=f"{ROOF_NAMES.get(prec, prec)} roof {t:.1f} TFLOP/s (ridge {t * 1e3 / bw:.0f} FLOP/B)")
-    styles = line_styles(q["label"] for q in pts if not q["cublas"])
+    styles = dict(line_styles(q["label"] for q in pts if not q["cublas"]), **(styles or {}))
     seen = set()
     for q in pts:
         if q["cublas"]:
@@ -219,13 +223,15 @@ def draw_roofline(ax, pts: list[dict], env: dict) -> None:
         else:
             colour, marker = styles[q["label"]]
             kw = dict(color=colour, marker=marker, s=36, zorder=5)
-        label = q["label"] if q["label"] not in seen else None
+        label = q["label"] if q["label"] not in seen and kernel_legend else None
         seen.add(q["label"])
         ax.scatter([q["intensity"]], [q["tflops"]], label=label, **kw)
         if q.get("achieved_intensity"):
             ax.scatter([q["achieved_intensity"]], [q["tflops"]], facecolors="none",
                        edgecolors=kw["color"], marker=kw["marker"], s=kw["s"], zorder=4)
             ax.plot([q["achieved_intensity"], q["intensity"]], [q["tflops"]] * 2, color=kw["color"], lw=0.7, alpha=0.6)
+    if not kernel_legend and any(q["cublas"] for q in pts):
+        ax.scatter([], [], color="black", marker="*", s=160, label="cuBLAS (the other points: the kernels, coloured as above)")
     if any(q.get("achieved_intensity") for q in pts):
         ax.scatter([], [], facecolors="none", edgecolors="k", marker="o",
                    label="hollow: at the DRAM bytes Nsight Compute counted (achieved intensity)")
@@ -239,7 +245,10 @@ def draw_roofline(ax, pts: list[dict], env: dict) -> None:
     if not pts:
         ax.text(0.5, 0.5, "no row with a median time", ha="center", transform=ax.transAxes)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        if kernel_legend:
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        else:
+            ax.legend(fontsize=6, loc="lower right")
 
 
 def plot_roofline(pts: list[dict], path: str, env: dict) -> str:

@@ -350,7 +350,7 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     fig = plt.figure(figsize=(18, 20))
     grid = fig.add_gridspec(3, 2, height_ratios=[1.15, 1, 1.1], width_ratios=[1.2, 1])
     ax, axd, axc = fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
-    axr = fig.add_subplot(grid[2, :])
+    axr, axs = fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])
     floor = blended_transform_factory(ax.transData, ax.transAxes)
     any_failed = False
     dist, dist_labels, dist_styles, dist_means = [], [], [], []
@@ -425,7 +425,8 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     axc.legend(fontsize=7, loc="upper left")
     axc.grid(True, alpha=0.3)
 
-    draw_roofline(axr, roofline_points(rows), env or {})
+    draw_roofline(axr, roofline_points(rows), env or {}, styles=styles, kernel_legend=False)
+    _sol_cdf(axs, rows, summary, styles, labels)
 
     n_shapes = len(order)
     fig.suptitle(title or f"% of cuBLAS over {n_shapes} shape{'s' if n_shapes != 1 else ''}, "
@@ -438,6 +439,38 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     _save_atomically(fig, path)
     plt.close(fig)
     return path
+
+
+def _sol_cdf(ax, rows: list, summary: list[dict], styles: dict, labels: dict) -> None:
+    """The cumulative distribution of % SOL per kernel (cuBLAS black), compute-bound rows solid,
+    memory-bound ones dashed: how far each is from the machine over the shapes."""
+    drawn = False
+    for e in summary:
+        if not e.get("sol_n"):
+            continue
+        key = (e["kernel"], e["precision"])
+        colour = "black" if e["family"] == "cublas" else styles.get(labels[key], ("tab:gray", "o"))[0]
+        mine = [r for r in rows if (_get(r, "kernel"), _get(r, "precision")) == key]
+        for b, ls in zip(BOUNDS, ("-", "--")):
+            vals = sorted(p for r in mine if _get(r, "bound") == b and (p := _sol(r)) is not None)
+            if not vals:
+                continue
+            g = e[f"sol_{b}_geomean_pct"]
+            ax.step(vals, [(i + 1) / len(vals) for i in range(len(vals))], where="post", color=colour, ls=ls,
+                    lw=2.2 if e["family"] == "cublas" else 1.2, label=f"{labels[key]} {b[0]} geomean {g:.0f}%")
+            drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "no % SOL (no measured peaks: python -m cuda_kernels.probes.peaks)", ha="center",
+                transform=ax.transAxes, fontsize=8)
+    else:
+        ax.legend(fontsize=6, loc="upper left", ncol=2)
+    ax.axvline(100, color="k", ls=":", lw=1.2)
+    _percent_axis(ax.xaxis)
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("% of the speed of light (solid: compute-bound rows, dashed: memory-bound)")
+    ax.set_ylabel("share of rows at or below")
+    ax.grid(True, alpha=0.3)
 
 
 def _percent_axis(axis) -> None:
