@@ -369,3 +369,17 @@ def test_sweep_plot_has_the_roofline_and_a_sol_cdf(monkeypatch, tmp_path):
     assert steps[f"cublas [fp32] c geomean {g:.0f}%"].get_linestyle() == "-"
     assert any(k.startswith("cublas [fp32] m geomean") and v.get_linestyle() == "--" for k, v in steps.items())
     plt.close(fig)
+
+
+def test_sweep_summary_notes_wrap_at_120_columns():
+    """Every note (the 'no timed rows' one is 150 characters) and every block stays within 120."""
+    rows = _ladder(shape=(11008, 4096, 14336)) + _ladder(shape=(28672, 4096, 14336))
+    rows[2].status, rows[2].median_ms = "FAILED", None
+    fill_pct_cublas(rows)
+    for r in rows:
+        if r.kernel == "cuda.13_wgmma_tma":
+            r.pct_cublas = None       # a kernel with no timed row: the long note
+    sol.fill(rows, PEAKS)
+    text = sweep.render_summary(sweep.summarize(rows), "table")
+    assert "no timed rows" in text and "FAILED or error" in text
+    assert max(len(line) for line in text.splitlines()) <= 120, text
