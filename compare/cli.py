@@ -313,10 +313,10 @@ def draw(results, env, args) -> bool:
         from .outputs.plot import default_title
         from .outputs.sweep import plot_sweep
         title = default_title([r for r in results if r.status == "ok" and r.tflops], env.get("gpu", ""))
-        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp, title=title))
+        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp, title=title, env=env))
     else:
         from .outputs.plot import plot
-        write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", "")))
+        write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", ""), env=env))
     print(f"plot written to {args.plot}", file=sys.stderr)
     return True
 
@@ -445,6 +445,9 @@ def _main(args) -> int:
                               plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
                               say=lambda s: print(s, file=sys.stderr, flush=True))
     ckpt = _worker.checkpoint_for_run(args)
+    if timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
+        from cuda_kernels.probes.peaks import ensure as measured_peaks
+        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
 
     prog = _progress(not args.quiet, len(pairs), pairs)
 

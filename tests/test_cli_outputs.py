@@ -101,6 +101,11 @@ def fake_gpu(fake_registry, monkeypatch):
     monkeypatch.setattr(inputs, "gpu_available", lambda: True)
     monkeypatch.setattr(inputs, "check_fits", lambda p, d: None)
     monkeypatch.setattr(timing, "measure", _fake_measure)
+    # no peaks to probe on a stand-in GPU (and importing the probes would register the real ladder
+    # into the fake registry): the rows get no % SOL
+    peaks_said = []
+    monkeypatch.setitem(sys.modules, "cuda_kernels.probes.peaks",
+                        types.SimpleNamespace(ensure=lambda say=None, **kw: peaks_said.append(kw)))
     real_run = runner.run
     calls = []
 
@@ -442,8 +447,8 @@ def sweep_modules(monkeypatch):
     def render_summary(summary, fmt):
         return f"SUMMARY {fmt} n={summary[0]['n']}\n"
 
-    def plot_sweep(results, path, title=""):
-        seen["title"] = title
+    def plot_sweep(results, path, title="", env=None):
+        seen["title"], seen["env"] = title, env
         with open(path, "wb") as f:
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import types
 
 import numpy as np
 import pytest
@@ -74,6 +75,16 @@ def test_wgmma_loop_is_hgmma_tf32_only(tmp_path):
     # ptxas rebuilds the descriptors in uniform registers each trip (about 29 ops): under 2 issue
     # slots per wgmma, which keeps the tensor pipe busy 128 cycles an SM
     assert len(other) <= 2 * peaks.WGMMA_BODY, other
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source, arch, name", [(peaks.WGMMA_SOURCE, "sm_90a", "wgmma_tf32_peak"),
+                                                (peaks.COPY_SOURCE, "sm_80", "dram_copy")])
+def test_kernels_keep_the_names_peaks_py_asks_cupy_for(tmp_path, source, arch, name):
+    """peaks.py gets them by plain name (no name expressions): the symbols must be unmangled."""
+    _, sass = _compile(tmp_path, source, arch)
+    assert re.search(rf"^\s*\.text\.{name}:", sass, flags=re.M) or f".text.{name}" in sass, sass[:2000]
+    assert f"get_function(\"{name}\")" in open(peaks.__file__, encoding="utf-8").read()
 
 
 def test_wgmma_body_and_sizes_match_the_source():
@@ -153,8 +164,9 @@ def test_datasheet_table():
 def fake_gpu(monkeypatch, tmp_path):
     """ensure() on a stand-in GPU whose identity the test sets; counts the measurements."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    state = {"uuid": "GPU-1111", "driver": "580.1", "runs": 0, "fail": False}
-    monkeypatch.setattr(peaks, "_device", lambda: object())
+    state = {"uuid": "GPU-1111", "driver": "580.1", "runs": 0, "fail": False, "freed": 0}
+    pool = types.SimpleNamespace(free_all_blocks=lambda: state.__setitem__("freed", state["freed"] + 1))
+    monkeypatch.setattr(peaks, "_device", lambda: types.SimpleNamespace(get_default_memory_pool=lambda: pool))
     monkeypatch.setattr(peaks, "_identity", lambda cupy: {"gpu": "NVIDIA H100 80GB HBM3", "uuid": state["uuid"],
                                                           "driver": state["driver"]})
 
@@ -174,6 +186,7 @@ def fake_gpu(monkeypatch, tmp_path):
 def test_cache_is_keyed_by_uuid_and_driver(fake_gpu, tmp_path):
     first = peaks.ensure()
     assert fake_gpu["runs"] == 1 and first["fp32"]["tflops"] == 51.0
+    assert fake_gpu["freed"] == 1     # the copy's buffers left for the worker, not kept in this process's pool
     path = tmp_path / "cache" / "gemm-ladder" / "peaks" / "GPU-1111_driver-580.1.json"
     assert json.loads(path.read_text())["fp32"]["tflops"] == 51.0
     assert peaks.ensure()["fp32"]["tflops"] == 51.0 and fake_gpu["runs"] == 1      # cached: nothing measured
@@ -249,3 +262,160 @@ def test_peaks_are_plausible_and_cublas_stays_below_them():
         p = doc[key]
         ceiling = p["tflops"] * (r.sm_clock_mhz or p["sm_mhz"]) / p["sm_mhz"] * (1 + p["noise"] + 0.02)
         assert r.tflops <= ceiling, (prec, r.tflops, ceiling, r.sm_clock_mhz, p)
+
+
+# ------------------------------------------------------------------------ a stand-in device
+
+class _Array(np.ndarray):
+    """A NumPy array with what peaks.py uses of a CuPy one (.data for cudaMemcpy)."""
+
+    @property
+    def data(self):
+        arr = self
+
+        class Ptr:
+            def copy_from_device_async(self, src, nbytes):
+                arr.view(np.uint8)[:nbytes] = src.arr.view(np.uint8)[:nbytes]
+                dev.now += nbytes / 1e6     # 1 ms per GB copied
+        p = Ptr()
+        p.arr = self
+        return p
+
+
+dev = None
+
+
+class _Fake:
+    """run()'s CuPy on a stand-in sm_90 GPU of 2 SMs, 1 MiB L2: launches write the closed-form
+    sums (or, ``bad``, wrong ones) and advance a fake clock 1 us per loop trip / 1 ms per GB."""
+
+    def __init__(self, bad=()):
+        global dev
+        dev = self
+        self.now, self.bad = 0.0, set(bad)
+        self.float32, self.uint32 = np.float32, np.uint32
+
+        class Event:
+            def record(self_):
+                self_.t = dev.now
+
+            def synchronize(self_):
+                pass
+        self.cuda = types.SimpleNamespace(
+            Event=Event, get_elapsed_time=lambda a, b: b.t - a.t,
+            Device=lambda: types.SimpleNamespace(compute_capability="90", attributes={
+                "MultiProcessorCount": 2, "MaxSharedMemoryPerMultiprocessor": 228 * 1024,
+                "MaxSharedMemoryPerBlockOptin": 227 * 1024}),
+            runtime=types.SimpleNamespace(memGetInfo=lambda: (6 << 20, 8 << 20)),
+            driver=types.SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=lambda ptr, threads, smem:
+                                         min(16, 228 * 1024 // (smem + 1024))))
+
+    def get_default_memory_pool(self):
+        return types.SimpleNamespace(free_all_blocks=lambda: None)
+
+    def empty(self, n, dtype):
+        return np.empty(n, dtype).view(_Array)
+
+    def empty_like(self, a):
+        return np.empty_like(a).view(_Array)
+
+    def arange(self, n, dtype):
+        return np.arange(n, dtype=dtype).view(_Array)
+
+    asnumpy = staticmethod(np.asarray)
+    array_equal = staticmethod(np.array_equal)
+
+    def RawModule(self, code, options, name_expressions=None):
+        from cuda_kernels.probes import mma_peak
+        return types.SimpleNamespace(get_function=lambda name: self.function(name, code, options))
+
+    def function(self, name, code, options):
+        from cuda_kernels.probes import mma_peak
+        if name == "wgmma_tf32_peak":
+            assert "-arch=sm_90a" in options and "wgmma.mma_async" in code
+
+            def launch(grid, block, args):
+                iters, out = int(args[0]), args[1]
+                steps = iters * peaks.WGMMA_BODY
+                out[:] = 128.0 * steps * (0.5 if "wgmma" in self.bad else 1.0)
+                self.now += iters * 1e-3
+            return _Fn(launch)
+        if name == "dram_copy":
+            def launch(grid, block, args):
+                src, dst, n = args
+                k = int(n) * 4
+                dst.view(np.float32)[:k] = src.view(np.float32)[:k]
+                if "copy" in self.bad:
+                    dst.view(np.float32)[0] += 1
+                self.now += dst.nbytes / 1e6
+            return _Fn(launch)
+        kernel, chains = name.split("<")
+        chains = int(chains.rstrip(">"))
+        instr = next(i for i, s in mma_peak.INSTRS.items() if s.kernel == kernel)
+
+        def launch(grid, block, args):
+            iters, out = int(args[0]), args[1]
+            sums = mma_peak.expected_sums(instr, chains, iters * mma_peak.INSTRS[instr].body // chains)
+            out[:] = np.tile(sums, grid[0])
+            self.now += iters * 1e-3
+        return _Fn(launch)
+
+
+class _Fn:
+    num_regs, local_size_bytes, ptr = 154, 0, 0
+
+    def __init__(self, launch):
+        self.launch = launch
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        assert shared_mem <= getattr(self, "max_dynamic_shared_size_bytes", 48 * 1024)
+        self.launch(grid, block, args)
+
+
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(gpuinfo, "clock_sample", lambda: gpuinfo.ClockSample(sm_mhz=1000, temp_c=50, throttle=[]))
+    monkeypatch.setattr(peaks, "_identity", lambda cupy: {
+        "gpu": "NVIDIA H100 80GB HBM3", "uuid": "GPU-abc", "driver": "580.1", "sm_count": 2,
+        "compute_capability": "9.0", "l2_bytes": 1 << 20, "max_sm_clock_mhz": 1980})
+    monkeypatch.setattr(peaks, "COPY_MIN_BYTES", 1 << 20)
+
+    def use(bad=()):
+        fake = _Fake(bad)
+        monkeypatch.setattr(peaks, "_device", lambda: fake)
+        return fake
+    return use
+
+
+def test_a_run_on_a_stand_in_gpu_measures_all_three_and_caches(stand_in, tmp_path, capsys):
+    stand_in()
+    out = tmp_path / "peaks.json"
+    assert peaks.main(["--target-ms", "5", "--reps", "3", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    # 2 SMs, fake time 1 us per loop trip: the rates follow from the loop bodies alone
+    # FFMA: blocks x 128 threads x 256 FFMA x 2 flops per us; the best config has the most blocks (32 warps/SM: 16 blocks)
+    assert doc["fp32"]["tflops"] == pytest.approx(16 * 128 * 256 * 2 * 1e6 / 1e12, rel=0.02)
+    assert doc["fp32"]["sm_mhz"] == 1000 and doc["fp32"]["datasheet_tflops"] == 66.9
+    # FP32 lanes at the probe's clock: 2 SMs x 128 x 2 x 1 GHz
+    assert doc["fp32"]["lanes_at_clock_tflops"] == pytest.approx(2 * 128 * 2 * 1e9 / 1e12)
+    # wgmma: 3 warpgroups/SM x 2 SMs x 16 x 262144 flops per us
+    assert doc["tf32"]["instr"].startswith("wgmma") and doc["tf32"]["config"] == {"warpgroups_per_sm": 3}
+    assert doc["tf32"]["tflops"] == pytest.approx(6 * 16 * 262144 * 1e6 / 1e12, rel=0.02)
+    assert doc["tf32"]["mma_sync_tflops"] > 0 and doc["tf32"]["datasheet_tflops"] == 494.7
+    # the copy: 8 x L2 = 8 MiB > memGetInfo's 6 MiB free / 3: 2 MiB buffers, moved at 1 ms per GB, read + write
+    assert doc["dram"]["buffer_bytes"] == 2 << 20 and doc["dram"]["counts"] == "read + write"
+    assert doc["dram"]["gbps"] == pytest.approx(2 * (2 << 20) / ((2 << 20) / 1e6 * 1e-3) / 1e9, rel=0.01)
+    assert doc["dram"]["datasheet_gbps"] == 3350.0
+    assert json.loads(open(gpuinfo.peaks_path("GPU-abc", "580.1")).read())["tf32"] == doc["tf32"]
+    printed = capsys.readouterr().out
+    assert "FP32 FFMA" in printed and "TF32 tensor" in printed and "DRAM" in printed
+
+
+@pytest.mark.parametrize("bad", ["wgmma", "copy"])
+def test_a_wrong_result_is_failed_and_nothing_is_cached(stand_in, bad, capsys):
+    stand_in(bad=(bad,))
+    assert peaks.main(["--target-ms", "2", "--reps", "3"]) == 1
+    assert not os.path.exists(gpuinfo.peaks_path("GPU-abc", "580.1"))
+    err = capsys.readouterr().err
+    assert "FAILED" in err and "peaks not cached" in err

@@ -57,6 +57,19 @@ class Result:
     tflops: Optional[float] = None
     pct_cublas: Optional[float] = None
     pct_peak: Optional[float] = None
+    # Speed of light (compare.harness.sol): the problem's FLOPs (2MNK, + 2MN when beta != 0), its
+    # minimum DRAM bytes (A, B read, C written, C read when beta != 0) and their ratio; the
+    # achieved GB/s over those bytes; the SOL time against this GPU's measured peaks at the row's
+    # clock, % SOL (SOL time / median time), which roof bounds it (compute / memory), and a note
+    # when the row reads above 100% by more than the noise (a wrong peak or byte count).
+    flops: Optional[int] = None
+    min_bytes: Optional[int] = None
+    intensity: Optional[float] = None
+    gbps: Optional[float] = None
+    sol_ms: Optional[float] = None
+    pct_sol: Optional[float] = None
+    bound: str = ""
+    sol_flag: str = ""
     rel_err: Optional[float] = None
     worst_err: Optional[float] = None
     prepare_s: Optional[float] = None
@@ -323,9 +336,18 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
                 on_row(row)
     except KeyboardInterrupt:
         fill_pct_cublas(results)
+        fill_sol(results, timing)
         raise Interrupted(results) from None
     fill_pct_cublas(results)
+    fill_sol(results, timing)
     return results
+
+
+def fill_sol(results: Iterable[Result], timing: bool = True) -> None:
+    """Every row's speed-of-light fields against this GPU's cached peaks (none without a GPU, an
+    untimed run, or peaks never measured: then only FLOPs, bytes and intensity)."""
+    from . import sol
+    sol.fill(results, gpuinfo.current_peaks() if timing else None)
 
 
 CHECKED = (OK, *NO_NUMBER)

@@ -34,6 +34,16 @@ def _pct(row: Any) -> Optional[float]:
     return p if math.isfinite(p) and p > 0 else None
 
 
+def _sol(row: Any) -> Optional[float]:
+    if _get(row, "status") != "ok":
+        return None
+    try:
+        p = float(_get(row, "pct_sol"))
+    except (TypeError, ValueError):
+        return None
+    return p if math.isfinite(p) and p > 0 else None
+
+
 def shape_label(shape: str) -> str:
     """'1024x1024x1024' -> '1024^3'; anything else as given."""
     parts = str(shape).split("x")
@@ -58,7 +68,8 @@ def build(results: Iterable[Any]) -> dict:
         tflops = _get(r, "tflops")
         entry["cells"][_get(r, "shape")] = {
             "status": _get(r, "status"), "reason": _get(r, "reason") or "", "pct_cublas": _pct(r),
-            "tflops": float(tflops) if tflops not in (None, "") else None, "best": False}
+            "tflops": float(tflops) if tflops not in (None, "") else None, "best": False,
+            "pct_sol": _sol(r), "bound": _get(r, "bound") or ""}
     best: dict[tuple, tuple] = {}
     for (kernel, prec), e in keyed.items():
         if e["family"] == "cublas":
@@ -88,7 +99,7 @@ def build(results: Iterable[Any]) -> dict:
 def _public(cell: Optional[dict]) -> Optional[dict]:
     if cell is None:
         return None
-    return {k: cell[k] for k in ("status", "pct_cublas", "tflops", "best")}
+    return {k: cell[k] for k in ("status", "pct_cublas", "tflops", "best", "pct_sol", "bound")}
 
 
 def _pct_text(p: float) -> str:
@@ -137,6 +148,15 @@ def _columns(m: dict, bold: tuple) -> tuple[list[str], list[list[str]]]:
             g = None if r["family"] == "cublas" else _geomean(vals)
             bad = any(c and c["status"] in NO_NUMBER for c in r["cells"])
             line.append("-" if g is None else _pct_text(g) + ("!" if bad else ""))
+    if any(c and c.get("pct_sol") for r in m["rows"] for c in r["cells"]):
+        # the speed of light, cuBLAS's row too: geomean over the shapes, c / m when every one is
+        # compute- / memory-bound
+        header.append("% SOL")
+        for r, line in zip(m["rows"], cells):
+            got = [c for c in r["cells"] if c and c.get("pct_sol")]
+            bounds = {c["bound"] for c in got}
+            g = _geomean([c["pct_sol"] for c in got])
+            line.append("-" if g is None else _pct_text(g) + (next(iter(bounds))[:1] if len(bounds) == 1 else ""))
     return header, cells
 
 
@@ -163,8 +183,11 @@ def _footer(m: dict, width: int) -> list[str]:
         legend.append("-: not run at that shape")
     if m["value"] == "pct_cublas" and any(counts.get(s) for s in NO_NUMBER) and len(m["shapes"]) > 1:
         legend.append("!: geomean over the shapes it passed")
+    if any(c and c.get("pct_sol") for r in m["rows"] for c in r["cells"]):
+        legend.append("% SOL: of the speed of light (geomean over the shapes; c compute-, m memory-bound)")
     if parts:
-        lines.append("cells: " + ", ".join(parts) + (f" ({'; '.join(legend)})" if legend else ""))
+        lines += textwrap.wrap("cells: " + ", ".join(parts) + (f" ({'; '.join(legend)})" if legend else ""), width,
+                               subsequent_indent="  ", break_on_hyphens=False)
     if m["not_run"]:
         by_reason: dict[str, list] = {}
         for e in m["not_run"]:
@@ -211,7 +234,8 @@ def render(results: Iterable[Any], fmt: str = "table", width: int = WIDTH) -> st
                 for i in block:
                     # the best mark hangs right of the numbers, so they stay aligned
                     c = line[i]
-                    text += "  " + (c.rjust(col_w[i]) if c.endswith(("*", "!")) else (c + " ").rjust(col_w[i]))
+                    hangs = c.endswith(("*", "!")) or (header[i] == "% SOL" and c.endswith(("c", "m")))
+                    text += "  " + (c.rjust(col_w[i]) if hangs else (c + " ").rjust(col_w[i]))
                 out.append(text.rstrip())
             start = end
             if start < len(header):

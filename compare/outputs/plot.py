@@ -1,9 +1,10 @@
-"""Two pictures of one run: TFLOP/s against size (cuBLAS as the reference line) and the staircase
-(% of cuBLAS per stage at one size)."""
+"""Three pictures of one run: TFLOP/s against size (cuBLAS as the reference line), the staircase
+(% of cuBLAS per stage at one size), and the roofline (every row against this GPU's measured
+peaks: compare.harness.sol)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..harness.runner import OK, Result
 from .matrix import shape_label
@@ -62,9 +63,10 @@ def staircase_bars(ok: list[Result]) -> list[Result]:
     return [best[k] for k in order if k in best]
 
 
-def plot(results: list[Result], path: str, title: str = "", gpu: str = "") -> str:
-    """Draw both pictures into ``path`` (.png/.svg). The figure's title is ``title`` when given,
-    else :func:`default_title` (``gpu``, precisions, families, sizes)."""
+def plot(results: list[Result], path: str, title: str = "", gpu: str = "", env: Optional[dict] = None) -> str:
+    """Draw the three pictures into ``path`` (.png/.svg). The figure's title is ``title`` when given,
+    else :func:`default_title` (``gpu``, precisions, families, sizes); ``env`` (the run's
+    environment) gives the roofline its measured peaks."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -75,7 +77,9 @@ def plot(results: list[Result], path: str, title: str = "", gpu: str = "") -> st
     shapes = sorted({(r.M * r.N * r.K, r.shape) for r in ok})
     xpos = {s: i for i, (_, s) in enumerate(shapes)}
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(16, 7.5), gridspec_kw={"width_ratios": [3, 2]})
+    fig = plt.figure(figsize=(16, 15))
+    grid = fig.add_gridspec(2, 2, width_ratios=[3, 2], height_ratios=[1, 1])
+    ax1, ax2, ax3 = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])
     lines = defaultdict(list)
     for r in ok:
         lines[_label(r)].append((xpos[r.shape], r.tflops, r.family))
@@ -127,8 +131,136 @@ def plot(results: list[Result], path: str, title: str = "", gpu: str = "") -> st
                             Patch(facecolor="white", edgecolor="black", hatch="//", label="Triton")], fontsize=8)
     else:
         ax2.text(0.5, 0.5, "no cuBLAS baseline in this run", ha="center", transform=ax2.transAxes)
+    draw_roofline(ax3, roofline_points(ok), dict(env or {}, gpu=(env or {}).get("gpu") or gpu))
     fig.suptitle(title or default_title(ok, gpu), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------------------- roofline
+
+# The roof of each precision: the pipe its products run on, and how many products it does there
+# (compare.harness.sol: tf32x3 is three TF32 products, so its roof is a third of the TF32 one).
+ROOF_NAMES = {"fp32": "FP32 FFMA", "tf32": "TF32 tensor core", "tf32x3": "tf32x3 = TF32 / 3"}
+
+
+def roofs(peaks: dict, precisions: Iterable[str]) -> dict[str, float]:
+    """{precision: compute roof in TFLOP/s at the probe's clock} for the precisions run."""
+    from ..harness import sol
+    out = {}
+    for p in dict.fromkeys(precisions):
+        pipe = (peaks or {}).get(sol.PIPE.get(p, ""))
+        if isinstance(pipe, dict) and pipe.get("tflops"):
+            out[p] = float(pipe["tflops"]) / sol.PRODUCTS[p]
+    return out
+
+
+def roofline_points(results: Iterable) -> list[dict]:
+    """One point per timed row (a Result or the dict --format json wrote): its intensity (FLOPs /
+    minimum DRAM bytes), its rate (FLOPs / median time, the beta term included, as the intensity
+    counts it) and whether it is cuBLAS."""
+    from ..harness import sol
+
+    def get(r, k):
+        return r.get(k) if isinstance(r, dict) else getattr(r, k, None)
+    pts = []
+    for r in results:
+        ms = get(r, "median_ms")
+        if get(r, "status") != OK or not ms:
+            continue
+        M, N, K, beta = int(get(r, "M")), int(get(r, "N")), int(get(r, "K")), float(get(r, "beta") or 0.0)
+        f, b = sol.flops(M, N, K, beta), sol.min_bytes(M, N, K, beta)
+        pts.append({"label": f"{get(r, 'kernel')} [{get(r, 'precision')}]", "kernel": get(r, "kernel"),
+                    "family": get(r, "family"), "precision": get(r, "precision"), "shape": get(r, "shape"),
+                    "intensity": f / b, "tflops": f / (float(ms) * 1e-3) / 1e12, "cublas": get(r, "family") == "cublas",
+                    "achieved_intensity": None, "sm_clock_mhz": get(r, "sm_clock_mhz")})
+    return pts
+
+
+def roofline_title(env: dict, pts: list[dict]) -> str:
+    p = (env or {}).get("peaks") or {}
+    gpu = (env or {}).get("gpu") or p.get("gpu") or "GPU not recorded"
+    if not p.get("dram") or not p.get("fp32"):
+        return f"Roofline: {gpu} (no measured peaks: python -m cuda_kernels.probes.peaks)"
+    clocks = sorted(c for c in (q.get("sm_clock_mhz") for q in pts) if c)
+    rows = "" if not clocks else (f"; rows at {clocks[0]} MHz" if clocks[0] == clocks[-1]
+                                  else f"; rows at {clocks[0]}-{clocks[-1]} MHz")
+    return (f"Roofline: {gpu}; roofs measured at {p['fp32'].get('sm_mhz')} MHz{rows}: FFMA {p['fp32']['tflops']:.1f}, "
+            f"TF32 {p.get('tf32', {}).get('tflops', 0):.0f} TFLOP/s, DRAM copy {p['dram']['gbps']:.0f} GB/s")
+
+
+def draw_roofline(ax, pts: list[dict], env: dict, styles: Optional[dict] = None, kernel_legend: bool = True) -> None:
+    """The roofline on ``ax``: the memory roof and the compute roofs of the precisions in
+    ``pts``, every point at its intensity (cuBLAS a black star), and, where a point has an
+    ``achieved_intensity`` (the DRAM bytes Nsight Compute counted), a hollow marker there joined
+    to it: how far the kernel's traffic is from the minimum. ``styles`` ({label: (colour, marker)})
+    keeps the colours of the figure's other panels; without ``kernel_legend`` the legend names only
+    the roofs (inside the axes: a figure whose other legend names the kernels)."""
+    import numpy as np
+    peaks = (env or {}).get("peaks") or {}
+    xs = [q["intensity"] for q in pts] + [q["achieved_intensity"] for q in pts if q.get("achieved_intensity")]
+    lo, hi = (min(xs) / 3, max(xs) * 3) if xs else (0.1, 1e4)
+    roof = roofs(peaks, (q["precision"] for q in pts))
+    bw = (peaks.get("dram") or {}).get("gbps")
+    if bw:
+        lo, hi = min(lo, min(roof.values(), default=1) * 1e3 / bw / 3), max(hi, max(roof.values(), default=1) * 1e3 / bw * 3)
+        x = np.geomspace(lo, hi, 256)
+        top = max(roof.values(), default=None)
+        mem = x if top is None else x[x <= top * 1e3 / bw]    # the slope up to the highest ridge
+        ax.plot(mem, bw / 1e3 * mem, color="tab:red", lw=1.5, ls="-", label=f"memory roof: DRAM copy {bw:.0f} GB/s")
+        for i, (prec, t) in enumerate(roof.items()):
+            flat = x[x >= t * 1e3 / bw]     # from its ridge on: below it the memory roof is the ceiling
+            ax.plot(np.concatenate([[t * 1e3 / bw], flat]), np.full(len(flat) + 1, t), color="0.15", lw=2.2 - 0.5 * i,
+                    ls=("-", "--", ":")[i % 3],
+                    label=f"{ROOF_NAMES.get(prec, prec)} roof {t:.1f} TFLOP/s (ridge {t * 1e3 / bw:.0f} FLOP/B)")
+    styles = dict(line_styles(q["label"] for q in pts if not q["cublas"]), **(styles or {}))
+    seen = set()
+    for q in pts:
+        if q["cublas"]:
+            kw = dict(color="black", marker="*", s=160, zorder=6, edgecolors="white", linewidths=0.5)
+        else:
+            colour, marker = styles[q["label"]]
+            kw = dict(color=colour, marker=marker, s=36, zorder=5)
+        label = q["label"] if q["label"] not in seen and kernel_legend else None
+        seen.add(q["label"])
+        ax.scatter([q["intensity"]], [q["tflops"]], label=label, **kw)
+        if q.get("achieved_intensity"):
+            ax.scatter([q["achieved_intensity"]], [q["tflops"]], facecolors="none",
+                       edgecolors=kw["color"], marker=kw["marker"], s=kw["s"], zorder=4)
+            ax.plot([q["achieved_intensity"], q["intensity"]], [q["tflops"]] * 2, color=kw["color"], lw=0.7, alpha=0.6)
+    if not kernel_legend and any(q["cublas"] for q in pts):
+        ax.scatter([], [], color="black", marker="*", s=160, label="cuBLAS (the other points: the kernels, coloured as above)")
+    if any(q.get("achieved_intensity") for q in pts):
+        ax.scatter([], [], facecolors="none", edgecolors="k", marker="o",
+                   label="hollow: at the DRAM bytes Nsight Compute counted (achieved intensity)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity, FLOP / byte (FLOPs over the minimum DRAM bytes: A, B, C once)")
+    ax.set_ylabel("TFLOP/s (FLOPs / median time)")
+    ax.set_title(roofline_title(env, pts), fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    if not pts:
+        ax.text(0.5, 0.5, "no row with a median time", ha="center", transform=ax.transAxes)
+    if ax.get_legend_handles_labels()[0]:
+        if kernel_legend:
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        else:
+            ax.legend(fontsize=6, loc="lower right")
+
+
+def plot_roofline(pts: list[dict], path: str, env: dict) -> str:
+    """The roofline alone into ``path`` (the profile's companion picture)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    if not pts:
+        raise ValueError("nothing to plot: no row has status ok and a time")
+    fig, ax = plt.subplots(figsize=(14, 7.5))
+    draw_roofline(ax, pts, env)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -332,6 +332,9 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
             write_text_atomically(os.path.join(args.raw_dir, "manifest.json"), json.dumps(manifest, indent=1))
     rows = build_rows(manifest, parse_raw_csv(raw))
     if not args.no_time:
+        # this GPU's peaks (measured once, then cached), for the rows' % SOL and the roofline
+        from cuda_kernels.probes.peaks import ensure as measured_peaks
+        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
         _time_rows(rows, pairs, args)
     fill_metrics(rows)
     from ..harness import gpuinfo
@@ -355,8 +358,35 @@ def _time_rows(rows: list[dict], pairs, args) -> None:
             continue
         row["engine_median_ms"], row["engine_status"] = r.median_ms, r.status
         row["pct_cublas"] = r.pct_cublas
+        row["pct_sol"], row["bound"], row["sol_flag"] = r.pct_sol, r.bound, r.sol_flag
         if r.status != "ok" and row["status"] == "ok":
             row["status"], row["reason"] = r.status, f"timing run: {r.reason}"
+
+
+def roofline_path(plot_path: str) -> str:
+    """The roofline beside the profile's bars: FILE.png -> FILE-roofline.png."""
+    stem, ext = os.path.splitext(plot_path)
+    return f"{stem}-roofline{ext}"
+
+
+def roofline_points(rows: list[dict]) -> list[dict]:
+    """The roofline's points of the profiled rows: each at the intensity of the minimum DRAM bytes
+    and, where Nsight Compute counted DRAM bytes, also at its achieved intensity (FLOPs / those
+    bytes). The rate is FLOPs over the engine's median time (ncu's own time without it)."""
+    from ..harness import sol
+    pts = []
+    for r in rows:
+        ms = r.get("engine_median_ms") or (r.get("metrics") or {}).get("ncu_ms")
+        if r.get("status") != "ok" or not ms:
+            continue
+        M, N, K, beta = int(r["M"]), int(r["N"]), int(r["K"]), float(r.get("beta") or 0.0)
+        f, b = sol.flops(M, N, K, beta), sol.min_bytes(M, N, K, beta)
+        dram_mb = (r.get("metrics") or {}).get("dram_mb")
+        pts.append({"label": f"{r['kernel']} [{r['precision']}]", "kernel": r["kernel"], "family": r.get("family"),
+                    "precision": r["precision"], "shape": r.get("shape"), "intensity": f / b,
+                    "tflops": f / (float(ms) * 1e-3) / 1e12, "cublas": r.get("family") == "cublas",
+                    "achieved_intensity": f / (dram_mb * 1e6) if dram_mb else None, "sm_clock_mhz": None})
+    return pts
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -396,6 +426,12 @@ def main(argv: Optional[list] = None) -> int:
         sys.stdout.write(text)
     if args.plot:
         _write_atomically(args.plot, lambda t: plot(rows, t))
+        path = roofline_path(args.plot)
+        pts = roofline_points(rows)
+        if pts:
+            from .plot import plot_roofline
+            _write_atomically(path, lambda t: plot_roofline(pts, t, info.get("env") or {}))
+            print(f"roofline written to {path}", file=sys.stderr)
     from ..harness.status import NO_NUMBER
     return 1 if any(r["status"] in NO_NUMBER for r in rows) else 0
 

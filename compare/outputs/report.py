@@ -9,6 +9,7 @@ import math
 import time
 from typing import Iterable, Optional
 
+from ..harness import sol as _sol
 from ..harness.errors import UsageError
 from ..harness.runner import Result
 
@@ -19,9 +20,9 @@ REQUIRED = [f.name for f in dataclasses.fields(Result)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 # Text columns (reason, variant, timing_method, ...): empty, never None, whatever the file held.
 _TEXT = {f.name for f in dataclasses.fields(Result) if f.type in ("str", str)}
-_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures", "attempts"}
+_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures", "attempts", "flops", "min_bytes"}
 _FLOAT = {"alpha", "beta", "median_ms", "iqr_ms", "min_ms", "noise", "tflops", "pct_cublas", "pct_peak",
-          "rel_err", "worst_err", "prepare_s", "hold_us"}
+          "rel_err", "worst_err", "prepare_s", "hold_us", "intensity", "gbps", "sol_ms", "pct_sol"}
 
 
 def _num(x, fmt: str, dash: str = "-") -> str:
@@ -49,7 +50,8 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
         rows.append({
             "kernel": r.kernel, "family": r.family, "stage": r.stage, "shape": r.shape,
             "prec": r.precision, "ms ±IQR/2": ms, "TFLOP/s": _num(r.tflops, ".1f"),
-            "% cuBLAS": _num(r.pct_cublas, ".0f"), "% peak": _num(r.pct_peak, ".0f"),
+            "% cuBLAS": _num(r.pct_cublas, ".0f"), "% SOL": _sol.cell(r.pct_sol, r.bound, r.sol_flag),
+            "% peak": _num(r.pct_peak, ".0f"),
             "rel err": _num(r.rel_err, ".1e"), "config": config_text(r.config),
             "status": r.status_text + (" (throttled)" if r.throttled else ""),
         })
@@ -80,7 +82,24 @@ def header_lines(env: dict) -> list[str]:
         f"driver {env.get('driver')}, CUDA {env.get('cuda_runtime')}, torch {env.get('torch')}, "
         f"triton {env.get('triton')}, cupy {env.get('cupy')}, python {env.get('python')}",
     ]
-    return lines + triton_env_line(env)
+    return lines + peaks_lines(env) + triton_env_line(env)
+
+
+def peaks_lines(env: dict) -> list[str]:
+    """The measured peaks every % SOL is against (compare.harness.sol), with their clock and the
+    datasheet figures; or how to get them."""
+    p = env.get("peaks")
+    if not isinstance(p, dict) or not all(isinstance(p.get(k), dict) for k in ("fp32", "tf32", "dram")):
+        return ["% SOL: no measured peaks for this GPU (python -m cuda_kernels.probes.peaks measures and caches them)"]
+    f, t, d = p["fp32"], p["tf32"], p["dram"]
+    sheet = p.get("datasheet") or {}
+    tf_instr = (str(t.get("instr") or "").split() or ["tensor"])[0].split(".")[0]   # wgmma / mma
+    line = (f"measured peaks: FFMA {f['tflops']:.1f} TFLOP/s at {f.get('sm_mhz')} MHz, TF32 {tf_instr} "
+            f"{t['tflops']:.0f} TFLOP/s at {t.get('sm_mhz')} MHz, DRAM copy {d['gbps']:.0f} GB/s (read + write)")
+    if sheet:
+        line += (f"; datasheet {sheet.get('name')}: {sheet.get('fp32_tflops')} / {sheet.get('tf32_tflops')} TFLOP/s, "
+                 f"{sheet.get('dram_gbps'):.0f} GB/s")
+    return [line]
 
 
 # The table's width wherever it goes (terminal, pipe, file): one line per row. A terminal or
@@ -122,6 +141,10 @@ def _status_cells(results: list[Result]) -> tuple[list[str], list[str]]:
     lines = [f"[{n}] {reason}" for reason, n in notes.items()]
     if any(r.throttled for r in results):
         lines.append("T: the GPU throttled while this row was sampled (throttle_reasons in the JSON/CSV)")
+    if any(r.pct_sol is not None for r in results):
+        lines.append("% SOL: the speed of light (measured peaks at the row's clock) / the time; c compute-bound, "
+                     "m memory-bound" + ("; ! above 100% by more than the noise (sol_flag in the JSON/CSV)"
+                                         if any(r.sol_flag for r in results) else ""))
     return cells, lines
 
 
@@ -156,10 +179,13 @@ def to_table(results: list[Result], env: dict, file) -> None:
         if len(precs) == 1:
             drop.add("prec")
             console.print(f"precision: {next(iter(precs))}", highlight=False)
-        if all(row["% peak"] == "-" for row in rows):
-            drop.add("% peak")
+        # a column no row has a number in says nothing (an untimed --check or --interpret run: the
+        # times; no measured peaks: % SOL); dropped first, so rel err keeps its place
+        for col in ("ms ±IQR/2", "TFLOP/s", "% cuBLAS", "% SOL", "% peak"):
+            if all(row[col] == "-" for row in rows):
+                drop.add(col)
         # the widest columns first out when the rest would not fit on one line (% peak is in the JSON)
-        for extra in ("% peak", "rel err"):
+        for extra in ("% peak", "rel err", "% SOL"):
             kept = [c for c in rows[0] if c not in drop]
             need = sum(max(len(c), *(len(row[c]) for row in rows)) for c in kept) + 3 * (len(kept) - 1)
             if need > width:
@@ -318,6 +344,10 @@ def load(path: str) -> tuple[list[Result], dict]:
             results.append(_from_dict(d))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{path}: result {i} has a bad value: {exc}") from None
+    # Recomputed against the peaks the file's environment recorded; without them (a CSV, a file
+    # from before peaks were measured) every field is kept as written.
+    if isinstance(env.get("peaks"), dict):
+        _sol.fill(results, env["peaks"])
     return results, env
 
 

@@ -27,7 +27,9 @@ FORMATS = ("table", "markdown", "csv", "json")
 # The keys of one summary entry, in display order.
 FIELDS = ("kernel", "family", "precision", "n_shapes", "n_ok", "n_failed", "n_not_run", "n_timed",
           "flagged", "failed_shapes", "geomean_pct", "p5_pct", "p50_pct", "p95_pct", "worst_pct", "worst_shape", "best_pct",
-          "best_shape")
+          "best_shape", "sol_n", "sol_flagged", "sol_geomean_pct",
+          *(f"sol_{b}_{k}" for b in ("compute", "memory") for k in ("n", "geomean_pct", "p5_pct", "p50_pct", "p95_pct")))
+BOUNDS = ("compute", "memory")
 
 _BAD, _NOT_RUN = NO_NUMBER, NOT_RUN
 
@@ -46,6 +48,32 @@ def _pct(row: Any) -> Optional[float]:
     except (TypeError, ValueError):
         return None
     return p if math.isfinite(p) and p > 0 else None
+
+
+def _sol(row: Any) -> Optional[float]:
+    """The row's % of the speed of light when it is a usable number, else None."""
+    if _get(row, "status") != "ok":
+        return None
+    try:
+        p = float(_get(row, "pct_sol"))
+    except (TypeError, ValueError):
+        return None
+    return p if math.isfinite(p) and p > 0 else None
+
+
+def _sol_stats(rows: list) -> dict:
+    """% SOL over a kernel's rows: all of them (geomean) and split by the roof that bounds each
+    row (count, geomean and the p5/p50/p95 of its cumulative distribution)."""
+    out = {"sol_n": 0, "sol_flagged": sum(bool(_get(r, "sol_flag")) for r in rows), "sol_geomean_pct": None}
+    every = [p for r in rows if (p := _sol(r)) is not None]
+    out["sol_n"], out["sol_geomean_pct"] = len(every), geomean(every)
+    for b in BOUNDS:
+        vals = [p for r in rows if _get(r, "bound") == b and (p := _sol(r)) is not None]
+        out[f"sol_{b}_n"] = len(vals)
+        out[f"sol_{b}_geomean_pct"] = geomean(vals)
+        for q in (5, 50, 95):
+            out[f"sol_{b}_p{q}_pct"] = percentile(vals, q)
+    return out
 
 
 def _is_cublas(row: Any) -> bool:
@@ -72,26 +100,30 @@ def percentile(values: Iterable[float], q: float) -> Optional[float]:
 
 
 def summarize(results: Iterable[Any]) -> list[dict]:
-    """One entry per (kernel, precision), cuBLAS itself left out, in the order the kernels first
-    appear (the ladder order the runner used). Entry keys: ``FIELDS``.
+    """One entry per (kernel, precision), in the order the kernels first appear (the ladder order
+    the runner used). cuBLAS is left out of the % of cuBLAS, but where its rows carry a % of the
+    speed of light it gets an entry of its own (last, ``n_timed`` 0) for its ``sol_*`` figures.
+    Entry keys: ``FIELDS``.
 
     ``n_shapes`` distinct shapes with a row; ``n_ok`` rows that passed the check; ``n_failed``
     rows FAILED or error (``failed_shapes`` names them, ``flagged`` is True when there is any);
     ``n_not_run`` unsupported or skipped rows; ``n_timed`` rows with a % of cuBLAS, over which
     ``geomean_pct``, the percentiles ``p5_pct``/``p50_pct``/``p95_pct`` (over thousands of shapes a
     kernel's typical and tail behaviour: 5% of its shapes are below p5), ``worst_pct``/``worst_shape``
-    and ``best_pct``/``best_shape`` are taken.
+    and ``best_pct``/``best_shape`` are taken. ``sol_*``: the % of the speed of light over the rows
+    that have one (compare.harness.sol), all of them and per bound (compute / memory).
     A kernel with no timed row has None for those, never 0 or NaN: nothing was measured."""
     groups: dict[tuple, list] = {}
+    baseline: dict[tuple, list] = {}
     for r in results:
-        if _is_cublas(r):
-            continue
-        groups.setdefault((_get(r, "kernel"), _get(r, "precision")), []).append(r)
+        (baseline if _is_cublas(r) else groups).setdefault((_get(r, "kernel"), _get(r, "precision")), []).append(r)
+    # cuBLAS after the kernels: the row that tells how far the vendor is from the machine
+    groups.update({k: rows for k, rows in baseline.items() if any(_sol(r) is not None for r in rows)})
 
     summary = []
     for (kernel, precision), rows in groups.items():
         failed = [r for r in rows if _get(r, "status") in _BAD]
-        timed = [(p, _get(r, "shape")) for r in rows if (p := _pct(r)) is not None]
+        timed = [(p, _get(r, "shape")) for r in rows if (p := _pct(r)) is not None and not _is_cublas(r)]
         entry = {
             "kernel": kernel,
             "family": _get(rows[0], "family"),
@@ -113,6 +145,7 @@ def summarize(results: Iterable[Any]) -> list[dict]:
             entry.update(geomean_pct=geomean(p for p, _ in timed), worst_pct=worst[0], worst_shape=worst[1],
                          best_pct=best[0], best_shape=best[1],
                          **{f"p{q}_pct": percentile((p for p, _ in timed), q) for q in (5, 50, 95)})
+        entry.update(_sol_stats(rows))
         summary.append(entry)
     return summary
 
@@ -126,6 +159,8 @@ def _display_rows(summary: list[dict], pad: bool) -> tuple[list[str], list[list[
               "worst %", "worst shape", "best %", "best shape"]
     rows = []
     for e in summary:
+        if e["family"] == "cublas":
+            continue
         # pad: the plain table right-aligns the column, so unflagged counts keep the digits lined up.
         failed = str(e["n_failed"]) + (" !" if e["flagged"] else "  " if pad else "")
         rows.append([e["kernel"], e["precision"], str(e["n_shapes"]), str(e["n_ok"]), failed,
@@ -135,20 +170,71 @@ def _display_rows(summary: list[dict], pad: bool) -> tuple[list[str], list[list[
     return header, rows
 
 
+def _sol_rows(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """% of the speed of light per kernel (cuBLAS too), split by the roof that bounds each row
+    (the overall geomean, sol_geomean_pct, is in the JSON/CSV: it mixes the two)."""
+    header = ["kernel", "prec"]
+    for b in BOUNDS:
+        c = b[0]
+        header += [f"{c} n", f"{c} geo", f"{c} p5", f"{c} p50", f"{c} p95"]
+    header.append(">100%")
+    rows = []
+    for e in summary:
+        if not e.get("sol_n"):
+            continue
+        line = [e["kernel"], e["precision"]]
+        for b in BOUNDS:
+            line += [str(e[f"sol_{b}_n"])] + [_fmt_pct(e[f"sol_{b}_{k}"]) for k in ("geomean_pct", "p5_pct",
+                                                                                    "p50_pct", "p95_pct")]
+        line.append(str(e["sol_flagged"]) + (" !" if e["sol_flagged"] else ""))
+        rows.append(line)
+    return header, rows
+
+
 def _notes(summary: list[dict]) -> list[str]:
+    kernels = [e for e in summary if e["family"] != "cublas"]
     notes = ["% of cuBLAS at the same shape and precision, over the shapes each kernel was timed on; "
              "p5/p50/p95: percentiles over those shapes (5% of them are below p5)"]
-    if any(e["flagged"] for e in summary):
+    if any(e["flagged"] for e in kernels):
         notes.append("! FAILED or error on some shapes: its % are over the shapes it passed only")
-    if any(e["n_timed"] == 0 for e in summary):
+    if any(e["n_timed"] == 0 for e in kernels):
         notes.append("- no timed rows: not timed (a --check or --interpret run), all failed, unsupported or skipped, "
                      "or no cuBLAS row at those shapes")
     return notes
 
 
+def _sol_notes(summary: list[dict]) -> list[str]:
+    notes = ["% SOL: the speed of light (max of FLOPs / measured pipe peak and minimum DRAM bytes / measured "
+             "copy bandwidth, at each row's clock) over the measured time; c: compute-bound rows, m: memory-bound "
+             "rows (n of them, geo: geometric mean); p5/p50/p95: percentiles of their cumulative distribution"]
+    if any(e["sol_flagged"] for e in summary):
+        notes.append(">100% !: rows above 100% of SOL by more than the noise (a wrong peak or byte count; "
+                     "sol_flag in the rows)")
+    return notes
+
+
+# A summary line is at most this wide (the table's width, compare.outputs.report.TABLE_WIDTH).
+WIDTH = 120
+
+
+def _plain(title: str, header: list[str], rows: list[list[str]], left: set) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return [title, line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def _wrap(notes: list[str]) -> list[str]:
+    import textwrap
+    return [part for n in notes for part in textwrap.wrap(n, WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
+
+
 def render_summary(summary: list[dict], fmt: str = "table") -> str:
-    """``summary`` (from :func:`summarize`) as text: ``table`` (aligned plain text),
-    ``markdown``, ``csv`` (columns ``FIELDS``, failed shapes joined by ';') or ``json``."""
+    """``summary`` (from :func:`summarize`) as text: ``table`` (aligned plain text, lines of at
+    most ``WIDTH``: the % of cuBLAS, the worst and best shapes, and the % of the speed of light,
+    as three blocks), ``markdown``, ``csv`` (columns ``FIELDS``, failed shapes joined by ';') or
+    ``json``."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown summary format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "json":
@@ -162,26 +248,39 @@ def render_summary(summary: list[dict], fmt: str = "table") -> str:
             row["failed_shapes"] = ";".join(e.get("failed_shapes") or [])
             w.writerow({k: ("" if v is None else v) for k, v in row.items()})
         return buf.getvalue()
-    if not summary:
-        return "sweep summary: no kernel rows (only cuBLAS, or nothing ran)\n"
     header, rows = _display_rows(summary, pad=fmt == "table")
-    notes = _notes(summary)
+    sol_header, sol_rows = _sol_rows(summary)
+    if not rows and not sol_rows:
+        return "sweep summary: no kernel rows (only cuBLAS, or nothing ran)\n"
+    notes = _notes(summary) if rows else []
     if fmt == "markdown":
-        right = {i for i, h in enumerate(header) if h not in ("kernel", "precision", "worst shape", "best shape")}
-        lines = ["### Sweep summary", "",
-                 "| " + " | ".join(header) + " |",
-                 "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-        return "\n".join(lines + [""] + [f"{n}  " for n in notes]) + "\n"
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    left = {0, 1, 11, 13}
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    out = ["sweep summary", line(header), line(["-" * w for w in widths])]
-    out += [line(r) for r in rows]
-    return "\n".join(out + [""] + notes) + "\n"
+        out = []
+        if rows:
+            right = {i for i, h in enumerate(header) if h not in ("kernel", "precision", "worst shape", "best shape")}
+            out = ["### Sweep summary", "",
+                   "| " + " | ".join(header) + " |",
+                   "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
+            out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+            out += [""] + [f"{n}  " for n in notes]
+        if sol_rows:
+            out += ["", "### Speed of light", "", "| " + " | ".join(sol_header) + " |",
+                    "|" + "|".join("---" if i < 2 else "---:" for i in range(len(sol_header))) + "|"]
+            out += ["| " + " | ".join(r) + " |" for r in sol_rows]
+            out += [""] + [f"{n}  " for n in _sol_notes(summary)]
+        return "\n".join(out) + "\n"
+    out = []
+    if rows:
+        # the worst and best shapes in a block of their own: with them, one line would be ~150 wide
+        counts = [r[:11] + [r[12]] for r in rows]
+        out += _plain("sweep summary", header[:11] + [header[12]], counts, {0, 1})
+        out += [""] + _plain("worst and best shapes", [header[i] for i in (0, 1, 10, 11, 12, 13)],
+                             [[r[i] for i in (0, 1, 10, 11, 12, 13)] for r in rows], {0, 1, 3, 5})
+        out += [""] + _wrap(notes)
+    if sol_rows:
+        out += ([""] if out else []) + _plain("speed of light: % SOL per kernel (cuBLAS too), split by bound",
+                                              sol_header, sol_rows, {0, 1})
+        out += [""] + _wrap(_sol_notes(summary))
+    return "\n".join(out) + "\n"
 
 
 def _shape_order(rows: list, shapes: set) -> list[str]:
@@ -206,7 +305,7 @@ def _shape_order(rows: list, shapes: set) -> list[str]:
 MAX_SHAPE_LABELS = 80
 
 
-def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
+def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional[dict] = None) -> str:
     """Draw the sweep into ``path`` (.png, .svg, .pdf), written atomically; returns ``path``.
 
     Top: % of cuBLAS per shape, one line per kernel and precision, shapes ordered by cuBLAS's
@@ -215,13 +314,14 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     ``MAX_SHAPE_LABELS`` shapes). Bottom left: each kernel's distribution over the shapes (box:
     quartiles, whiskers: 1.5 IQR, diamond: geomean). Bottom right: its empirical cumulative
     distribution (the share of shapes at or below each % of cuBLAS), the view that compares two
-    kernels over thousands of shapes: a curve further right is better everywhere it is."""
+    kernels over thousands of shapes: a curve further right is better everywhere it is. Last row:
+    the roofline, every timed row at its intensity against ``env``'s measured peaks."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.transforms import blended_transform_factory
 
-    from .plot import FAMILY_LINESTYLE, line_styles
+    from .plot import FAMILY_LINESTYLE, draw_roofline, line_styles, roofline_points
 
     ext = os.path.splitext(path)[1].lstrip(".").lower()
     supported = plt.figure().canvas.get_supported_filetypes()
@@ -247,9 +347,10 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     log_y = max(all_pcts) / min(all_pcts) > 20
 
     n_lines = len(plotted)
-    fig = plt.figure(figsize=(18, 13))
-    grid = fig.add_gridspec(2, 2, height_ratios=[1.15, 1], width_ratios=[1.2, 1])
+    fig = plt.figure(figsize=(18, 20))
+    grid = fig.add_gridspec(3, 2, height_ratios=[1.15, 1, 1.1], width_ratios=[1.2, 1])
     ax, axd, axc = fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
+    axr, axs = fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])
     floor = blended_transform_factory(ax.transData, ax.transAxes)
     any_failed = False
     dist, dist_labels, dist_styles, dist_means = [], [], [], []
@@ -324,6 +425,9 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     axc.legend(fontsize=7, loc="upper left")
     axc.grid(True, alpha=0.3)
 
+    draw_roofline(axr, roofline_points(rows), env or {}, styles=styles, kernel_legend=False)
+    _sol_cdf(axs, rows, summary, styles, labels)
+
     n_shapes = len(order)
     fig.suptitle(title or f"% of cuBLAS over {n_shapes} shape{'s' if n_shapes != 1 else ''}, "
                           f"{n_lines} kernel line{'s' if n_lines != 1 else ''}")
@@ -335,6 +439,38 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "") -> str:
     _save_atomically(fig, path)
     plt.close(fig)
     return path
+
+
+def _sol_cdf(ax, rows: list, summary: list[dict], styles: dict, labels: dict) -> None:
+    """The cumulative distribution of % SOL per kernel (cuBLAS black), compute-bound rows solid,
+    memory-bound ones dashed: how far each is from the machine over the shapes."""
+    drawn = False
+    for e in summary:
+        if not e.get("sol_n"):
+            continue
+        key = (e["kernel"], e["precision"])
+        colour = "black" if e["family"] == "cublas" else styles.get(labels[key], ("tab:gray", "o"))[0]
+        mine = [r for r in rows if (_get(r, "kernel"), _get(r, "precision")) == key]
+        for b, ls in zip(BOUNDS, ("-", "--")):
+            vals = sorted(p for r in mine if _get(r, "bound") == b and (p := _sol(r)) is not None)
+            if not vals:
+                continue
+            g = e[f"sol_{b}_geomean_pct"]
+            ax.step(vals, [(i + 1) / len(vals) for i in range(len(vals))], where="post", color=colour, ls=ls,
+                    lw=2.2 if e["family"] == "cublas" else 1.2, label=f"{labels[key]} {b[0]} geomean {g:.0f}%")
+            drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "no % SOL (no measured peaks: python -m cuda_kernels.probes.peaks)", ha="center",
+                transform=ax.transAxes, fontsize=8)
+    else:
+        ax.legend(fontsize=6, loc="upper left", ncol=2)
+    ax.axvline(100, color="k", ls=":", lw=1.2)
+    _percent_axis(ax.xaxis)
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("% of the speed of light (solid: compute-bound rows, dashed: memory-bound)")
+    ax.set_ylabel("share of rows at or below")
+    ax.grid(True, alpha=0.3)
 
 
 def _percent_axis(axis) -> None:

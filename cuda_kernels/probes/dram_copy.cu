@@ -5,7 +5,7 @@
 // ladder stage: nothing here is registered. cuda_kernels/probes/peaks.py launches, times and
 // checks it (the copy must equal its source).
 
-__global__ void dram_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n) {
+extern "C" __global__ void dram_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n) {
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
     long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     // four independent loads before the stores: one thread keeps 64 bytes in flight

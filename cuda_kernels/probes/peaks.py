@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, cupy, say: Callable[[str], None] = lambda s: N
         lanes = gpuinfo.FP32_LANES_PER_SM.get(tuple(int(v) for v in cc.split(".")))
         if lanes and ffma["sm_mhz"]:
             # SMs x FP32 lanes x 2 flops at the clock the probe ran at: what FFMA can reach.
-            fp32["lanes_at_clock_tflops"] = round(sms * lanes * 2 * ffma["sm_mhz"] * 1e6 / 1e12, 2)
+            fp32["lanes_at_clock_tflops"] = round(sms * lanes * 2 * ffma["sm_mhz"] * 1e6 / 1e12, 3)
     if cc == "9.0":
         tf32 = peak(wgmma, "wgmma.mma_async m64n256k8 tf32", "tf32_tflops")
     else:
@@ -274,7 +274,12 @@ def ensure(say: Callable[[str], None] = lambda s: None, force: bool = False, arg
         args = args or parse_args([])
         say("measuring this GPU's peaks once (FFMA, TF32 tensor core, DRAM copy; "
             "python -m cuda_kernels.probes.peaks) ...")
-        doc = run(args, cupy, say=say)
+        try:
+            doc = run(args, cupy, say=say)
+        finally:
+            # the copy's buffers go back to the device, not to this process's pool: the kernels
+            # measured next (in a worker process) get the whole memory
+            cupy.get_default_memory_pool().free_all_blocks()
     except Exception as e:  # no GPU, no CuPy, a compile error: rows get no % SOL, the run goes on
         say(f"peaks not measured: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}")
         return None

@@ -71,7 +71,7 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long d
 
 }  // namespace wgprobe
 
-__global__ void __launch_bounds__(128, 1) wgmma_tf32_peak(int iters, float* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(128, 1) wgmma_tf32_peak(int iters, float* __restrict__ out) {
     using namespace wgprobe;
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = smem_u32(smem_raw);
