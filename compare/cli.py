@@ -174,8 +174,8 @@ def _expand_arg_files(argv: list, _open: tuple = ()) -> list:
                 with open(a[1:], encoding="utf-8") as f:
                     lines = f.read().splitlines()
             except UnicodeDecodeError as exc:
-                raise UsageError(f"{a}: not a text file of arguments (byte {exc.object[exc.start]:#04x} at "
-                                 f"offset {exc.start} is not UTF-8); an @FILE holds one argument per line") from None
+                raise UsageError(f"{a}: not a text file of arguments (byte {exc.object[exc.start]:#04x} at offset "
+                                 f"{exc.start} is not UTF-8); an @FILE holds one argument per line") from None
             except OSError as exc:
                 raise UsageError(f"{a}: can't read it ({exc.strerror or exc})") from None
             out += _expand_arg_files([x for line in lines for x in _arg_file_line(line)], _open + (path,))
@@ -321,7 +321,8 @@ def render(results, env, args, summary=None) -> None:
     elif args.output:
         buf = io.StringIO()
         report.to_table(results, env, buf)
-        text = mark + buf.getvalue() + ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
+        text = buf.getvalue() + ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
+        text = mark + text
     else:
         sys.stdout.write(mark)
         report.to_table(results, env, sys.stdout)
@@ -398,7 +399,7 @@ def _start_worker_early(args) -> None:
         check_flags(args, _is_sweep(args))
         if args.interpret:
             from .outputs import selection
-            selection.check_interpretable(selection.shape_texts(args, INTERPRET_SHAPES), selection.interpret_flag(args))
+            selection.check_interpretable(args, selection.shape_texts(args, INTERPRET_SHAPES))
         args.early_cluster = start_early(args)
     elif not (args.in_process or args.cluster is not None):
         from .harness import worker
@@ -445,7 +446,7 @@ def _main(args) -> int:
     problems = _problems(args, selected)
     if args.interpret:
         from .outputs import selection
-        selection.check_interpretable(list(dict.fromkeys(p.shape for p in problems)), selection.interpret_flag(args))
+        selection.check_interpretable(args, list(dict.fromkeys(p.shape for p in problems)))
 
     def skip(k):
         if args.interpret and not k.interpretable:

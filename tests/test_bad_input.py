@@ -345,9 +345,9 @@ def test_gpu_size_sweep_on_interpreter_workers_is_refused_before_the_cluster(no_
 
 
 def test_the_largest_interpreter_shape_is_accepted_one_more_is_not(no_work, capsys):
-    selection.check_interpretable(["512x512x512"], "--shape")
+    selection.check_interpretable(cli.build_parser().parse_args(["--shape", "512"]), ["512x512x512"])
     with pytest.raises(UsageError, match="513x512x512 is 2.7e"):
-        selection.check_interpretable(["513x512x512"], "--shape")
+        selection.check_interpretable(cli.build_parser().parse_args(["--shape", "513x512x512"]), ["513x512x512"])
 
 
 def test_a_shape_over_the_hosts_memory_is_refused_under_interpret(no_work, capsys, monkeypatch):

@@ -528,7 +528,8 @@ def check_flags(args, is_sweep: bool) -> None:
             raise UsageError("--resume/--checkpoint/--time-limit belong to a distributed sweep: add --workers N (or --cluster)")
         return
     if getattr(args, "in_process", False):
-        raise UsageError("--in-process runs the kernels in this process and --workers/--cluster on Dask workers: use one")
+        raise UsageError("--in-process runs the kernels in this process and --workers/--cluster on Dask "
+                         "workers: use one")
     require_dask()
     if args.workers is not None and args.cluster:
         raise UsageError("--workers starts a local cluster and --cluster joins one: use one")
@@ -539,7 +540,7 @@ def check_flags(args, is_sweep: bool) -> None:
                          f"interpreter worker is one single-threaded process; at most {max_interpret_workers()}")
     if not is_sweep:
         raise UsageError("--workers/--cluster run a sweep: add --sweep, --shapes-file or --distribution")
-    if args.time_limit is not None and not (args.time_limit > 0 and args.time_limit != float("inf")):
+    if args.time_limit is not None and not args.time_limit > 0:      # NaN too
         raise UsageError(f"--time-limit {args.time_limit}: must be > 0 seconds")
     if args.resume and args.checkpoint and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint):
         raise UsageError("--resume FILE continues FILE; --checkpoint names another file: use one")
@@ -584,7 +585,8 @@ def probe_scheduler(address: str) -> None:
     except socket.gaierror as exc:
         raise UsageError(f"--cluster {address}: unknown host {host!r} ({exc.strerror or exc})") from None
     except (socket.timeout, TimeoutError):
-        raise UsageError(f"--cluster {address}: no answer from {host}:{port} within {CONNECT_TIMEOUT_S:g} s") from None
+        raise UsageError(f"--cluster {address}: no answer from {host}:{port} "
+                         f"within {CONNECT_TIMEOUT_S:g} s") from None
     except OSError as exc:
         raise UsageError(f"--cluster {address}: cannot reach the scheduler ({exc.strerror or exc})") from None
 

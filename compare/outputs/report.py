@@ -51,7 +51,9 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
     """The human columns, as strings, shared by the table and markdown views."""
     rows = []
     for r in results:
-        ms = "-" if r.median_ms is None else f"{r.median_ms:.4g}" + ("" if r.iqr_ms is None else f" ±{r.iqr_ms / 2:.1g}")
+        ms = "-" if r.median_ms is None else f"{r.median_ms:.4g}"
+        if r.median_ms is not None and r.iqr_ms is not None:    # a loaded row may have no spread
+            ms += f" ±{r.iqr_ms / 2:.1g}"
         rows.append({
             "kernel": r.kernel, "family": r.family, "stage": r.stage, "shape": r.shape,
             "prec": r.precision, "ms ±IQR/2": ms, "TFLOP/s": _num(r.tflops, ".1f"),

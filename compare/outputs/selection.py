@@ -119,9 +119,7 @@ def shape_texts(args, defaults: list) -> list[str]:
     --shapes-file (in order, duplicates dropped), else ``defaults``."""
     from ..harness import shapes
     if args.shape and is_sweep(args):
-        other = [f for f, on in (("--sweep", getattr(args, "sweep", None)), ("--shapes-file", getattr(args, "shapes_file", None)),
-                                 ("--distribution", getattr(args, "distribution", None))) if on]
-        raise UsageError(f"--shape and {' and '.join(other)} both set the shapes; use one")
+        raise UsageError(f"--shape and {' and '.join(_sweep_flags(args))} both set the shapes; use one")
     if args.shape:
         return list(args.shape)
     if is_sweep(args):
@@ -137,11 +135,12 @@ def shape_texts(args, defaults: list) -> list[str]:
 INTERPRET_MAX_FLOPS = 2 * 512**3
 
 
-def check_interpretable(texts: list[str], flag: str) -> None:
+def check_interpretable(args, texts: list[str]) -> None:
     """--interpret: every shape small enough for the interpreter (INTERPRET_MAX_FLOPS) and for this
     host's free memory (compare/harness/problem.py device_bytes: operands, output, float64
     reference), said before any work with the flag that brought the shape."""
     from ..harness.problem import Problem, ProblemError, parse_shape
+    flag = shapes_flag(args)
     free = host_free_bytes()
     for t in texts:
         try:
@@ -171,15 +170,15 @@ def host_free_bytes():
     return None
 
 
-def interpret_flag(args) -> str:
+def _sweep_flags(args) -> list[str]:
+    """The sweep flags given (for a message that names them)."""
+    return [flag for flag, attr in (("--sweep", "sweep"), ("--shapes-file", "shapes_file"),
+                                    ("--distribution", "distribution")) if getattr(args, attr, None)]
+
+
+def shapes_flag(args) -> str:
     """The flag that set this run's shapes (for a message)."""
-    if args.shape:
-        return "--shape"
-    for flag, on in (("--distribution", getattr(args, "distribution", None)), ("--sweep", getattr(args, "sweep", None)),
-                     ("--shapes-file", getattr(args, "shapes_file", None))):
-        if on:
-            return flag
-    return "--interpret"
+    return "--shape" if args.shape else " ".join(_sweep_flags(args)) or "--interpret"
 
 
 def problems(args, texts: list[str]) -> list:
