@@ -411,6 +411,12 @@ def _main(args) -> int:
         # Must happen before any Triton kernel module is imported: @triton.jit picks the
         # interpreter at decoration time.
         os.environ["TRITON_INTERPRET"] = "1"
+    if not (args.list or args.resources):
+        # Paths and the sweep's flags before the families load (torch, Triton: seconds): a
+        # refused --cluster port or an unwritable -o is said at once.
+        targets.validate(args)
+        from .outputs.distributed import check_flags
+        check_flags(args, _is_sweep(args))
     from .harness import registry, runner
     from .harness.problem import ProblemError
     registry.load_plugins(args.plugin)   # --plugin: after TRITON_INTERPRET is set, before --list and the selection
@@ -421,9 +427,6 @@ def _main(args) -> int:
     if args.resources:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
-    targets.validate(args)
-    from .outputs.distributed import check_flags
-    check_flags(args, _is_sweep(args))
     if args.from_json:
         from .outputs import report
         results, env = [], None
