@@ -427,3 +427,13 @@ def test_help_runs_as_a_command():
     p = subprocess.run([sys.executable, "-m", "compare", "--help"], cwd=REPO, capture_output=True, text=True,
                        env=dict(os.environ, COLUMNS="70"), timeout=300)
     assert p.returncode == 0 and "exit codes:" in p.stdout
+
+
+def test_a_damaged_checkpoint_is_refused_before_the_cluster_starts(no_work, tmp_path, capsys):
+    path, _, lines = _checkpoint_lines(tmp_path)
+    path.write_text("".join(lines[:2] + ["garbage\n"] + lines[2:]))
+    assert main(SWEEP + ["--workers", "2", "--resume", str(path)]) == 2
+    assert "line 3 is not a checkpoint line" in _one_line(capsys)
+    # an existing checkpoint without --resume: refused (never overwritten), before the cluster too
+    assert main(SWEEP + ["--workers", "2", "--checkpoint", str(path)]) == 2
+    assert f"--resume {path}" in _one_line(capsys)

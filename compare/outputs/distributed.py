@@ -167,9 +167,10 @@ def normalized(selection: dict) -> dict:
     return json.loads(json.dumps(selection, default=str, sort_keys=True))
 
 
-def read_checkpoint(path: str, selection: dict) -> dict:
+def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
     """{shape: (rows, done line)} of the shapes the file finished; a UsageError when it was made
-    with a different selection (or is not a checkpoint)."""
+    with a different selection (or is not a checkpoint). ``selection`` None: the file's form
+    only (header, version, every line a checkpoint line), before the sweep's kernels are known."""
     from .report import _from_dict
     try:
         with open(path, encoding="utf-8") as f:
@@ -185,9 +186,9 @@ def read_checkpoint(path: str, selection: dict) -> dict:
     if head.get("version") != CHECKPOINT_VERSION:
         raise UsageError(f"--resume {path}: checkpoint version {head.get('version')!r}, and this suite reads "
                          f"version {CHECKPOINT_VERSION} only (written by another version of gemm-ladder?)")
-    want, have = normalized(selection), head.get("selection") or {}
+    want, have = normalized(selection or {}), head.get("selection") or {}
     diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-    if diff:
+    if diff and selection is not None:
         shown = "; ".join(f"{k}: file {have.get(k)!r}, now {want.get(k)!r}" for k in diff)
         raise UsageError(f"--resume {path} was made with other selection flags ({shown}); "
                          f"rerun with the same flags or start a new checkpoint")
@@ -547,6 +548,9 @@ def check_flags(args, is_sweep: bool) -> None:
     for flag, path in (("--resume", args.resume), ("--checkpoint", args.checkpoint)):
         if path:
             check_checkpoint_path(path, flag)
+    ckpt = checkpoint_of(args)
+    if ckpt and not args.resume and os.path.exists(ckpt):
+        raise UsageError(f"checkpoint {ckpt} exists: continue it with --resume {ckpt}, or remove it")
     if args.cluster:
         probe_scheduler(args.cluster)
 
@@ -562,6 +566,8 @@ def check_checkpoint_path(path: str, flag: str) -> None:
     if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
         raise UsageError(f"{flag} {path}: the file can't be read and written (permissions)")
     writable_target(path, flag)
+    if flag == "--resume" and os.path.exists(path):
+        read_checkpoint(path, None)      # a file that is no checkpoint of ours: said before the cluster starts
 
 
 def probe_scheduler(address: str) -> None:
@@ -591,10 +597,15 @@ def probe_scheduler(address: str) -> None:
         raise UsageError(f"--cluster {address}: cannot reach the scheduler ({exc.strerror or exc})") from None
 
 
+def checkpoint_of(args) -> Optional[str]:
+    """The sweep's checkpoint: --resume, --checkpoint, else beside -o FILE, else none."""
+    return args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
+
+
 def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
     """``python -m compare ... --workers N | --cluster ADDRESS``: the selection the CLI made, run here."""
     skipped = {k.name: why for k, _ in pairs if (why := skip(k))}
-    checkpoint = args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
+    checkpoint = checkpoint_of(args)
     if checkpoint is None:
         print("note: no checkpoint (no -o, --checkpoint or --resume): a stopped sweep keeps nothing", file=sys.stderr)
     return run_sweep(pairs, selection=selection_of(args, pairs), skipped=skipped, options=options,
