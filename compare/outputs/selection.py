@@ -129,9 +129,10 @@ def shape_texts(args, defaults: list) -> list[str]:
     return list(defaults)
 
 
-# --interpret: the Triton interpreter runs about 1e7 FLOP/s per kernel on one CPU core (256x256x512
-# took 6 s), so 2*512^3 (2.7e8, about half a minute a kernel) is the largest shape it is given;
-# every loguniform/llm shape (>= 1e9, compare/harness/shapes.py MIN_FLOPS) is far past it.
+# --interpret: the Triton interpreter runs about 1e7 FLOP/s per kernel on one CPU core (the six Triton
+# kernels at 512^3: 132 s; docs/findings.md), so 2*512^3 (2.7e8, ~20 s a kernel, well inside the
+# 120 s --kernel-timeout) is the largest shape it is given; every loguniform/llm shape (>= 1e9,
+# compare/harness/shapes.py MIN_FLOPS) is far past it.
 INTERPRET_MAX_FLOPS = 2 * 512**3
 
 
