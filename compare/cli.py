@@ -24,36 +24,49 @@ from .outputs import targets   # -o / --plot / --from-json: checked before any G
 # The shape catalogue (every default and named set) is compare/harness/shapes.py.
 from .harness.shapes import GROUP_DEFAULTS as DEFAULT_SHAPES, INTERPRET_DEFAULTS as INTERPRET_SHAPES
 
-EPILOG = """\
-options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them);
-  without KERNEL: it applies to every selected kernel that declares NAME (refused where their
-  declarations differ: name the kernel). Every result row records the configuration that ran
-  (the config field of JSON/CSV; --show config prints it).
-sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes) run every
-  selected kernel on every shape and end the output with a per-kernel summary (geomean / worst /
-  best % of cuBLAS); with --plot, the sweep plot.
--o FILE without --format writes the format its suffix names (.json, .csv, .md; else the table).
-variants: --variant KERNEL[:NAME=VALUE,...] runs KERNEL with those options as a kernel of its own
-  (rows and summary labelled KERNEL[NAME=VALUE,...]); NAME=V1|V2 gives one variant per value,
-  NAME=* one per value the option declares, several NAME=... the cross product.
-  @FILE reads arguments from FILE, one per line (# comments), e.g. results/**/*.args.
-isolation: kernels run in a worker process; a kernel that poisons the CUDA context (illegal
-  address, trap, ...) or kills the worker is a FAULT row with a compute-sanitizer command that
-  reproduces it, one that gives no row within --kernel-timeout a HUNG row; either way a fresh
-  worker runs the next kernel. With -o FILE, rows stream to FILE.partial.jsonl as they finish
-  (deleted once FILE is written; kept when the run is interrupted or dies).
-exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check, errored
-  (raised, ran out of memory), faulted (FAULT) or hung (HUNG); 2 the run could not start (bad
-  arguments or files, no GPU, a shape that does not fit) or would check nothing (every selected
-  kernel unsupported or skipped on every shape); 130 interrupted by Ctrl-C (the finished rows
-  are rendered and kept). Exit 2 is decided before any GPU work."""
+# One paragraph a line: _EpilogFormatter wraps each to the terminal's width (COLUMNS), hanging
+# its continuation lines by two columns.
+EPILOG = "\n".join([
+    "options: --opt [KERNEL:]NAME=VALUE sets one of a kernel's declared options (--list shows them); without "
+    "KERNEL: it applies to every selected kernel that declares NAME (refused where their declarations differ: "
+    "name the kernel). Every result row records the configuration that ran (the config field of JSON/CSV; "
+    "--show config prints it).",
+    "sweeps: --sweep NAME (named shape sets) or --shapes-file FILE (a list of shapes) run every selected kernel "
+    "on every shape and end the output with a per-kernel summary (geomean / worst / best % of cuBLAS); with "
+    "--plot, the sweep plot.",
+    "-o FILE without --format writes the format its suffix names (.json, .csv, .md; else the table).",
+    "variants: --variant KERNEL[:NAME=VALUE,...] runs KERNEL with those options as a kernel of its own (rows and "
+    "summary labelled KERNEL[NAME=VALUE,...]); NAME=V1|V2 gives one variant per value, NAME=* one per value the "
+    "option declares, several NAME=... the cross product.",
+    "@FILE reads arguments from FILE, one per line (# comments), e.g. results/**/*.args.",
+    "isolation: kernels run in a worker process; a kernel that poisons the CUDA context (illegal address, trap, "
+    "...) or kills the worker is a FAULT row with a compute-sanitizer command that reproduces it, one that gives "
+    "no row within --kernel-timeout a HUNG row; either way a fresh worker runs the next kernel. With -o FILE, "
+    "rows stream to FILE.partial.jsonl as they finish (deleted once FILE is written; kept when the run is "
+    "interrupted or dies).",
+    "exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check, errored (raised, ran "
+    "out of memory), faulted (FAULT) or hung (HUNG); 2 the run could not start (bad arguments or files, no GPU, "
+    "a shape that does not fit) or would check nothing (every selected kernel unsupported or skipped on every "
+    "shape); 130 interrupted by Ctrl-C (the finished rows are kept in FILE.partial.jsonl; an existing -o FILE "
+    "is never replaced by them). Exit 2 is decided before any GPU work.",
+])
+
+
+class _EpilogFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description and epilog as paragraphs (one a line), each wrapped to the help's width."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+        return "\n".join(textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                        break_on_hyphens=False, break_long_words=False) if line else ""
+                         for line in text.splitlines())
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m compare",
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@")
+        epilog=EPILOG, formatter_class=_EpilogFormatter, fromfile_prefix_chars="@")
     p.convert_arg_line_to_args = _arg_file_line
     from .outputs import selection
     selection.add_flags(p, default_shapes="the group's shapes")
@@ -147,14 +160,25 @@ def _fraction(text: str) -> float:
     return x
 
 
-def _expand_arg_files(argv: list) -> list:
+def _expand_arg_files(argv: list, _open: tuple = ()) -> list:
     """@FILE arguments replaced by the file's arguments, so --profile inside a file is seen and
-    the recorded command is the full one. A missing file is left for argparse to report."""
+    the recorded command is the full one. A missing file is left for argparse to report; one that
+    is not UTF-8 text, or that includes itself, is a UsageError."""
     out = []
     for a in argv:
         if a.startswith("@") and os.path.isfile(a[1:]):
-            with open(a[1:], encoding="utf-8") as f:
-                out += _expand_arg_files([x for line in f for x in _arg_file_line(line)])
+            path = os.path.realpath(a[1:])
+            if path in _open:
+                raise UsageError(f"{a}: the file includes itself (through {' -> '.join(_open)})")
+            try:
+                with open(a[1:], encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            except UnicodeDecodeError as exc:
+                raise UsageError(f"{a}: not a text file of arguments (byte {exc.object[exc.start]:#04x} at offset "
+                                 f"{exc.start} is not UTF-8); an @FILE holds one argument per line") from None
+            except OSError as exc:
+                raise UsageError(f"{a}: can't read it ({exc.strerror or exc})") from None
+            out += _expand_arg_files([x for line in lines for x in _arg_file_line(line)], _open + (path,))
         else:
             out.append(a)
     return out
@@ -272,6 +296,9 @@ def render(results, env, args, summary=None) -> None:
     csv: the summary on stderr, so the file stays one table."""
     import io
     from .outputs import matrix, report
+    if getattr(args, "keep_output", False):    # interrupted: -o FILE is not replaced (_interrupted)
+        return
+    mark = f"INTERRUPTED (Ctrl-C): {env['interrupted']}\n" if env and env.get("interrupted") else ""
     width = report.table_width(None if args.output else sys.stdout)
     md = args.format == "markdown"
     if summary is not None:
@@ -288,14 +315,16 @@ def render(results, env, args, summary=None) -> None:
         if text_summary:
             sys.stderr.write(text_summary if text_summary.endswith("\n") else text_summary + "\n")
     elif md:
-        text = report.to_markdown(results, env)
+        text = mark + report.to_markdown(results, env)
         if text_summary:
             text += "\n" + text_summary
     elif args.output:
         buf = io.StringIO()
         report.to_table(results, env, buf)
         text = buf.getvalue() + ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
+        text = mark + text
     else:
+        sys.stdout.write(mark)
         report.to_table(results, env, sys.stdout)
         text = ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
     if text and text_summary and not text.endswith("\n"):
@@ -328,7 +357,11 @@ def verdict(results) -> int:
 
 
 def main(argv: Optional[list] = None) -> int:
-    argv = _expand_arg_files(sys.argv[1:] if argv is None else list(argv))
+    try:
+        argv = _expand_arg_files(sys.argv[1:] if argv is None else list(argv))
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if "--profile" in argv:
         # Nsight Compute counters beside each time: its own entry point with the same selection flags.
         from .outputs.profile import main as profile_main
@@ -359,9 +392,16 @@ def _start_worker_early(args) -> None:
     if args.list or args.resources or args.from_json:
         return
     if args.workers is not None:
+        # Everything that makes a sweep exit 2 and needs no kernel is said before its cluster starts.
         from .outputs.dask_cluster import start_early
+        from .outputs.distributed import check_flags
+        targets.validate(args)
+        check_flags(args, _is_sweep(args))
+        if args.interpret:
+            from .outputs import selection
+            selection.check_interpretable(args, selection.shape_texts(args, INTERPRET_SHAPES))
         args.early_cluster = start_early(args)
-    elif not (args.in_process or args.cluster):
+    elif not (args.in_process or args.cluster is not None):
         from .harness import worker
         worker.start_for_run(args)
 
@@ -371,6 +411,12 @@ def _main(args) -> int:
         # Must happen before any Triton kernel module is imported: @triton.jit picks the
         # interpreter at decoration time.
         os.environ["TRITON_INTERPRET"] = "1"
+    if not (args.list or args.resources):
+        # Paths and the sweep's flags before the families load (torch, Triton: seconds): a
+        # refused --cluster port or an unwritable -o is said at once.
+        targets.validate(args)
+        from .outputs.distributed import check_flags
+        check_flags(args, _is_sweep(args))
     from .harness import registry, runner
     from .harness.problem import ProblemError
     registry.load_plugins(args.plugin)   # --plugin: after TRITON_INTERPRET is set, before --list and the selection
@@ -381,9 +427,6 @@ def _main(args) -> int:
     if args.resources:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
-    targets.validate(args)
-    from .outputs.distributed import check_flags
-    check_flags(args, _is_sweep(args))
     if args.from_json:
         from .outputs import report
         results, env = [], None
@@ -404,6 +447,9 @@ def _main(args) -> int:
     selected = _select(args)
     options = _options(args, selected)
     problems = _problems(args, selected)
+    if args.interpret:
+        from .outputs import selection
+        selection.check_interpretable(args, list(dict.fromkeys(p.shape for p in problems)))
 
     def skip(k):
         if args.interpret and not k.interpretable:
@@ -467,8 +513,10 @@ def _main(args) -> int:
         if prog:
             prog.stop()
     if interrupted:   # said after the progress bar is gone
-        interrupted = _worker.interrupted(pool, ckpt, len(results), len(pairs))
+        interrupted = _interrupted(pool, ckpt, args, len(results), len(pairs))
     env = gpuinfo.environment().as_dict()
+    if interrupted:
+        env["interrupted"] = f"{len(results)} of {len(pairs)} rows finished; the rest were not run"
     if args.interpret:
         env["gpu"] = "none (Triton interpreter on CPU)"
     if ahead:
@@ -480,6 +528,34 @@ def _main(args) -> int:
     return interrupted or code
 
 
+def _interrupted(pool, ckpt, args, done: int, total: int) -> int:
+    """Ctrl-C: stop the worker, keep the checkpoint, and never let the partial rows replace a
+    finished -o FILE: an existing FILE is left as it was, a new one is written marked interrupted
+    (JSON: environment.interrupted; table and markdown: a first line), a CSV one not at all (no
+    place to say it). One line says where the rows went; the exit status is 130."""
+    if pool is not None:
+        pool._kill()
+    where = []
+    if ckpt is not None:
+        ckpt.close()
+        if ckpt.rows:
+            where.append(f"kept in {ckpt.path}")
+    if args.output:
+        if os.path.exists(args.output):
+            args.keep_output = True
+            where.append(f"{args.output} left as it was (a partial run never replaces it)")
+        elif args.format == "csv":
+            args.keep_output = True
+            where.append(f"{args.output} not written (a CSV file can't be marked partial)")
+        else:
+            where.append(f"written to {args.output} marked interrupted")
+    if args.plot:
+        args.keep_plot = True
+        where.append(f"--plot {args.plot} not drawn")
+    print(f"interrupted: {done} of {total} rows finished" + "".join(f"; {w}" for w in where), file=sys.stderr)
+    return 130
+
+
 def _report(results, env: dict, args, judge: bool = True) -> int:
     """Render (with the sweep summary when shapes came from a set or file), plot, exit code:
     the same for a measured run and a recorded one (an interrupted one: no exit code, ``judge``
@@ -489,6 +565,6 @@ def _report(results, env: dict, args, judge: bool = True) -> int:
         from .outputs import sweep
         summary = sweep.summarize(results)
     render(results, env, args, summary)
-    if args.plot:
+    if args.plot and not getattr(args, "keep_plot", False):
         draw(results, env, args)
     return verdict(results) if judge else 0

@@ -485,7 +485,7 @@ def test_sweep_plot_uses_plot_sweep(fake_gpu, sweep_modules, tmp_path):
 
 
 @pytest.mark.parametrize("argv, msg", [
-    (["--sweep", "tiny", "--shape", "8"], "--shape and --sweep/--shapes-file both set the shapes"),
+    (["--sweep", "tiny", "--shape", "8"], "--shape and --sweep both set the shapes"),
     (["--sweep", "nope"], "unknown shape set 'nope'"),
     (["--shapes-file", "/nonexistent/shapes.txt"], "/nonexistent/shapes.txt"),
 ])

@@ -447,6 +447,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_EXIT
+    if bf.commit == hf.commit:
+        # One result file against itself proves nothing (every slowdown 1.0, no spread to judge),
+        # and a CI that hands the gate one commit twice is misconfigured: refused, not passed.
+        print(f"error: --base {args.base} and --head {args.head} are the same commit {bf.commit[:12]}: "
+              f"the gate compares two commits", file=sys.stderr)
+        return USAGE_EXIT
     rows = compare(bf, hf, args.factor)
     if args.confirm_dir:
         try:

@@ -53,6 +53,9 @@ def import_plugin(spec: str) -> ModuleType:
         sys.modules[name] = module          # dataclasses and @triton.jit look their module up
         try:
             loader_spec.loader.exec_module(module)
+        except SystemExit as exc:
+            del sys.modules[name]
+            raise UsageError(f"--plugin {spec}: {_exit_line(exc)}") from None
         except Exception as exc:
             del sys.modules[name]
             raise UsageError(f"--plugin {spec}: {_first_line(exc)}") from exc
@@ -67,8 +70,16 @@ def import_plugin(spec: str) -> ModuleType:
             raise UsageError(f"--plugin {spec}: no module named {exc.name!r} (give a module importable from "
                              f"the current directory or a path to a .py file)") from exc
         raise UsageError(f"--plugin {spec} ({_file_of(spec)}): {_first_line(exc)}") from exc
+    except SystemExit as exc:
+        raise UsageError(f"--plugin {spec} ({_file_of(spec)}): {_exit_line(exc)}") from None
     except Exception as exc:
         raise UsageError(f"--plugin {spec} ({_file_of(spec)}): {_first_line(exc)}") from exc
+
+
+def _exit_line(exc: SystemExit) -> str:
+    """A plugin that calls sys.exit() while it is imported: said as the plugin's fault (the run
+    exits 2, not with the plugin's own code and no word)."""
+    return f"called sys.exit({exc.code!r}) while being imported{_where(exc)}; a plugin only registers kernels"
 
 
 def entry_points() -> list:
@@ -88,11 +99,16 @@ def _file_of(spec: str) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}{_where(exc)}"
+
+
+def _where(exc: BaseException) -> str:
+    """The " (line N)" of the plugin's own line that raised, when it is in the plugin."""
     where = ""
     tb = exc.__traceback__
-    while tb is not None:           # the plugin's own line that raised, when it is in the plugin
+    while tb is not None:
         frame = tb.tb_frame
         if frame.f_globals.get("__name__", "").startswith("gemm_ladder_plugin_"):
             where = f" (line {tb.tb_lineno})"
         tb = tb.tb_next
-    return f"{type(exc).__name__}: {first}{where}"
+    return where

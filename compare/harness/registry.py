@@ -395,13 +395,12 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
                                  f"{', '.join(k.name for k in targets)} (their values differ); "
                                  f"name the kernel: --opt KERNEL:{name}={value.strip()}")
             if not targets:
-                owners: dict = {}
-                for k in selected:
-                    for o in k.options:
-                        owners.setdefault(o.name, []).append(k.name)
-                have = "; ".join(f"{n} ({', '.join(ks)})" for n, ks in sorted(owners.items()))
+                import difflib
+                have = sorted({o.name for k in selected for o in k.options})
+                near = difflib.get_close_matches(name, have, n=3) or have[:3]
+                more = f" (of {len(have)}; --list shows every kernel's)" if len(have) > len(near) else ""
                 raise UsageError(f"--opt {text!r}: no selected kernel has an option {name!r}; "
-                                 f"options of the selected kernels: {have or 'none'}")
+                                 f"{'e.g. ' + ', '.join(near) + more if have else 'the selected kernels have none'}")
         for k in targets:
             raw.setdefault(k.name, {})[name] = value
     return raw

@@ -337,14 +337,15 @@ def parse_distribution(spec: str) -> tuple[str, int, int]:
         raise UsageError(f"--distribution {spec!r}: expected NAME[:COUNT[:SEED]] with NAME one of "
                          f"{', '.join(DISTRIBUTIONS)}")
     nums = []
-    for what, text in zip(("COUNT", "SEED"), parts[1:]):
-        if not (text.isascii() and text.isdigit()):
-            raise UsageError(f"--distribution {spec!r}: {what} must be a whole number, got {text!r}")
-        nums.append(int(text))
+    for what, least, text in zip(("COUNT", "SEED"), (1, 0), parts[1:]):
+        t = text.strip()
+        if not (t.isascii() and t.removeprefix("-").isdigit()):
+            raise UsageError(f"--distribution {spec!r}: {what} must be a whole number >= {least}, got {text!r}")
+        if int(t) < least:
+            raise UsageError(f"--distribution {spec!r}: {what} must be at least {least}, got {int(t)}")
+        nums.append(int(t))
     count = nums[0] if nums else DEFAULT_COUNT
     seed = nums[1] if len(nums) > 1 else 0
-    if count < 1:
-        raise UsageError(f"--distribution {spec!r}: COUNT must be at least 1")
     return name, count, seed
 
 

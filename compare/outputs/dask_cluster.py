@@ -160,6 +160,8 @@ def start_early(args) -> Optional[EarlyCluster]:
     from .selection import is_sweep
     if args.workers is None or args.cluster or args.workers < 0 or not is_sweep(args):
         return None
+    if args.resume and resume_is_finished(args):
+        return None     # nothing left to measure: a cluster started only to be closed at once
     try:
         import dask  # noqa: F401
         import distributed  # noqa: F401
@@ -171,6 +173,29 @@ def start_early(args) -> Optional[EarlyCluster]:
     if not gpus or args.workers > len(gpus):
         return None
     return EarlyCluster(args.workers or len(gpus), False, gpus)
+
+
+def resume_is_finished(args) -> bool:
+    """``--resume FILE`` already holds a done line for every shape of this sweep (read without
+    torch: the shape list and the file's done lines); whether its selection matches is the
+    sweep's to check."""
+    import json
+
+    from ..harness.errors import UsageError
+    from .selection import shape_texts
+    try:
+        wanted = set(shape_texts(args, []))
+        with open(args.resume, encoding="utf-8") as f:
+            done = set()
+            for line in f:
+                if line.startswith('{"done"'):
+                    try:
+                        done.add(json.loads(line)["done"])
+                    except (ValueError, KeyError, TypeError):
+                        pass
+    except (OSError, UnicodeDecodeError, UsageError):
+        return False
+    return bool(wanted) and wanted <= done
 
 
 def _gpus_without_cuda() -> list:

@@ -43,6 +43,7 @@ from .dask_cluster import (EarlyCluster, close_quickly, dashboard, gpu_identity,
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
 CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
+CHECKPOINT_VERSION = 1
 
 
 def require_dask() -> None:
@@ -166,9 +167,10 @@ def normalized(selection: dict) -> dict:
     return json.loads(json.dumps(selection, default=str, sort_keys=True))
 
 
-def read_checkpoint(path: str, selection: dict) -> dict:
+def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
     """{shape: (rows, done line)} of the shapes the file finished; a UsageError when it was made
-    with a different selection (or is not a checkpoint)."""
+    with a different selection (or is not a checkpoint). ``selection`` None: the file's form
+    only (header, version, every line a checkpoint line), before the sweep's kernels are known."""
     from .report import _from_dict
     try:
         with open(path, encoding="utf-8") as f:
@@ -181,19 +183,31 @@ def read_checkpoint(path: str, selection: dict) -> dict:
         head = None
     if not isinstance(head, dict) or head.get("kind") != CHECKPOINT_KIND:
         raise UsageError(f"--resume {path}: not a sweep checkpoint (its first line is no {CHECKPOINT_KIND!r} header)")
-    want, have = normalized(selection), head.get("selection") or {}
+    if head.get("version") != CHECKPOINT_VERSION:
+        raise UsageError(f"--resume {path}: checkpoint version {head.get('version')!r}, and this suite reads "
+                         f"version {CHECKPOINT_VERSION} only (written by another version of gemm-ladder?)")
+    want, have = normalized(selection or {}), head.get("selection") or {}
     diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-    if diff:
+    if diff and selection is not None:
         shown = "; ".join(f"{k}: file {have.get(k)!r}, now {want.get(k)!r}" for k in diff)
         raise UsageError(f"--resume {path} was made with other selection flags ({shown}); "
                          f"rerun with the same flags or start a new checkpoint")
     rows: dict = {}
     done: dict = {}
-    for line in lines[1:]:
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=0)
+    for i, line in enumerate(lines[1:], start=1):
+        if not line.strip():
+            continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            continue                     # the line being written when the sweep was stopped
+            if i == last:
+                continue                 # the line being written when the sweep was stopped
+            obj = None
+        if not isinstance(obj, dict) or not ("row" in obj and "shape" in obj or "done" in obj):
+            # resuming would rewrite the file without it: refused instead, the file left as it is
+            raise UsageError(f"--resume {path}: line {i + 1} is not a checkpoint line ({line[:40]!r}); "
+                             f"the file was edited or damaged: fix or remove that line")
         if "row" in obj:
             rows.setdefault(obj["shape"], []).append(obj["row"])
         elif "done" in obj and len(rows.get(obj["done"], [])) == obj.get("rows"):
@@ -210,7 +224,8 @@ class Checkpoint:
 
         def write(tmp):
             with open(tmp, "w", encoding="utf-8") as f:
-                f.write(json.dumps({"kind": CHECKPOINT_KIND, "version": 1, "selection": normalized(selection)}) + "\n")
+                f.write(json.dumps({"kind": CHECKPOINT_KIND, "version": CHECKPOINT_VERSION,
+                                    "selection": normalized(selection)}) + "\n")
                 for shape, (rows, done) in kept.items():
                     f.write(self._lines(shape, rows, done))
         write_atomically(path, write)      # a resumed file loses its unfinished shape's lines
@@ -329,7 +344,11 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
         for job in jobs.values():
             job.deadline = deadline
     try:
-        if cluster:
+        if not todo:
+            # A finished checkpoint: no cluster to start, nor to tear down half-started (a Dask
+            # close racing its own start printed CommClosedError tracebacks).
+            pass
+        elif cluster:
             try:
                 client = Client(cluster, timeout="30s")
             except (OSError, TimeoutError) as exc:
@@ -338,12 +357,13 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             cl = early.take(n, interpret, gpus) if early else None
             cl = cl or local_cluster(n, interpret, gpus)
             client = Client(cl)
-        link = client.dashboard_link if dashboard() or cluster else None
-        print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
-              f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
+        if client is not None:
+            link = client.dashboard_link if dashboard() or cluster else None
+            print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
+                  f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
         ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
         progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
-        pending = as_completed()
+        pending = as_completed() if todo else []
         sends = iter(range(1, 1 << 30))
         ready = time.perf_counter()
         # Every shape goes to the scheduler now, in order; it keeps them queued and hands a worker
@@ -487,35 +507,105 @@ def selection_of(args, pairs) -> dict:
             "budget_s": args.budget, "target_noise": args.target_noise}
 
 
+# A scheduler that does not answer a TCP connect within this is taken to be unreachable: a
+# refused port answers at once, and a scheduler on a busy host still accepts within a second.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def max_interpret_workers() -> int:
+    """--interpret --workers N: one single-threaded interpreter process per CPU core at most (a
+    worker past that only waits for a core, and each holds its own torch and Triton, ~0.5 GiB)."""
+    return max(2, os.cpu_count() or 1)
+
+
 def check_flags(args, is_sweep: bool) -> None:
-    """--workers/--cluster/--resume/--checkpoint, before anything else runs (exit 2 on a bad one)."""
-    dist = args.workers is not None or args.cluster
+    """--workers/--cluster/--resume/--checkpoint, before anything else runs (exit 2 on a bad one):
+    called before the early cluster starts and again by the CLI's main path (cheap, no cluster)."""
+    if args.cluster is not None and not args.cluster.strip():
+        raise UsageError('--cluster "": give the scheduler\'s address, e.g. --cluster tcp://host:8786')
+    dist = args.workers is not None or args.cluster is not None
     if not dist:
         if args.resume or args.checkpoint or args.time_limit is not None:
             raise UsageError("--resume/--checkpoint/--time-limit belong to a distributed sweep: add --workers N (or --cluster)")
         return
+    if getattr(args, "in_process", False):
+        raise UsageError("--in-process runs the kernels in this process and --workers/--cluster on Dask "
+                         "workers: use one")
     require_dask()
     if args.workers is not None and args.cluster:
         raise UsageError("--workers starts a local cluster and --cluster joins one: use one")
     if args.workers is not None and args.workers < 0:
         raise UsageError(f"--workers {args.workers}: must be >= 1 (0: one per GPU)")
+    if args.workers and args.interpret and args.workers > max_interpret_workers():
+        raise UsageError(f"--workers {args.workers} --interpret: this host has {os.cpu_count()} CPU cores and an "
+                         f"interpreter worker is one single-threaded process; at most {max_interpret_workers()}")
     if not is_sweep:
         raise UsageError("--workers/--cluster run a sweep: add --sweep, --shapes-file or --distribution")
-    if args.time_limit is not None and args.time_limit <= 0:
+    if args.time_limit is not None and not args.time_limit > 0:      # NaN too
         raise UsageError(f"--time-limit {args.time_limit}: must be > 0 seconds")
     if args.resume and args.checkpoint and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint):
         raise UsageError("--resume FILE continues FILE; --checkpoint names another file: use one")
-    for path in (args.resume, args.checkpoint):
-        if path and os.path.isdir(path):
-            raise UsageError(f"checkpoint {path} is a directory")
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise UsageError(f"checkpoint {path}: its directory does not exist")
+    for flag, path in (("--resume", args.resume), ("--checkpoint", args.checkpoint)):
+        if path:
+            check_checkpoint_path(path, flag)
+    ckpt = checkpoint_of(args)
+    if ckpt and not args.resume and os.path.exists(ckpt):
+        raise UsageError(f"checkpoint {ckpt} exists: continue it with --resume {ckpt}, or remove it")
+    if args.cluster:
+        probe_scheduler(args.cluster)
+
+
+def check_checkpoint_path(path: str, flag: str) -> None:
+    """The checkpoint can be read (--resume of an existing file) and written, appended to and
+    replaced (compare/harness/files.py) in its folder: said now, not after the cluster started."""
+    from .targets import writable_target
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path} is a directory")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UsageError(f"{flag} {path}: its directory does not exist")
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        raise UsageError(f"{flag} {path}: the file can't be read and written (permissions)")
+    writable_target(path, flag)
+    if flag == "--resume" and os.path.exists(path):
+        read_checkpoint(path, None)      # a file that is no checkpoint of ours: said before the cluster starts
+
+
+def probe_scheduler(address: str) -> None:
+    """``--cluster ADDRESS``: a well-formed address whose host answers a TCP connect within
+    CONNECT_TIMEOUT_S (a refused port fails at once; Dask's own connect retries for its whole
+    timeout). Schemes other than tcp/tls are left to Dask."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+    try:
+        scheme, loc = parse_address(address.strip())
+        if scheme not in ("tcp", "tls"):
+            return
+        host, port = parse_host_port(loc)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--cluster {address}: not a scheduler address ({exc}); e.g. tcp://host:8786") from None
+    if not (0 < int(port) < 65536):
+        raise UsageError(f"--cluster {address}: port {port} is not 1..65535")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except socket.gaierror as exc:
+        raise UsageError(f"--cluster {address}: unknown host {host!r} ({exc.strerror or exc})") from None
+    except (socket.timeout, TimeoutError):
+        raise UsageError(f"--cluster {address}: no answer from {host}:{port} "
+                         f"within {CONNECT_TIMEOUT_S:g} s") from None
+    except OSError as exc:
+        raise UsageError(f"--cluster {address}: cannot reach the scheduler ({exc.strerror or exc})") from None
+
+
+def checkpoint_of(args) -> Optional[str]:
+    """The sweep's checkpoint: --resume, --checkpoint, else beside -o FILE, else none."""
+    return args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
 
 
 def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
     """``python -m compare ... --workers N | --cluster ADDRESS``: the selection the CLI made, run here."""
     skipped = {k.name: why for k, _ in pairs if (why := skip(k))}
-    checkpoint = args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
+    checkpoint = checkpoint_of(args)
     if checkpoint is None:
         print("note: no checkpoint (no -o, --checkpoint or --resume): a stopped sweep keeps nothing", file=sys.stderr)
     return run_sweep(pairs, selection=selection_of(args, pairs), skipped=skipped, options=options,

@@ -11,7 +11,12 @@ from typing import Iterable, Optional
 
 from ..harness import sol as _sol
 from ..harness.errors import UsageError
+from ..harness import runner as _runner
 from ..harness.runner import Result
+
+# Every status a row of python -m compare can carry (a loaded file with another is refused).
+STATUSES = (_runner.OK, _runner.FAILED, _runner.ERROR, _runner.FAULT, _runner.HUNG, _runner.UNSUPPORTED,
+            _runner.SKIPPED)
 
 # Every stored column; per-sample times stay in memory (asv reads them), not in files.
 FIELDS = [f.name for f in dataclasses.fields(Result) if f.name != "times_ms"]
@@ -20,9 +25,10 @@ REQUIRED = [f.name for f in dataclasses.fields(Result)
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 # Text columns (reason, variant, timing_method, ...): empty, never None, whatever the file held.
 _TEXT = {f.name for f in dataclasses.fields(Result) if f.type in ("str", str)}
-_INT = {"M", "N", "K", "samples", "sm_clock_mhz", "temp_c", "hold_failures", "attempts", "flops", "min_bytes"}
-_FLOAT = {"alpha", "beta", "median_ms", "iqr_ms", "min_ms", "noise", "tflops", "pct_cublas", "pct_peak",
-          "rel_err", "worst_err", "prepare_s", "hold_us", "intensity", "gbps", "sol_ms", "pct_sol"}
+# Numeric columns, from the declared types (a CSV cell is text: every one of these is read back
+# as a number, batch_ms and host_launch_us included).
+_INT = {f.name for f in dataclasses.fields(Result) if f.type in ("int", "Optional[int]", int)}
+_FLOAT = {f.name for f in dataclasses.fields(Result) if f.type in ("float", "Optional[float]", float)}
 
 
 def _num(x, fmt: str, dash: str = "-") -> str:
@@ -46,7 +52,9 @@ def display_rows(results: Iterable[Result]) -> list[dict]:
     """The human columns, as strings, shared by the table and markdown views."""
     rows = []
     for r in results:
-        ms = "-" if r.median_ms is None else f"{r.median_ms:.4g} ±{r.iqr_ms / 2:.1g}"
+        ms = "-" if r.median_ms is None else f"{r.median_ms:.4g}"
+        if r.median_ms is not None and r.iqr_ms is not None:    # a loaded row may have no spread
+            ms += f" ±{r.iqr_ms / 2:.1g}"
         rows.append({
             "kernel": r.kernel, "family": r.family, "stage": r.stage, "shape": r.shape,
             "prec": r.precision, "ms ±IQR/2": ms, "TFLOP/s": _num(r.tflops, ".1f"),
@@ -283,7 +291,10 @@ def _from_dict(d: dict) -> Result:
             elif k == "throttle_reasons" and isinstance(v, str):
                 v = [x for x in v.split(";") if x]
             elif k == "config" and isinstance(v, str):
-                v = json.loads(v)
+                try:
+                    v = json.loads(v)
+                except json.JSONDecodeError:
+                    raise ValueError(f"config {v[:40]!r} is not a JSON object") from None
         if k == "throttle_reasons" and v is None:
             v = []
         if k == "config" and v is None:   # files written before rows carried their config
@@ -308,7 +319,9 @@ def load(path: str) -> tuple[list[Result], dict]:
     if os.path.isdir(path):
         raise UsageError(f"{path} is a directory, not a results file")
     try:
-        with open(path, newline="") as f:
+        # utf-8-sig: a CSV saved by a spreadsheet starts with a byte-order mark, else its first
+        # column would be named "\ufeffkernel"
+        with open(path, newline="", encoding="utf-8-sig") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"can't read {path}: {exc}") from None
@@ -340,6 +353,9 @@ def load(path: str) -> tuple[list[Result], dict]:
         missing = [k for k in REQUIRED if d.get(k) is None and k != "variant"]
         if missing:
             raise UsageError(f"{path}: result {i} lacks {', '.join(missing)}; not a results file of python -m compare")
+        if d.get("status") not in STATUSES:
+            raise UsageError(f"{path}: result {i} has status {d.get('status')!r}, which python -m compare does not "
+                             f"write (it writes {', '.join(STATUSES)})")
         try:
             results.append(_from_dict(d))
         except (TypeError, ValueError) as exc:

@@ -95,6 +95,14 @@ def kernels(args, *, interpret: bool = False) -> list:
 def options(args, selected: list) -> dict:
     """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
     from ..harness import registry
+    given: dict = {}
+    for text in args.opt or []:
+        lhs, eq, value = text.partition("=")
+        key = tuple(x.strip() for x in lhs.rpartition(":")[::2])
+        if eq and key in given and given[key] != value.strip():
+            raise UsageError(f"--opt {lhs.strip()} is given twice ({lhs.strip()}={given[key]} and "
+                             f"{lhs.strip()}={value.strip()}): keep one")
+        given[key] = value.strip()
     raw = registry.opt_flags(args.opt, selected)
     by_name = {k.name: k for k in selected}
     # parse_options raises UsageError naming the kernel, the option and what is wrong
@@ -111,7 +119,7 @@ def shape_texts(args, defaults: list) -> list[str]:
     --shapes-file (in order, duplicates dropped), else ``defaults``."""
     from ..harness import shapes
     if args.shape and is_sweep(args):
-        raise UsageError("--shape and --sweep/--shapes-file both set the shapes; use one")
+        raise UsageError(f"--shape and {' and '.join(_sweep_flags(args))} both set the shapes; use one")
     if args.shape:
         return list(args.shape)
     if is_sweep(args):
@@ -119,6 +127,59 @@ def shape_texts(args, defaults: list) -> list[str]:
                                                                   getattr(args, "distribution", None),
                                                                   getattr(args, "interpret", False))]
     return list(defaults)
+
+
+# --interpret: the Triton interpreter runs about 1e7 FLOP/s per kernel on one CPU core (the six Triton
+# kernels at 512^3: 132 s; docs/findings.md), so 2*512^3 (2.7e8, ~20 s a kernel, well inside the
+# 120 s --kernel-timeout) is the largest shape it is given; every loguniform/llm shape (>= 1e9,
+# compare/harness/shapes.py MIN_FLOPS) is far past it.
+INTERPRET_MAX_FLOPS = 2 * 512**3
+
+
+def check_interpretable(args, texts: list[str]) -> None:
+    """--interpret: every shape small enough for the interpreter (INTERPRET_MAX_FLOPS) and for this
+    host's free memory (compare/harness/problem.py device_bytes: operands, output, float64
+    reference), said before any work with the flag that brought the shape."""
+    from ..harness.problem import Problem, ProblemError, parse_shape
+    flag = shapes_flag(args)
+    free = host_free_bytes()
+    for t in texts:
+        try:
+            M, N, K = parse_shape(t)
+            need = Problem(M, N, K).device_bytes()    # operands, output, float64 reference: on the host here
+        except ProblemError as e:
+            raise UsageError(str(e)) from None
+        work = 2 * M * N * K
+        if work > INTERPRET_MAX_FLOPS:
+            raise UsageError(f"{flag}: {M}x{N}x{K} is {work:.2g} FLOPs, too big for --interpret (the Triton "
+                             f"interpreter on the CPU takes shapes up to 2*M*N*K = {INTERPRET_MAX_FLOPS:.2g}, "
+                             f"e.g. 512x512x512; a GPU-size shape would run past --kernel-timeout)")
+        if free is not None and need > free:
+            raise UsageError(f"{flag}: {M}x{N}x{K} needs {need / 2**30:.2f} GiB of host memory (inputs, output and "
+                             f"float64 reference) and this host has {free / 2**30:.2f} GiB available")
+
+
+def host_free_bytes():
+    """MemAvailable of /proc/meminfo (None where there is none: the check is then skipped)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _sweep_flags(args) -> list[str]:
+    """The sweep flags given (for a message that names them)."""
+    return [flag for flag, attr in (("--sweep", "sweep"), ("--shapes-file", "shapes_file"),
+                                    ("--distribution", "distribution")) if getattr(args, attr, None)]
+
+
+def shapes_flag(args) -> str:
+    """The flag that set this run's shapes (for a message)."""
+    return "--shape" if args.shape else " ".join(_sweep_flags(args)) or "--interpret"
 
 
 def problems(args, texts: list[str]) -> list:
