@@ -7,9 +7,10 @@ program streams a BLOCK_M x BLOCK_K piece of row-major A with 16-byte loads alon
 for all N columns, and keeps one FFMA accumulator per column in A's own register layout (no
 layout conversion, no shared memory, no reduction across lanes inside the K loop). A thread sums
 its 4 consecutive k of each product in registers (K_GROUP), so an accumulator holds a quarter of
-the piece: 8 columns on a 32x64 piece take 157 registers a thread instead of 250+ (compiled for
-sm_90 by ``python -m triton_kernels.stream_k_study --skinny-ir``), which keeps three programs'
-loads in flight per SM.
+the piece: 8 columns on a 32x64 piece take 102 registers a thread, no spills, and the K loop
+has 12 16-byte loads, 64 FFMAs and no shared-memory access (compiled for sm_90 by
+``python -m triton_kernels.stream_k_study --skinny-ir``), so 4 programs, 32 KB of A, are in
+flight per SM.
 
 B is read K-major, each column a run of consecutive k: a thread loads its 4 k of a column with
 one 16-byte load. A row-major (N-major) B would cost a 4-byte load per k and column, 16 cache
@@ -161,8 +162,8 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, k_per_split, stride_am, 
 
 # Columns at most this many take this path (a product of at most 4 flops per byte of A).
 SKINNY_MAX_N = 8
-# Programs to aim for: the default tiles' 115-157 registers a thread (4 warps) let 3-4 programs
-# reside per SM, so 4 per SM fills the GPU in about one wave.
+# Programs to aim for: the default tiles take 56-102 registers a thread on 4 warps (stream_k_study
+# --skinny-ir), so at least 4 programs reside per SM: 4 per SM fills the GPU in one wave.
 SKINNY_PROGRAMS_PER_SM = 4
 # A K range gets at least this many BLOCK_K steps: its partial block (4 * BLOCK_M * N bytes
 # written, then read) stays under 1/64 of the A bytes the range reads (N = 8, BLOCK_K = 64).
@@ -187,8 +188,8 @@ class SkinnyTile:
 
 
 # The tiles, from registers and loads in flight (compiled for sm_90 without a GPU, not yet
-# timed): 3-8 columns 32x64 on 4 warps (157 registers at N = 8: 3 programs, 24 KB of A in
-# flight an SM); 1-2 columns 64x64 (60 registers at N = 2: 8 programs, 128 KB).
+# timed): 3-8 columns 32x64 on 4 warps (102 registers at N = 8: 4 programs, 32 KB of A in
+# flight an SM); 1-2 columns 64x64 (60-80 registers: 6-8 programs, 96-128 KB).
 SKINNY_TILE = SkinnyTile(32, 64, 4)
 SKINNY_TILE_NARROW = SkinnyTile(64, 64, 4)
 _SKINNY_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:/(\d+))?$")

@@ -4,6 +4,7 @@ without a GPU and count the global copies by width, or read the load lanes from 
     python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
                                             | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir | --ws-ir
+                                            | --skinny-ir
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
@@ -19,6 +20,10 @@ heuristic picks, against the "triton.stream_k" row (the heuristic of the run): g
 docs/examples/tf32_b_by_tma.py (`tl.dot`) and docs/examples/tf32_gluon_swap.py (Gluon), compiled
 for sm_90 (docs/findings.md, "tf32 on LLM projections"). --ws-ir: stream_k_gluon.py's
 warp-specialised kernel (mode=ws) compiled the same way, with ptxas's registers, spills and notes.
+
+--skinny-ir: stream_k_skinny.py's kernel (mode=skinny) for N = 1..8 as SkinnyPlan launches it,
+compiled for sm_90: ptxas's registers and spills, and the K loop's global loads by width, FFMAs
+and shared-memory accesses (none: no layout conversion inside the loop).
 """
 from __future__ import annotations
 
@@ -171,11 +176,12 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
                 specs.append((self.fn, named, ce, warps, stages))
             return record
 
-    from . import stream_k_gemv, stream_k_plan
-    # The names _Plan.launch (and GemvPlan.launch, ops' copies) look up.
+    from . import stream_k_gemv, stream_k_plan, stream_k_skinny
+    # The names _Plan.launch (and GemvPlan.launch, SkinnyPlan.launch, ops' copies) look up.
     patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
                (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
-               (vars(stream_k_gemv), ("_gemv_kernel", "_range_sum_kernel"))]
+               (vars(stream_k_gemv), ("_gemv_kernel", "_range_sum_kernel")),
+               (vars(stream_k_skinny), ("_skinny_kernel", "_range_sum_kernel"))]
     saved = [(g, {n: g[n] for n in names}) for g, names in patched]
     try:
         for g, names in patched:
@@ -396,6 +402,37 @@ def ws_ir() -> dict:
     return out
 
 
+def _loop_body(ptx: str) -> list[str]:
+    """The instructions of the longest backward-branch loop in ``ptx`` (the kernel's K loop)."""
+    lines = ptx.splitlines()
+    labels = {ln.strip().split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\s*\$L__\w+:", ln)}
+    best: list[str] = []
+    for i, ln in enumerate(lines):
+        m = re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", ln)
+        if m and labels.get(m.group(1), i) < i and i - labels[m.group(1)] > len(best):
+            best = lines[labels[m.group(1)]:i + 1]
+    return [ln.strip() for ln in best if ln.strip() and not ln.strip().startswith((".loc", "//", "$"))]
+
+
+def skinny_ir(M: int = 4096, K: int = 8192) -> dict:
+    """mode=skinny's kernel for N = 1..8 on an M x K row-major A, as launched, compiled for sm_90."""
+    out = {}
+    for n in range(1, 9):
+        for fn, args, ce, warps, stages in launch_specs(M, n, K, "fp32", 1.0, 0.0, True, {"mode": "skinny"}):
+            if fn.__name__ != "_skinny_kernel":
+                continue
+            ptx = compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
+            body = "\n".join(_loop_body(ptx))
+            notes = _ptxas_notes(ptx)
+            out[f"N={n} {ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps} k_group={ce['K_GROUP']}"] = {
+                "registers": notes["registers"], "spill bytes": notes["spill bytes"],
+                "loop: 16-byte loads": len(re.findall(r"ld\.global(?:\.\w+)*\.v4", body)),
+                "loop: other loads": len(re.findall(r"ld\.global(?!(?:\.\w+)*\.v4)", body)),
+                "loop: fma": len(re.findall(r"fma\.rn\.f32", body)),
+                "loop: shared or barrier": len(re.findall(r"\.shared|bar\.sync", body))}
+    return out
+
+
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
@@ -461,6 +498,9 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--ws-ir"]:
         import json
         print(json.dumps(ws_ir(), indent=1))
+    elif sys.argv[1:2] == ["--skinny-ir"]:
+        import json
+        print(json.dumps(skinny_ir(), indent=1))
     elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
         print("\n".join(judge_tiles(sys.argv[2])))
     elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
@@ -468,7 +508,7 @@ if __name__ == "__main__":
     else:
         print("usage: python -m triton_kernels.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
               " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
-              " | --gluon-ir | --ws-ir"
+              " | --gluon-ir | --ws-ir | --skinny-ir"
               " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)
