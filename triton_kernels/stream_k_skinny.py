@@ -18,8 +18,10 @@ lines a warp per load (N = 8), so it is first copied K-major (8 bytes per elemen
 A's bytes; ``operand_copy_bytes`` in the row's config).
 
 K is cut into ``skinny_splits`` equal ranges when the row blocks alone leave the GPU short of
-programs; each range writes its partial M x N block to a workspace and a second kernel sums the
-ranges in range order, so the result is the same bits every run, as the stream-K fixup's is.
+programs; each range writes its partial BLOCK_M x N block to a workspace and takes a ticket
+(stream_k_gemv._last_of); the range of a row block that finishes last sums its partials in range
+order and writes C: the same bits every run, whichever finishes last, as the stream-K fixup's
+are, with no second launch.
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma: at 4 flops per
 byte FFMA keeps up with DRAM, so the three TF32 products buy no time (and its error is fp32's).
@@ -37,7 +39,8 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._operands import _aligned, _prepare_b
-from .stream_k_kernels import _mult4, _range_sum_kernel
+from .stream_k_gemv import _last_of
+from .stream_k_kernels import _mult4
 
 # ---------------------------------------------------------------------------------------------
 # Kernels.
@@ -71,7 +74,7 @@ def _skinny_tail(acc, a, b_ptrs, stride_bn, kmask, J: tl.constexpr, N_COLS: tl.c
 def _skinny_out(acc, c_ptr, w_ptr, offs_m, M, N, pid_k, stride_cm, stride_cn, alpha, beta,
                 J: tl.constexpr, N_COLS: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr):
     # Column J of the block: the raw partial of range pid_k into the workspace (SPLIT; summed in
-    # range order by _range_sum_kernel), else alpha * y + beta * C into C.
+    # range order by _skinny_sum), else alpha * y + beta * C into C.
     if J < N_COLS:
         y = tl.sum(acc, axis=1)
         mask = offs_m < M
@@ -86,7 +89,26 @@ def _skinny_out(acc, c_ptr, w_ptr, offs_m, M, N, pid_k, stride_cm, stride_cn, al
 
 
 @triton.jit
-def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, k_per_split, stride_am, stride_ak, stride_bn,
+def _skinny_sum(c_ptr, w_ptr, offs_m, M, N, splits, stride_cm, stride_cn, alpha, beta, HAS_BETA: tl.constexpr,
+                N_COLS: tl.constexpr):
+    # The last range of a row block: its rows' partials added in range order (".cg": from L2,
+    # where the other SMs' partials are, not a stale L1 line), then alpha * sum + beta * C.
+    offs_n = tl.arange(0, 8)
+    mask = (offs_m < M)[:, None] & (offs_n < N_COLS)[None, :]
+    w_ptrs = w_ptr + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+    s = tl.zeros((offs_m.shape[0], 8), dtype=tl.float32)
+    for _ in range(0, splits):
+        s += tl.load(w_ptrs, mask=mask, other=0.0, cache_modifier=".cg")
+        w_ptrs += M * N
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    out = s * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+    tl.store(c_ptrs, out, mask=mask)
+
+
+@triton.jit
+def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak, stride_bn,
                    stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                    B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
                    K_GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -155,6 +177,9 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, M, N, K, k_per_split, stride_am, 
     _skinny_out(c5, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 5, N_COLS, SPLIT, HAS_BETA)
     _skinny_out(c6, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 6, N_COLS, SPLIT, HAS_BETA)
     _skinny_out(c7, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 7, N_COLS, SPLIT, HAS_BETA)
+    if SPLIT:
+        if _last_of(lock_ptr + pid_m, splits):
+            _skinny_sum(c_ptr, w_ptr, offs_c, M, N, splits, stride_cm, stride_cn, alpha, beta, HAS_BETA, N_COLS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,8 +193,6 @@ SKINNY_PROGRAMS_PER_SM = 4
 # A K range gets at least this many BLOCK_K steps: its partial block (4 * BLOCK_M * N bytes
 # written, then read) stays under 1/64 of the A bytes the range reads (N = 8, BLOCK_K = 64).
 SKINNY_MIN_STEPS = 8
-# The range sum: rows per program (all N <= 8 columns in one program).
-SUM_ROWS = 128
 
 
 @dataclass(frozen=True)
@@ -257,12 +280,14 @@ class SkinnyPlan:
         if self.splits > 1 and n > 2**31 - 1:
             raise UsageError(f"mode=skinny workspace of {n} elements exceeds 32-bit indexing; use fewer skinny_splits")
         self.W = torch.empty(n, device=A.device, dtype=torch.float32) if self.splits > 1 else None
+        # One ticket count per row block, 0 between launches (the last range resets it).
+        self.lock = torch.zeros(self.blocks, device=A.device, dtype=torch.int32) if self.splits > 1 else None
         self.config = {
             "tile": t.dims(N), "num_warps": t.warps, "num_stages": 1,
             "decomposition": "skinny", "tiles": self.blocks, "k_splits": self.splits,
             "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits], "sms": sms,
             "k_group": self.k_group,
-            "fixup": ("none" if self.splits == 1 else "workspace + fixed-order sum kernel (range order)"),
+            "fixup": ("none" if self.splits == 1 else "workspace + in-kernel sum by the last range (range order)"),
             "operands": f"A direct ({'K' if self.a_k_contig else 'M'}-major"
                         f"{', 16-byte loads' if self.a_hint else ', 4-byte loads'}), B {self.b.layout} (K-major)",
             "operand_copy_bytes": self.b.copy_bytes(), "input_precision": "ieee",
@@ -275,11 +300,7 @@ class SkinnyPlan:
         has_beta = self.beta != 0
         split = self.splits > 1
         _skinny_kernel[(self.blocks, self.splits)](
-            A, bv, C, self.W if split else C, self.M, self.N, self.K, self.k_per_split,
-            A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
+            A, bv, C, self.W if split else C, self.lock if split else C, self.M, self.N, self.K,
+            self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
             A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
             N_COLS=self.N, K_GROUP=self.k_group, BLOCK_M=t.bm, BLOCK_K=t.bk, num_warps=t.warps, num_stages=1)
-        if split:
-            _range_sum_kernel[(triton.cdiv(self.M, SUM_ROWS), 1)](
-                self.W, C, self.M, self.N, self.M * self.N, C.stride(0), C.stride(1), self.alpha, self.beta,
-                self.splits, HAS_BETA=has_beta, BLOCK_M=SUM_ROWS, BLOCK_N=SKINNY_MAX_N, num_warps=4)

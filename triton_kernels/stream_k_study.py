@@ -180,8 +180,8 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
     # The names _Plan.launch (and GemvPlan.launch, SkinnyPlan.launch, ops' copies) look up.
     patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
                (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
-               (vars(stream_k_gemv), ("_gemv_kernel", "_range_sum_kernel")),
-               (vars(stream_k_skinny), ("_skinny_kernel", "_range_sum_kernel"))]
+               (vars(stream_k_gemv), ("_gemv_kernel",)),
+               (vars(stream_k_skinny), ("_skinny_kernel",))]
     saved = [(g, {n: g[n] for n in names}) for g, names in patched]
     try:
         for g, names in patched:
@@ -437,6 +437,8 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
     from .stream_k_gemv import GEMV_MAX_M, default_tile
+    from .stream_k_skinny import SKINNY_MAX_N
+    from .stream_k_skinny import default_tile as skinny_tile
     from .stream_k_heuristic import choose_plan, x3_uses_ffma
     measured: dict = {}
     with open(path) as f:
@@ -453,7 +455,9 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
         ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
         if M <= GEMV_MAX_M and (ffma or prec == "fp32"):
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
-            chosen = (default_tile(N % 4 == 0).dims, "gemv")
+            chosen = (default_tile(N % 4 == 0, N).dims, "gemv")
+        elif N <= SKINNY_MAX_N and (ffma or prec == "fp32"):
+            chosen = (skinny_tile(N).dims(N), "skinny")
         else:
             tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
             chosen = (tile.dims, d.mode)
