@@ -14,8 +14,8 @@ programs (1x8192x65536 has 128 column blocks of 64 for 132 SMs); each range writ
 row to a workspace and takes a ticket (an atomic count per column block); the range that
 finishes last sums all the block's partials in range order and writes C, so the result is the
 same bits every run, whichever range finishes last, as the stream-K fixup's is. Summing in the
-same kernel saves a second launch, about 2 us on a 16 us row (1x4096x4096 reads 64 MB of B at
-~4 TB/s), and the ticket's count returns to 0 for the next launch.
+same kernel saves the second launch that, with the tail, kept 1x4096x4096 (a ~20 us read of 64 MB)
+at 81% of cuBLAS (docs/findings.md); the ticket's count returns to 0 for the next launch.
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma (its error is then
 fp32's); tf32 keeps the tensor cores, whose rounding its label promises.
