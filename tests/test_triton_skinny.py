@@ -251,3 +251,38 @@ def test_gpu_skinny_layouts_and_bit_identical(layout):
     ref = A.double() @ B.double()
     assert torch.allclose(outs[0].double(), ref, rtol=1e-5, atol=1e-3)
     assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+def _result(kernel, shape, precision, ms, pct, deco, beta=0.0):
+    M, N, K = (int(x) for x in shape.split("x"))
+    return {"kernel": kernel, "shape": shape, "M": M, "N": N, "K": K, "precision": precision, "beta": beta,
+            "status": "ok", "median_ms": ms, "pct_cublas": pct, "config": {"decomposition": deco}}
+
+
+def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
+    """--skinny-check: fp32 geomean of 90% and 100% is 94.9% (< 95: FAIL; a row that ran the
+    wrong path still counts); a tf32x3 row at 99%
+    of cuBLAS fp32 fails its worst >= 100%; a row that ran the tile GEMM where the rule says
+    skinny fails; GB/s is the bytes a row must move over its time: 4096x8x4096 moves
+    4 * (4096*4096 + 4096*8 + 4096*8) = 67,371,008 bytes, in 0.02 ms 3369 GB/s."""
+    from triton_kernels import stream_k_study
+    rows = [_result("cublas", "4096x8x4096", "fp32", 0.018, 100.0, ""),
+            _result("triton.stream_k", "4096x8x4096", "fp32", 0.02, 90.0, "skinny"),
+            _result("cublas", "1x8x999", "fp32", 0.01, 100.0, ""),
+            _result("triton.stream_k", "1x8x999", "fp32", 0.01, 100.0, "gemv"),
+            _result("triton.stream_k", "4096x8x4096", "tf32x3", 0.02, 99.0, "skinny"),
+            _result("triton.stream_k", "2048x5x2048", "fp32", 0.02, 100.0, "sk")]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"results": rows}))
+    lines, ok = stream_k_study.skinny_check([str(path)])
+    text = "\n".join(lines)
+    assert not ok
+    assert " 3369 GB/s (cuBLAS    3743)" in text, text          # 67371008 / 0.018 ms = 3743 GB/s
+    assert "FAIL fp32   2048x5x2048: ran sk, the rule says skinny" in text, text
+    assert "FAIL fp32   N <= 8    2 shapes: geomean   94.9%, worst   90.0% (4096x8x4096)" in text, text
+    assert "PASS fp32   M = 1     1 shapes" in text, text
+    assert "FAIL tf32x3 N <= 8    1 shapes: geomean   99.0%, worst   99.0%" in text, text
+    good = [r for r in rows if r["shape"] != "2048x5x2048" and r["precision"] != "tf32x3"]
+    good[1] = dict(good[1], pct_cublas=96.0)
+    path.write_text(json.dumps({"results": good}))
+    assert stream_k_study.skinny_check([str(path)])[1]
