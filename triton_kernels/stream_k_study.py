@@ -464,7 +464,8 @@ def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
         deco = (r.get("config") or {}).get("decomposition", "?")
         want = ("dp", "sk", "ws") if prec == "tf32" else ("gemv",) if M == 1 else ("skinny",)
         if r["status"] != "ok" or r.get("pct_cublas") is None:
-            lines.append(f"FAIL {prec:6s} {r['shape']}: status {r['status']} {r.get('reason', '')}")
+            why = f"status {r['status']} {r.get('reason', '')}" if r["status"] != "ok" else "not timed (--check or --interpret?)"
+            lines.append(f"FAIL {prec:6s} {r['shape']}: {why}")
             ok = False
             continue
         if deco not in want:
