@@ -4,6 +4,7 @@ without a GPU and count the global copies by width, or read the load lanes from 
     python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
                                             | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir | --ws-ir
+                                            | --skinny-ir | --skinny-check RUN.json...
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
@@ -19,6 +20,17 @@ heuristic picks, against the "triton.stream_k" row (the heuristic of the run): g
 docs/examples/tf32_b_by_tma.py (`tl.dot`) and docs/examples/tf32_gluon_swap.py (Gluon), compiled
 for sm_90 (docs/findings.md, "tf32 on LLM projections"). --ws-ir: stream_k_gluon.py's
 warp-specialised kernel (mode=ws) compiled the same way, with ptxas's registers, spills and notes.
+
+--skinny-ir: stream_k_skinny.py's kernel (mode=skinny) for N = 1..8 as SkinnyPlan launches it,
+compiled for sm_90: ptxas's registers and spills, and the K loop's global loads by width, FFMAs
+and shared-memory accesses (none: no layout conversion inside the loop).
+
+--skinny-check RUN.json...: runs of ``python -m compare --kernel triton.stream_k ... --format
+json`` judged against issue 43's goals for N <= 8 and M = 1: per precision and class, the
+geomean and worst % of cuBLAS (tf32x3 against cuBLAS fp32) with PASS/FAIL (fp32 geomean >= 95%,
+worst >= 80%; tf32x3 worst >= 100%; tf32 reported), each row's path (skinny or gemv for fp32 and
+tf32x3, the tile GEMM for tf32), and the bytes a row must move (A, B and C once, C twice with
+beta) over its median time, GB/s, for ours and cuBLAS's. Exit 1 on a FAIL.
 """
 from __future__ import annotations
 
@@ -171,11 +183,12 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
                 specs.append((self.fn, named, ce, warps, stages))
             return record
 
-    from triton_kernels import stream_k_gemv, stream_k_plan
-    # The names _Plan.launch (and GemvPlan.launch, ops' copies) look up.
+    from triton_kernels import stream_k_gemv, stream_k_plan, stream_k_skinny
+    # The names _Plan.launch (and GemvPlan.launch, SkinnyPlan.launch, ops' copies) look up.
     patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
                (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
-               (vars(stream_k_gemv), ("_gemv_kernel", "_range_sum_kernel"))]
+               (vars(stream_k_gemv), ("_gemv_kernel",)),
+               (vars(stream_k_skinny), ("_skinny_kernel",))]
     saved = [(g, {n: g[n] for n in names}) for g, names in patched]
     try:
         for g, names in patched:
@@ -396,10 +409,93 @@ def ws_ir() -> dict:
     return out
 
 
+def _loop_body(ptx: str) -> list[str]:
+    """The instructions of the longest backward-branch loop in ``ptx`` (the kernel's K loop)."""
+    lines = ptx.splitlines()
+    labels = {ln.strip().split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\s*\$L__\w+:", ln)}
+    best: list[str] = []
+    for i, ln in enumerate(lines):
+        m = re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", ln)
+        if m and labels.get(m.group(1), i) < i and i - labels[m.group(1)] > len(best):
+            best = lines[labels[m.group(1)]:i + 1]
+    return [ln.strip() for ln in best if ln.strip() and not ln.strip().startswith((".loc", "//", "$"))]
+
+
+def skinny_ir(M: int = 4096, K: int = 8192) -> dict:
+    """mode=skinny's kernel for N = 1..8 on an M x K row-major A, as launched, compiled for sm_90."""
+    out = {}
+    for n in range(1, 9):
+        for fn, args, ce, warps, stages in launch_specs(M, n, K, "fp32", 1.0, 0.0, True, {"mode": "skinny"}):
+            if fn.__name__ != "_skinny_kernel":
+                continue
+            ptx = compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
+            body = "\n".join(_loop_body(ptx))
+            notes = _ptxas_notes(ptx)
+            out[f"N={n} {ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps} k_group={ce['K_GROUP']}"] = {
+                "registers": notes["registers"], "spill bytes": notes["spill bytes"],
+                "loop: 16-byte loads": len(re.findall(r"ld\.global(?:\.\w+)*\.v4", body)),
+                "loop: other loads": len(re.findall(r"ld\.global(?!(?:\.\w+)*\.v4)", body)),
+                "loop: fma": len(re.findall(r"fma\.rn\.f32", body)),
+                "loop: shared or barrier": len(re.findall(r"\.shared|bar\.sync", body))}
+    return out
+
+
+SKINNY_GOALS = {"fp32": (95.0, 80.0), "tf32x3": (None, 100.0), "tf32": (None, None)}
+
+
+def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
+    """(lines, ok) for --skinny-check: the N <= 8 and M = 1 rows of triton.stream_k in these runs."""
+    import json
+    from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            rows += json.load(f)["results"]
+    cublas = {}
+    for r in rows:
+        if r["kernel"] == "cublas" and r["status"] == "ok" and r.get("median_ms"):
+            cublas[(r["precision"], r["shape"])] = r["median_ms"]
+    lines, ok, groups = [], True, {}
+    for r in rows:
+        if r["kernel"] != "triton.stream_k" or not (r["N"] <= 8 or r["M"] == 1):
+            continue
+        M, N, K, prec = r["M"], r["N"], r["K"], r["precision"]
+        cls = "M = 1" if M == 1 else "N <= 8"
+        deco = (r.get("config") or {}).get("decomposition", "?")
+        want = ("dp", "sk", "ws") if prec == "tf32" else ("gemv",) if M == 1 else ("skinny",)
+        if r["status"] != "ok" or r.get("pct_cublas") is None:
+            why = f"status {r['status']} {r.get('reason', '')}" if r["status"] != "ok" else "not timed (--check or --interpret?)"
+            lines.append(f"FAIL {prec:6s} {r['shape']}: {why}")
+            ok = False
+            continue
+        if deco not in want:
+            lines.append(f"FAIL {prec:6s} {r['shape']}: ran {deco}, the rule says {'/'.join(want)}")
+            ok = False
+        moved = 4 * (M * K + K * N + (2 if r.get("beta") else 1) * M * N)
+        base = cublas.get(("fp32" if prec == "tf32x3" else prec, r["shape"]))
+        bw = f"{moved / r['median_ms'] / 1e6:7.0f} GB/s (cuBLAS {moved / base / 1e6:7.0f})" if base else ""
+        lines.append(f"     {prec:6s} {r['shape']:>20s} {deco:7s} {r['pct_cublas']:6.1f}% of cuBLAS {bw}")
+        groups.setdefault((prec, cls), []).append((r["pct_cublas"], r["shape"]))
+    for (prec, cls), vals in sorted(groups.items()):
+        g, (w, ws) = geomean([v for v, _ in vals]), min(vals)
+        gmin, wmin = SKINNY_GOALS.get(prec, (None, None))
+        bad = (gmin is not None and g < gmin) or (wmin is not None and w < wmin)
+        ok &= not bad
+        goal = ", ".join(f"{n} >= {v:g}%" for n, v in (("geomean", gmin), ("worst", wmin)) if v is not None) or "no goal"
+        lines.append(f"{'FAIL' if bad else 'PASS' if goal != 'no goal' else 'INFO'} {prec:6s} {cls:7s} "
+                     f"{len(vals):3d} shapes: geomean {g:6.1f}%, worst {w:6.1f}% ({ws}) [{goal}]")
+    if not groups:
+        lines.append("FAIL no triton.stream_k rows with N <= 8 or M = 1 in these runs")
+        ok = False
+    return lines, ok
+
+
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
     import csv
     from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
     from triton_kernels.stream_k_gemv import GEMV_MAX_M, default_tile
+    from triton_kernels.stream_k_skinny import SKINNY_MAX_N
+    from triton_kernels.stream_k_skinny import default_tile as skinny_tile
     from triton_kernels.stream_k_heuristic import choose_plan, x3_uses_ffma
     measured: dict = {}
     with open(path) as f:
@@ -416,7 +512,9 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
         ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
         if M <= GEMV_MAX_M and (ffma or prec == "fp32"):
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
-            chosen = (default_tile(N % 4 == 0).dims, "gemv")
+            chosen = (default_tile(N % 4 == 0, N).dims, "gemv")
+        elif N <= SKINNY_MAX_N and (ffma or prec == "fp32"):
+            chosen = (skinny_tile(N).dims(N), "skinny")
         else:
             tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
             chosen = (tile.dims, d.mode)
@@ -461,6 +559,13 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--ws-ir"]:
         import json
         print(json.dumps(ws_ir(), indent=1))
+    elif sys.argv[1:2] == ["--skinny-ir"]:
+        import json
+        print(json.dumps(skinny_ir(), indent=1))
+    elif sys.argv[1:2] == ["--skinny-check"] and len(sys.argv) >= 3:
+        lines, ok = skinny_check(sys.argv[2:])
+        print("\n".join(lines))
+        sys.exit(0 if ok else 1)
     elif sys.argv[1:2] == ["--judge-tiles"] and len(sys.argv) == 3:
         print("\n".join(judge_tiles(sys.argv[2])))
     elif sys.argv[1:2] == ["--rows"] and len(sys.argv) >= 3:
@@ -468,7 +573,7 @@ if __name__ == "__main__":
     else:
         print("usage: python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
               " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
-              " | --gluon-ir | --ws-ir"
+              " | --gluon-ir | --ws-ir | --skinny-ir | --skinny-check RUN.json..."
               " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)

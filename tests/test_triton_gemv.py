@@ -1,6 +1,7 @@
 """triton.stream_k's single-row path (mode=gemv, triton_kernels/stream_k_gemv.py): correctness under
-TRITON_INTERPRET=1 on the cases that reach each branch (K ranges and their in-order sum, the
-masked K tail, wrapped columns, B contiguous along N or K, 4-byte and 16-byte loads, alpha/beta),
+TRITON_INTERPRET=1 on the cases that reach each branch (K ranges and their in-order sum by the
+last range, the masked K tail, wrapped columns, B contiguous along N or K, 4-byte and 16-byte
+loads, alpha/beta, few columns),
 the heuristic that picks it, its options and refusals, and, with a GPU, the compiled kernels on
 odd shapes and bit-identical reruns."""
 from __future__ import annotations
@@ -43,6 +44,8 @@ CASES = {
     "k_below_one_step": ((1, 40, 5), dict(gemv_tile="1x32x16")),
     # the heuristic's own tile and split count.
     "heuristic": ((1, 300, 700), dict()),
+    # N = 6: the default piece narrowed to 16 columns (1x16x256), 2 K ranges of 1 step + a tail.
+    "few_columns": ((1, 6, 700), dict(k_splits=2)),
 }
 
 
@@ -160,7 +163,7 @@ def test_gemv_cases_compile_for_sm90():
     results = _compile_check(cases)
     assert all(r.endswith(": ok") for rows in results for r in rows), results
     kernels = {r.split(":")[0] for rows in results for r in rows}
-    assert kernels == {"_gemv_kernel", "_range_sum_kernel"}, kernels
+    assert kernels == {"_gemv_kernel"}, kernels
 
 
 @pytest.mark.gpu
@@ -193,3 +196,54 @@ def test_gemv_tile_follows_b_alignment():
     assert _plan(1, 4096, 4096, "fp32").config["tile"] == "1x64x64"
     assert _plan(1, 4097, 4096, "fp32").config["tile"] == "1x256x16"
     assert "4-byte" in _plan(1, 4097, 4096, "fp32").config["operands"]
+
+
+def test_gemv_tile_narrows_to_few_columns():
+    """A piece wider than N loads and multiplies wrapped copies of B's columns: it narrows to the
+    power of two >= max(16, N), BK grown to keep the accumulator's 4096 floats (64 x 64, 256 x 16)."""
+    assert _plan(1, 8, 65536, "fp32").config["tile"] == "1x16x256"      # 64x64 -> 16 x 4096/16
+    assert _plan(1, 20, 65536, "fp32").config["tile"] == "1x32x128"     # 64x64 -> 32 x 4096/32
+    assert _plan(1, 40, 65536, "fp32").config["tile"] == "1x64x64"      # 64 covers 40 already
+    assert _plan(1, 5, 65536, "fp32").config["tile"] == "1x16x256"      # 4-byte 256x16 -> 16 x 256
+    assert _plan(1, 101, 65536, "fp32").config["tile"] == "1x128x32"    # 4-byte 256x16 -> 128 x 32
+
+
+def test_gemv_split_k_sums_in_the_same_kernel():
+    """K ranges: one launch (the range that finishes last sums the partials in range order), no
+    second kernel; its ticket counts are back to 0 after the launch, so the next launch (the same
+    plan, timed in a loop) gives the same bits."""
+    launched = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append(self.name)
+
+    # Every kernel the GEMV's module can launch (its own and those it imports) is recorded instead.
+    kernels = {n: v for n, v in vars(gemv).items() if hasattr(v, "fn") and hasattr(v, "__getitem__")}
+    assert "_gemv_kernel" in kernels, kernels
+    plan = _plan(1, 96, 100, "fp32", gemv_tile="1x32x16", k_splits=3)
+    try:
+        vars(gemv).update({n: Recorder(n) for n in kernels})
+        plan.launch()
+    finally:
+        vars(gemv).update(kernels)
+    assert launched == ["_gemv_kernel"], launched
+    assert "in-kernel" in plan.config["fixup"]
+
+
+@interpreter
+def test_gemv_ticket_counts_return_to_zero():
+    torch.manual_seed(0)
+    A, B = torch.randn(1, 100), torch.randn(100, 96)
+    C = torch.zeros(1, 96)
+    plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132, "gemv_tile": "1x32x16", "k_splits": 3})
+    outs = []
+    for _ in range(2):
+        plan.launch()
+        assert torch.equal(plan.gemv.lock, torch.zeros(3, dtype=torch.int32)), plan.gemv.lock
+        outs.append(C.clone())
+    assert torch.equal(outs[0], outs[1])
+    assert torch.allclose(C.double(), A.double() @ B.double(), rtol=1e-5, atol=1e-4)

@@ -17,6 +17,7 @@ One idea per file:
   sk_align, tf32x3_split);
 * stream_k_kernels.py: the @triton.jit kernels;
 * stream_k_gemv.py: single rows (M = 1) as a GEMV, its kernels and launch (mode=gemv);
+* stream_k_skinny.py: a matrix times 1-8 vectors (N <= 8), A read once (mode=skinny);
 * stream_k_gluon.py: tf32 on Hopper as a warp-specialised Gluon GEMM reading B as stored (mode=ws);
 * stream_k_plan.py: the options, their implications and conflicts, and the launch;
 * _operands.py: operand preparation (16-byte hints where true, aligned copies otherwise);
@@ -63,12 +64,14 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
 
 
 STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
-_META = {"heuristic": "M = 1 in fp32/tf32x3: a GEMV (mode=gemv); tf32 on sm_90 with 128 < M < 6144, N >= 64 and "
+_META = {"heuristic": "M = 1 in fp32/tf32x3: a GEMV (mode=gemv); N <= 8 in fp32/tf32x3: A read once for all "
+                      "columns, K split to fill the SMs (mode=skinny); tf32 on sm_90 with 128 < M < 6144, N >= 64 and "
                       "TMA-readable operands where tiles x K ranges fill the SMs: the warp-specialised Gluon GEMM (mode=ws); else tile by M (16/32/64/128 rows x 128 x 32), "
                       "dp vs hybrid stream-K by wave fill; "
                       "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
                       "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "
-                      "options tile/mode/grid/sms/operands/b_transpose/sk_align/tf32x3_split/gemv_tile/k_splits/ws_tile override",
+                      "options tile/mode/grid/sms/operands/b_transpose/sk_align/tf32x3_split/gemv_tile/k_splits/"
+                      "skinny_tile/skinny_splits/ws_tile override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
 
 

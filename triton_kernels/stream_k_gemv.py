@@ -11,8 +11,11 @@ serves these shapes with GEMV kernels too.
 
 K is cut into ``k_splits`` equal ranges when the column blocks alone would leave the GPU short of
 programs (1x8192x65536 has 128 column blocks of 64 for 132 SMs); each range writes its partial
-row to a workspace and a second kernel sums the ranges in range order, so the result is the same
-bits every run, as the stream-K fixup's is.
+row to a workspace and takes a ticket (an atomic count per column block); the range that
+finishes last sums all the block's partials in range order and writes C, so the result is the
+same bits every run, whichever range finishes last, as the stream-K fixup's is. Summing in the
+same kernel saves the second launch that, with the tail, kept 1x4096x4096 (a ~20 us read of 64 MB)
+at 81% of cuBLAS (docs/findings.md); the ticket's count returns to 0 for the next launch.
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma (its error is then
 fp32's); tf32 keeps the tensor cores, whose rounding its label promises.
@@ -29,15 +32,38 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._operands import _aligned, _n_major_hintable
-from .stream_k_kernels import _mult4, _range_sum_kernel
+from .stream_k_kernels import _mult4
 
 # ---------------------------------------------------------------------------------------------
 # Kernels.
 
 
 @triton.jit
-def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, N, K, k_per_split, stride_ak, stride_bk, stride_bn, stride_cn,
-                 alpha, beta, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr,
+def _last_of(lock_ptr, splits):
+    # A ticket for this program's K range, taken after every thread of the program stored its
+    # partial (the barrier) and released with it (acq_rel at GPU scope, CUTLASS's split-K
+    # semaphore pattern); True for the range that finishes last, which then reads the others'
+    # partials (acquired) and resets the count to 0 for the next launch.
+    tl.debug_barrier()
+    ticket = tl.atomic_add(lock_ptr, 1, sem="acq_rel", scope="gpu")
+    last = ticket == splits - 1
+    if last:
+        tl.store(lock_ptr, 0)
+    return last
+
+
+@triton.jit
+def _gemv_out(y, c_ptr, offs_c, mask, stride_cn, alpha, beta, HAS_BETA: tl.constexpr):
+    c_ptrs = c_ptr + offs_c * stride_cn
+    out = y * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+    tl.store(c_ptrs, out, mask=mask)
+
+
+@triton.jit
+def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, N, K, k_per_split, splits, stride_ak, stride_bk, stride_bn,
+                 stride_cn, alpha, beta, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr,
                  HAS_BETA: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -76,15 +102,18 @@ def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, N, K, k_per_split, stride_ak, strid
         acc += x[:, None] * b
     y = tl.sum(acc, axis=0)
     offs_c = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = offs_c < N
     if SPLIT:
-        # Raw partial row of range pid_k; _range_sum_kernel adds the ranges in order.
-        tl.store(w_ptr + pid_k * N + offs_c, y, mask=offs_c < N)
+        # Raw partial row of range pid_k; the last range of the block adds them in range order
+        # (".cg": from L2, where the other SMs' partials are, not a stale L1 line).
+        tl.store(w_ptr + pid_k * N + offs_c, y, mask=mask)
+        if _last_of(lock_ptr + pid_n, splits):
+            s = tl.zeros((BLOCK_N,), dtype=tl.float32)
+            for r in range(0, splits):
+                s += tl.load(w_ptr + r * N + offs_c, mask=mask, other=0.0, cache_modifier=".cg")
+            _gemv_out(s, c_ptr, offs_c, mask, stride_cn, alpha, beta, HAS_BETA)
     else:
-        c_ptrs = c_ptr + offs_c * stride_cn
-        out = y * alpha
-        if HAS_BETA:
-            out += beta * tl.load(c_ptrs, mask=offs_c < N, other=0.0)
-        tl.store(c_ptrs, out, mask=offs_c < N)
+        _gemv_out(y, c_ptr, offs_c, mask, stride_cn, alpha, beta, HAS_BETA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,7 +127,6 @@ GEMV_PROGRAMS_PER_SM = 8
 # A K range gets at least this many BLOCK_K steps: shorter ones spend more on the partial row's
 # write and the sum than the extra programs gain.
 GEMV_MIN_STEPS = 8
-SUM_BLOCK = 1024
 
 
 @dataclass(frozen=True)
@@ -149,9 +177,16 @@ def parse_gemv_tile(text) -> GemvTile:
     return GemvTile(bn, bk, warps, stages)
 
 
-def default_tile(b_hint: bool) -> GemvTile:
-    """The tile for a B read with 16-byte loads (``b_hint``) or 4-byte ones."""
-    return GEMV_TILE if b_hint else GEMV_TILE_4B
+def default_tile(b_hint: bool, N: int) -> GemvTile:
+    """The tile for a B read with 16-byte loads (``b_hint``) or 4-byte ones, narrowed to the
+    power of two (>= 16) that covers N, BK grown to keep BN * BK: columns past N wrap around and
+    are loaded and multiplied for nothing, 8x the loads and FFMAs of the kept columns at N = 8
+    in a 64-wide piece."""
+    t = GEMV_TILE if b_hint else GEMV_TILE_4B
+    bn = max(16, triton.next_power_of_2(N))
+    if bn >= t.bn:
+        return t
+    return GemvTile(bn, min(1024, t.bn * t.bk // bn), t.warps, t.stages)
 
 
 def default_splits(N: int, K: int, tile: GemvTile, sms: int) -> int:
@@ -178,7 +213,7 @@ class GemvPlan:
             self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
         else:
             self.b_hint = _n_major_hintable(B)
-        self.tile = parse_gemv_tile(tile) if tile is not None else default_tile(self.b_hint)
+        self.tile = parse_gemv_tile(tile) if tile is not None else default_tile(self.b_hint, N)
         t = self.tile
         splits = k_splits or default_splits(N, K, t, sms)
         splits = max(1, min(splits, triton.cdiv(K, t.bk)))
@@ -188,12 +223,15 @@ class GemvPlan:
         self.blocks = triton.cdiv(N, t.bn)
         self.W = (torch.empty(self.splits * N, device=A.device, dtype=torch.float32)
                   if self.splits > 1 else None)
+        # One ticket count per column block, 0 between launches (the last range resets it).
+        self.lock = (torch.zeros(self.blocks, device=A.device, dtype=torch.int32)
+                     if self.splits > 1 else None)
         self.config = {
             "tile": t.dims, "num_warps": t.warps, "num_stages": t.stages,
             "decomposition": "gemv", "tiles": self.blocks, "k_splits": self.splits,
             "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits],
             "sms": sms, "fixup": ("none" if self.splits == 1 else
-                                  "workspace + fixed-order sum kernel (range order)"),
+                                  "workspace + in-kernel sum by the last range (range order)"),
             "operands": f"A direct, B direct ({'K' if self.b_k_contig else 'N'}-major"
                         f"{', 16-byte loads' if self.b_hint else ', 4-byte loads'})",
             "operand_copy_bytes": 0, "input_precision": "ieee",
@@ -204,11 +242,7 @@ class GemvPlan:
         has_beta = self.beta != 0
         split = self.splits > 1
         _gemv_kernel[(self.blocks, self.splits)](
-            A, B, C, self.W if split else C, self.N, self.K, self.k_per_split, A.stride(1),
-            B.stride(0), B.stride(1), C.stride(1), self.alpha, self.beta,
+            A, B, C, self.W if split else C, self.lock if split else C, self.N, self.K, self.k_per_split,
+            self.splits, A.stride(1), B.stride(0), B.stride(1), C.stride(1), self.alpha, self.beta,
             B_K_CONTIG=self.b_k_contig, B_HINT=self.b_hint, SPLIT=split, HAS_BETA=has_beta,
             BLOCK_N=t.bn, BLOCK_K=t.bk, num_warps=t.warps, num_stages=t.stages)
-        if split:
-            _range_sum_kernel[(1, triton.cdiv(self.N, SUM_BLOCK))](
-                self.W, C, 1, self.N, self.N, C.stride(0), C.stride(1), self.alpha, self.beta, self.splits,
-                HAS_BETA=has_beta, BLOCK_M=1, BLOCK_N=SUM_BLOCK, num_warps=4)

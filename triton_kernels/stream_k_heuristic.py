@@ -25,9 +25,11 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
-tf32x3_split     x3_split_plan; outputs of at most 64x64 and single rows: "ffma", fp32's plan
-                 (x3_uses_ffma).
+tf32x3_split     x3_split_plan; outputs of at most 64x64, single rows and N <= 8: "ffma",
+                 fp32's plan (x3_uses_ffma).
 gemv             M = 1 in fp32 (tf32x3 through ffma): the GEMV of stream_k_gemv.py, not a tile.
+skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
+                 stream_k_skinny.py, K split to fill the SMs; tf32 keeps the tile GEMM.
 ws               tf32 on sm_90 with A and B TMA-readable, 128 < M < 6144, N >= 64 and a grid of
                  tiles x K ranges that fills the SMs (ws_pays): the warp-specialised Gluon GEMM of
                  stream_k_gluon.py, B read as stored.
@@ -46,6 +48,7 @@ from compare.families import decompose as model
 from ._common import DEFAULT_L2_BYTES
 from ._operands import _n_major_hintable
 from .stream_k_gemv import GEMV_MAX_M
+from .stream_k_skinny import SKINNY_MAX_N
 
 STAGES = {"fp32": 3, "tf32": 4, "tf32x3": 3}
 BLOCK_K = 32
@@ -56,7 +59,7 @@ MIN_SK_ITERS = 4
 DP_WAVE_EFFICIENCY = model.TRITON_STREAM_K.dp_fill
 # Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
 ALIGN_MAX_IDLE = 0.05
-DECOMPOSITIONS = ("dp", "sk", "gemv", "ws")
+DECOMPOSITIONS = ("dp", "sk", "gemv", "skinny", "ws")
 # The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
 # at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
 # [FIX_PIECE_MIN, FIX_PIECE_MAX], at most FIX_N wide): a 16-partial step where one tile has
@@ -304,17 +307,18 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 # X3_FFMA_MAX_SIDE on both sides. Such a product does at most 16 flops per byte of A and B read
 # (64*64 / (2*128)), which FFMA sustains at HBM speed, so tf32x3's three TF32 products buy no time
 # and cost the split (docs/findings.md, "tf32x3 on tiny outputs"). A single row (M <= GEMV_MAX_M)
-# does half a flop per byte: fp32's plan there is the GEMV (stream_k_gemv.py).
+# does half a flop per byte: fp32's plan there is the GEMV (stream_k_gemv.py); N <= SKINNY_MAX_N
+# columns at most 4 per byte of A: fp32's plan there is stream_k_skinny.py.
 X3_FFMA_MAX_SIDE = 64
 
 
 def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None) -> bool:
     """Does tf32x3 run fp32's plan (tf32x3_split=ffma)? As asked, or by the heuristic for an
-    output of at most X3_FFMA_MAX_SIDE a side or a single row, where the user chose no split, B
-    path or tile."""
+    output of at most X3_FFMA_MAX_SIDE a side, a single row or at most SKINNY_MAX_N columns, where
+    the user chose no split, B path or tile."""
     if x3_split != "auto":
         return x3_split == "ffma"
-    small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M
+    small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N
     return b_transpose == "auto" and tile is None and small
 # The split paths go without the built-in's NaN mask between the small and big products: it
 # cost most of the gain (4096^3 b 1.481 ms without, 1.637 with); an inf input can then give NaN

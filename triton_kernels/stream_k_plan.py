@@ -1,7 +1,8 @@
 """Triton stream_k's plan: the options (OPTIONS), what they imply and where they contradict each
 other, and ``_Plan``, which resolves a problem with the heuristic (stream_k_heuristic.py) and
 launches the kernels (stream_k_kernels.py) with aligned operand copies (_operands.py), or hands
-the problem to the single-row GEMV (stream_k_gemv.py) or the Gluon tf32 GEMM (stream_k_gluon.py)."""
+the problem to the single-row GEMV (stream_k_gemv.py), the matrix-times-vectors kernel
+(stream_k_skinny.py) or the Gluon tf32 GEMM (stream_k_gluon.py)."""
 from __future__ import annotations
 
 import re
@@ -21,6 +22,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
+from .stream_k_skinny import SKINNY_MAX_N, SkinnyPlan, parse_skinny_tile
 from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile,
                              ws_pays, ws_unsupported)
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
@@ -61,9 +63,12 @@ OPTIONS = (
            parse_tile),
     Option("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
            f"for the last partial wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
-           "fp32, and tf32x3 through tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
+           f"fp32, and tf32x3 through tf32x3_split=ffma), skinny (N <= {SKINNY_MAX_N}: A streamed once "
+           "through FFMAs for all columns, K split to fill the SMs; fp32, and tf32x3 through "
+           "tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
            "Gluon GEMM, B read as stored, one program per tile and K range); default: the heuristic (gemv for a "
-           "single row in fp32 and tf32x3, ws for tf32 where ws_pays)", parse_choice(DECOMPOSITIONS)),
+           f"single row and skinny for N <= {SKINNY_MAX_N} in fp32 and tf32x3, ws for tf32 where ws_pays)",
+           parse_choice(DECOMPOSITIONS)),
     Option("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
     Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
@@ -90,6 +95,10 @@ OPTIONS = (
            "(default 1x64x64/2/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
     Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
+    Option("skinny_tile", "mode=skinny: BMxBK[/warps], the piece of A a program streams per step "
+           "(default 32x64/4, 64x64/4 for N <= 2); implies mode=skinny", parse_skinny_tile),
+    Option("skinny_splits", "mode=skinny: K ranges per row block, summed in order by a second kernel "
+           "(default: enough programs for 4 per SM); implies mode=skinny", _parse_positive),
     Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),
     Option("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
@@ -107,7 +116,7 @@ OPTIONS = (
 # Options that contradict each other: (when, message), checked in this order on the options as
 # given (``o``: every option, None or its default where unset; ``p``: the precision).
 CONFLICTS = (
-    (lambda o, p: (o["gemv_tile"] is not None or o["k_splits"] is not None) and o["mode"] in ("dp", "sk"),
+    (lambda o, p: (o["gemv_tile"] is not None or o["k_splits"] is not None) and o["mode"] in ("dp", "sk", "skinny", "ws"),
      "options gemv_tile / k_splits (the single-row GEMV) and mode={mode} contradict each other"),
     (lambda o, p: o["mode"] == "gemv" and p == "tf32",
      "mode=gemv multiplies on the FFMA pipe (fp32, or tf32x3 with tf32x3_split=ffma); tf32 keeps the tensor cores"),
@@ -117,7 +126,20 @@ CONFLICTS = (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=gemv reads A and B as given and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
-    (lambda o, p: (o["ws_tile"] is not None or o["ws_splits"] is not None) and o["mode"] in ("dp", "sk", "gemv"),
+    (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and o["mode"] in ("dp", "sk", "gemv", "ws"),
+     "options skinny_tile / skinny_splits (the matrix-times-vectors kernel) and mode={mode} contradict each other"),
+    (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
+        o["gemv_tile"] is not None or o["k_splits"] is not None),
+     "options skinny_tile / skinny_splits (mode=skinny) and gemv_tile / k_splits (mode=gemv) contradict each other"),
+    (lambda o, p: o["mode"] == "skinny" and p == "tf32",
+     "mode=skinny multiplies on the FFMA pipe (fp32, or tf32x3 with tf32x3_split=ffma); tf32 keeps the tensor cores"),
+    (lambda o, p: o["mode"] == "skinny" and p == "tf32x3" and o["tf32x3_split"] not in ("auto", "ffma"),
+     "mode=skinny runs tf32x3 as fp32 (tf32x3_split=ffma); tf32x3_split={tf32x3_split} contradicts it"),
+    (lambda o, p: (o["mode"] == "skinny" or o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
+        o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
+     "mode=skinny reads A as given and B K-major and has no stream-K grid: options grid, sk_align, operands and "
+     "b_transpose do not apply to it"),
+    (lambda o, p: (o["ws_tile"] is not None or o["ws_splits"] is not None) and o["mode"] in ("dp", "sk", "gemv", "skinny"),
      "options ws_tile / ws_splits (the warp-specialised Gluon GEMM) and mode={mode} contradict each other"),
     (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None or o["ws_splits"] is not None) and p != "tf32",
      "mode=ws (the tensor-core GEMM with B^T in wgmma's registers) applies to tf32, not {precision}"),
@@ -159,6 +181,8 @@ CONFLICTS = (
 IMPLIES = (
     (lambda o: o["gemv_tile"] is not None or o["k_splits"] is not None, "mode", "gemv"),
     (lambda o: o["mode"] == "gemv", "tf32x3_split", "ffma"),  # the GEMV multiplies tf32x3 as fp32
+    (lambda o: o["skinny_tile"] is not None or o["skinny_splits"] is not None, "mode", "skinny"),
+    (lambda o: o["mode"] == "skinny", "tf32x3_split", "ffma"),  # so does the N <= 8 kernel
     (lambda o: o["ws_tile"] is not None or o["ws_splits"] is not None, "mode", "ws"),
     (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
     (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
@@ -166,8 +190,8 @@ IMPLIES = (
     (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
-            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "ws_tile": None,
-            "ws_splits": None}
+            "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "skinny_tile": None,
+            "skinny_splits": None, "ws_tile": None, "ws_splits": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -198,10 +222,15 @@ class _Plan:
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
         self.dot_precision = DOT_PRECISION[precision]
-        self.gemv = self.ws = None
+        self.gemv = self.skinny = self.ws = None
         if o["mode"] == "gemv" or (o["mode"] is None and self._gemv_by_default(precision, options, o)):
             self.gemv = GemvPlan(A, B, C, alpha, beta, sms, o["gemv_tile"], o["k_splits"])
             self.config = dict(self.gemv.config, tf32x3_split="ffma" if ffma else "n/a",
+                               chosen_by=self._chosen_by(options))
+            return
+        if o["mode"] == "skinny" or (o["mode"] is None and self._skinny_by_default(precision, options, o)):
+            self.skinny = SkinnyPlan(A, B, C, alpha, beta, sms, o["skinny_tile"], o["skinny_splits"])
+            self.config = dict(self.skinny.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
             return
         if o["mode"] == "ws" and options.get("tile") is not None:
@@ -298,6 +327,12 @@ class _Plan:
         where the user set nothing that shapes the tile GEMM."""
         return self.M <= GEMV_MAX_M and precision == "fp32" and not self._shaped(options, o)
 
+    def _skinny_by_default(self, precision: str, options: dict, o: dict) -> bool:
+        """The heuristic's matrix times 1-8 vectors: N <= SKINNY_MAX_N in fp32 (tf32x3 arrives as
+        fp32 through ffma; M <= GEMV_MAX_M took the GEMV first) where the user set nothing that
+        shapes the tile GEMM."""
+        return self.N <= SKINNY_MAX_N and precision == "fp32" and not self._shaped(options, o)
+
     def _ws_by_default(self, A, B, C, precision: str, sms: int, options: dict, o: dict) -> bool:
         """The heuristic's Gluon GEMM: tf32 on operands it can read (ws_unsupported), where
         ws_pays and the user set nothing that shapes the tile GEMM."""
@@ -332,6 +367,9 @@ class _Plan:
     def launch(self):
         if self.gemv is not None:
             self.gemv.launch()
+            return
+        if self.skinny is not None:
+            self.skinny.launch()
             return
         if self.ws is not None:
             self.ws.launch()

@@ -1,0 +1,288 @@
+"""triton.stream_k's matrix-times-vectors path (mode=skinny, triton_kernels/stream_k_skinny.py):
+correctness under TRITON_INTERPRET=1 for every N in 1..8 on odd shapes with beta != 0 in each
+precision, the cases that reach each branch (K ranges and their in-order sum, the masked K
+tail, wrapped rows, A read along K or M with 16-byte or 4-byte loads, B K-major as given or
+copied), the plan's rule (which path for which shape, at the N = 8/9 and M = 1 boundaries), the
+default K split by hand, options and refusals, the kernel compiled for sm_90, and, with a GPU,
+odd shapes per path and bit-identical reruns."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from compare.harness.errors import UsageError
+from compare.harness.problem import Problem
+from compare.harness.runner import OK, run_kernel
+from triton_kernels import stream_k as sk
+from triton_kernels import stream_k_skinny as skinny
+from triton_kernels._common import interpreting
+
+interpreter = pytest.mark.skipif(not interpreting(), reason="needs TRITON_INTERPRET=1 (set by conftest without a GPU)")
+
+
+def _row(kernel, problem, device, **options):
+    parsed = kernel.parse_options({k: str(v) for k, v in options.items()})
+    r = run_kernel(kernel, problem, timing=False, device=device, options=parsed)
+    assert r.status == OK, f"{kernel.name} {problem} {options}: {r.status_text}"
+    return r
+
+
+def _plan(M, N, K, precision, **options):
+    A, B, C = torch.empty(M, K), torch.empty(K, N), torch.empty(M, N)
+    return sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132, **options})
+
+
+# Every column count on odd M and K, beta != 0, checked against float64 by the runner. 16x16
+# pieces and 3 K ranges keep the interpreter's work small and still reach the wrapped rows
+# (M = 37: 3 row blocks, the last wraps 11 rows), the range sum and the masked tail
+# (K = 203: ranges of 80, 80, 43 = 2 steps + 11).
+@interpreter
+@pytest.mark.parametrize("N", range(1, 9))
+@pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
+def test_skinny_every_n(N, precision):
+    problem = Problem(37, N, 203, precision=precision, alpha=0.5, beta=-1.5)
+    if precision == "tf32":
+        # tf32 keeps the tile GEMM (tensor cores), as at M = 1.
+        r = _row(sk.KERNEL, problem, "cpu")
+        assert r.config["decomposition"] in ("dp", "sk") and r.config["input_precision"] == "tf32", r.config
+        return
+    r = _row(sk.KERNEL, problem, "cpu", skinny_tile="16x16", skinny_splits=3)
+    c = r.config
+    assert c["decomposition"] == "skinny" and c["input_precision"] == "ieee"
+    assert c["tf32x3_split"] == ("ffma" if precision == "tf32x3" else "n/a")
+    assert (c["tile"], c["k_splits"], c["k_per_split"], c["grid"]) == (f"16x{N}x16", 3, 80, [3, 3])
+
+
+# (M, N, K), options: what each case reaches.
+CASES = {
+    # K % 4 == 0: A takes 16-byte loads and each thread sums 4 k in registers (k_group 4).
+    "k_group": ((21, 6, 96), dict(skinny_tile="16x32", skinny_splits=2)),
+    # one range, written straight to C with beta (no workspace); M < BLOCK_M wraps.
+    "one_range": ((5, 3, 48), dict(skinny_tile="16x16", skinny_splits=1)),
+    # K < BLOCK_K: only the masked step.
+    "k_below_one_step": ((9, 7, 5), dict(skinny_tile="16x16")),
+    # the heuristic's own tile and split count.
+    "heuristic": ((67, 8, 333), dict()),
+}
+
+
+@interpreter
+@pytest.mark.parametrize("kernel", [sk.KERNEL, sk.KERNEL_ATOMIC], ids=lambda k: k.name)
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (-0.5, 1.5)])
+def test_skinny_paths(kernel, case, alpha, beta):
+    shape, options = CASES[case]
+    r = _row(kernel, Problem(*shape, precision="fp32", alpha=alpha, beta=beta), "cpu", **options)
+    assert r.config["decomposition"] == "skinny", r.config
+    if case == "k_group":
+        assert r.config["k_group"] == 4 and "16-byte" in r.config["operands"]
+
+
+@interpreter
+@pytest.mark.parametrize("layout", ["row_major", "a_m_major", "b_k_major", "a_unaligned"])
+def test_skinny_reads_either_layout(layout):
+    """A along K or M (a transposed view), B K-major as given (read directly) or row-major
+    (copied K-major), A with a row stride that is not a multiple of 4 (4-byte loads)."""
+    torch.manual_seed(0)
+    M, N, K = 44, 5, 120
+    A = torch.randn(K, M).t() if layout == "a_m_major" else (
+        torch.randn(M, K + 1)[:, :K] if layout == "a_unaligned" else torch.randn(M, K))
+    B = torch.randn(N, K).t() if layout == "b_k_major" else torch.randn(K, N)
+    C = torch.randn(M, N)
+    C0 = C.clone()
+    plan = sk._Plan(A, B, C, 2.0, 0.25, "fp32", True, {"sms": 132, "skinny_tile": "16x16", "skinny_splits": 3})
+    plan.launch()
+    ref = 2.0 * (A.double() @ B.double()) + 0.25 * C0.double()
+    assert torch.allclose(C.double(), ref, rtol=1e-5, atol=1e-4)
+    ops = plan.config["operands"]
+    want = {"row_major": ("A direct (K-major, 16-byte", "B copy:k_major"),
+            "a_m_major": ("A direct (M-major, 16-byte", "B copy:k_major"),
+            "b_k_major": ("A direct (K-major, 16-byte", "B direct"),
+            "a_unaligned": ("A direct (K-major, 4-byte", "B copy:k_major")}[layout]
+    assert all(w in ops for w in want), ops
+    # The copy reads and writes B once: 8 bytes an element; none when B is read as given.
+    assert plan.config["operand_copy_bytes"] == (0 if layout == "b_k_major" else 8 * K * N)
+    assert plan.config["k_group"] == (4 if layout in ("row_major", "b_k_major") else 1)
+
+
+@pytest.mark.parametrize("M,N,precision,options,want", [
+    (2, 8, "fp32", {}, "skinny"),
+    (2, 9, "fp32", {}, "tiles"),        # N = 9: past SKINNY_MAX_N
+    (4096, 1, "fp32", {}, "skinny"),
+    (4096, 8, "fp32", {}, "skinny"),
+    (4096, 9, "fp32", {}, "tiles"),
+    (1, 8, "fp32", {}, "gemv"),         # a single row takes the GEMV first
+    (1, 9, "fp32", {}, "gemv"),
+    (4096, 8, "tf32x3", {}, "skinny"),  # through tf32x3_split=ffma
+    (4096, 8, "tf32", {}, "tiles"),     # tf32's label promises tensor-core rounding
+    (4096, 8, "fp32", {"tile": "64x16x32"}, "tiles"),  # a tile asks for the GEMM
+    (4096, 8, "fp32", {"mode": "sk"}, "sk"),
+    (4096, 8, "tf32x3", {"tf32x3_split": "in_loop"}, "tiles"),
+    (4096, 8, "fp32", {"skinny_splits": 2}, "skinny"),
+    (1, 8, "fp32", {"mode": "skinny"}, "skinny"),
+    (1, 8, "tf32x3", {"skinny_tile": "16x16"}, "skinny"),
+])
+def test_skinny_rule(M, N, precision, options, want):
+    c = _plan(M, N, 8192, precision, **options).config
+    got = c["decomposition"]
+    assert got == want if want != "tiles" else got in ("dp", "sk"), got
+    if want == "skinny" and precision == "tf32x3":
+        assert c["tf32x3_split"] == "ffma" and c["input_precision"] == "ieee"
+    if want == "tiles" and precision == "tf32" or "in_loop" in options.values():
+        assert c["input_precision"] != "ieee"
+
+
+def test_skinny_default_tile_and_splits_by_hand():
+    """32x64 pieces for 3-8 columns, 64x64 for 1-2; K cut until the row blocks x ranges reach
+    4 programs per SM, no range under 8 steps of 64."""
+    c = _plan(4096, 8, 65536, "fp32").config
+    # 4096 / 32 = 128 row blocks; 4 * 132 = 528 programs wanted: ceil(528 / 128) = 5 ranges;
+    # ceil(65536 / 5) = 13108 rounds up to whole steps of 64: 13120; 5 ranges cover 65600.
+    assert (c["tile"], c["tiles"], c["k_splits"], c["k_per_split"]) == ("32x8x64", 128, 5, 13120)
+    c = _plan(4096, 2, 65536, "fp32").config
+    # 4096 / 64 = 64 row blocks: ceil(528 / 64) = 9 ranges; ceil(65536 / 9) = 7282 -> 7296.
+    assert (c["tile"], c["tiles"], c["k_splits"], c["k_per_split"]) == ("64x2x64", 64, 9, 7296)
+    # 300 x 1000: ceil(300 / 32) = 10 blocks want 53 ranges, but ranges of 8 steps of 64 = 512
+    # allow ceil(1000 / 512) = 2.
+    assert _plan(300, 4, 1000, "fp32").config["k_splits"] == 2
+    # 2**17 rows: 4096 blocks already fill 528 slots: one range, no workspace, no second kernel.
+    c = _plan(1 << 17, 8, 4096, "fp32").config
+    assert c["k_splits"] == 1 and c["fixup"] == "none"
+
+
+@pytest.mark.parametrize("M,N,precision,options,message", [
+    (64, 9, "fp32", {"mode": "skinny"}, "at most 8 columns"),
+    (64, 8, "tf32", {"mode": "skinny"}, "tf32 keeps the tensor cores"),
+    (64, 8, "fp32", {"skinny_splits": 2, "mode": "dp"}, "contradict"),
+    (64, 8, "fp32", {"skinny_tile": "16x16", "mode": "gemv"}, "contradict"),
+    (64, 8, "fp32", {"gemv_tile": "1x64x16", "mode": "skinny"}, "contradict"),
+    (64, 8, "fp32", {"skinny_splits": 2, "k_splits": 2}, "contradict"),
+    (64, 8, "fp32", {"skinny_tile": "16x16", "grid": 4}, "do not apply"),
+    (64, 8, "fp32", {"mode": "skinny", "operands": "copy"}, "do not apply"),
+    (64, 8, "tf32x3", {"mode": "skinny", "tf32x3_split": "b"}, "contradicts"),
+])
+def test_skinny_refusals(M, N, precision, options, message):
+    with pytest.raises(UsageError, match=message):
+        _plan(M, N, 64, precision, **options)
+
+
+@pytest.mark.parametrize("text", ["16x48", "8x64", "16x512", "128x256", "32x64/3", "32"])
+def test_skinny_tile_parse_refuses(text):
+    with pytest.raises(ValueError):
+        skinny.parse_skinny_tile(text)
+
+
+def test_skinny_tile_parse():
+    assert skinny.parse_skinny_tile("64x128/8") == skinny.SkinnyTile(64, 128, 8)
+    assert skinny.parse_skinny_tile("16x16") == skinny.SkinnyTile(16, 16, 4)
+
+
+def _study(*args):
+    """stream_k_study in a subprocess without TRITON_INTERPRET (the interpreter's
+    InterpretedFunctions can't be compiled)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", *args],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out.stdout
+
+
+def test_skinny_cases_compile_for_sm90():
+    """The kernels every case above launches (B's copy, the skinny kernel), compiled for sm_90 without a GPU (the interpreter runs Python, not the compiler)."""
+    cases = [[*shape, "fp32", 0.5, -1.5, True, {k: str(v) for k, v in options.items()}]
+             for shape, options in CASES.values()]
+    cases.append([37, 1, 203, "tf32x3", 1.0, 0.0, True, {"skinny_splits": "3"}])
+    cases.append([4099, 5, 4093, "fp32", 1.0, 0.0, True, {}])
+    results = json.loads(_study("--compile-check", json.dumps(cases)).strip().splitlines()[-1])
+    assert all(r.endswith(": ok") for rows in results for r in rows), results
+    kernels = {r.split(":")[0] for rows in results for r in rows}
+    # B's K-major copy, the skinny kernel; the K ranges are summed inside it (no second kernel).
+    assert "_skinny_kernel" in kernels and kernels <= {"_skinny_kernel", "_transpose_kernel", "_copy_rows_kernel"}, kernels
+
+
+def test_skinny_k_loop_compiles_to_vector_loads_and_ffma():
+    """The design's premise, checked in the sm_90 code for every N: no spills, only 16-byte
+    global loads in the K loop (A's rows along K and one or more per column of B), FFMAs for
+    every column, and no shared memory or barrier (no layout conversion inside the loop)."""
+    ir = json.loads(_study("--skinny-ir"))
+    assert len(ir) == 8, ir
+    for name, r in ir.items():
+        n = int(name.split()[0][2:])
+        assert r["spill bytes"] == 0 and r["loop: shared or barrier"] == 0, (name, r)
+        assert r["loop: other loads"] == 0 and r["loop: 16-byte loads"] > n, (name, r)
+        assert r["loop: fma"] >= n, (name, r)
+
+
+# GPU: odd shapes per path (the skinny kernel for N <= 8 in fp32 and tf32x3, the tile GEMM for
+# tf32, the GEMV at M = 1), checked against float64 by the runner.
+SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), (12289, 8, 12285),
+          (3, 8, 1000001), (1 << 20, 2, 129)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
+def test_gpu_skinny_shapes(shape, precision):
+    r = _row(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
+    want = ("dp", "sk") if precision == "tf32" else ("skinny",)
+    assert r.config["decomposition"] in want, r.config
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["row_major", "a_m_major", "b_k_major"])
+def test_gpu_skinny_layouts_and_bit_identical(layout):
+    torch.manual_seed(0)
+    M, N, K = 3001, 7, 20011
+    A = torch.randn(K, M, device="cuda").t() if layout == "a_m_major" else torch.randn(M, K, device="cuda")
+    B = torch.randn(N, K, device="cuda").t() if layout == "b_k_major" else torch.randn(K, N, device="cuda")
+    outs = []
+    for _ in range(3):
+        C = torch.full((M, N), float("nan"), device="cuda")
+        plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {})
+        plan.launch()
+        outs.append(C)
+    assert plan.config["decomposition"] == "skinny" and plan.config["k_splits"] > 1, plan.config
+    ref = A.double() @ B.double()
+    assert torch.allclose(outs[0].double(), ref, rtol=1e-5, atol=1e-3)
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+def _result(kernel, shape, precision, ms, pct, deco, beta=0.0):
+    M, N, K = (int(x) for x in shape.split("x"))
+    return {"kernel": kernel, "shape": shape, "M": M, "N": N, "K": K, "precision": precision, "beta": beta,
+            "status": "ok", "median_ms": ms, "pct_cublas": pct, "config": {"decomposition": deco}}
+
+
+def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
+    """--skinny-check: fp32 geomean of 90% and 100% is 94.9% (< 95: FAIL; a row that ran the
+    wrong path still counts); a tf32x3 row at 99%
+    of cuBLAS fp32 fails its worst >= 100%; a row that ran the tile GEMM where the rule says
+    skinny fails; GB/s is the bytes a row must move over its time: 4096x8x4096 moves
+    4 * (4096*4096 + 4096*8 + 4096*8) = 67,371,008 bytes, in 0.02 ms 3369 GB/s."""
+    from triton_kernels import stream_k_study
+    rows = [_result("cublas", "4096x8x4096", "fp32", 0.018, 100.0, ""),
+            _result("triton.stream_k", "4096x8x4096", "fp32", 0.02, 90.0, "skinny"),
+            _result("cublas", "1x8x999", "fp32", 0.01, 100.0, ""),
+            _result("triton.stream_k", "1x8x999", "fp32", 0.01, 100.0, "gemv"),
+            _result("triton.stream_k", "4096x8x4096", "tf32x3", 0.02, 99.0, "skinny"),
+            _result("triton.stream_k", "2048x5x2048", "fp32", 0.02, 100.0, "sk")]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"results": rows}))
+    lines, ok = stream_k_study.skinny_check([str(path)])
+    text = "\n".join(lines)
+    assert not ok
+    assert " 3369 GB/s (cuBLAS    3743)" in text, text          # 67371008 / 0.018 ms = 3743 GB/s
+    assert "FAIL fp32   2048x5x2048: ran sk, the rule says skinny" in text, text
+    assert "FAIL fp32   N <= 8    2 shapes: geomean   94.9%, worst   90.0% (4096x8x4096)" in text, text
+    assert "PASS fp32   M = 1     1 shapes" in text, text
+    assert "FAIL tf32x3 N <= 8    1 shapes: geomean   99.0%, worst   99.0%" in text, text
+    good = [r for r in rows if r["shape"] != "2048x5x2048" and r["precision"] != "tf32x3"]
+    good[1] = dict(good[1], pct_cublas=96.0)
+    path.write_text(json.dumps({"results": good}))
+    assert stream_k_study.skinny_check([str(path)])[1]

@@ -1,0 +1,306 @@
+"""Triton stream_k's path for a matrix times 1-8 vectors: C = alpha * A @ B + beta * C for N <= 8.
+
+With N <= 8 columns a product does at most 2*8 flops per 4-byte element of A: 4 flops per byte,
+so its time is A's bytes over DRAM bandwidth (at 3.35 TB/s that asks 13.4 TFLOP/s of FFMA, a
+fifth of H100's 67). The tile GEMM pads N to a 16-wide tile and pays a dot's layouts; here each
+program streams a BLOCK_M x BLOCK_K piece of row-major A with 16-byte loads along K, reads A once
+for all N columns, and keeps one FFMA accumulator per column in A's own register layout (no
+layout conversion, no shared memory, no reduction across lanes inside the K loop). A thread sums
+its 4 consecutive k of each product in registers (K_GROUP), so an accumulator holds a quarter of
+the piece: 8 columns on a 32x64 piece take 102 registers a thread, no spills, and the K loop
+has 12 16-byte loads, 64 FFMAs and no shared-memory access (compiled for sm_90 by
+``python -m triton_kernels.stream_k_study --skinny-ir``), so 4 programs, 32 KB of A, are in
+flight per SM.
+
+B is read K-major, each column a run of consecutive k: a thread loads its 4 k of a column with
+one 16-byte load. A row-major (N-major) B would cost a 4-byte load per k and column, 16 cache
+lines a warp per load (N = 8), so it is first copied K-major (8 bytes per element of B, 2N/M of
+A's bytes; ``operand_copy_bytes`` in the row's config).
+
+K is cut into ``skinny_splits`` equal ranges when the row blocks alone leave the GPU short of
+programs; each range writes its partial BLOCK_M x N block to a workspace and takes a ticket
+(stream_k_gemv._last_of); the range of a row block that finishes last sums its partials in range
+order and writes C: the same bits every run, whichever finishes last, as the stream-K fixup's
+are, with no second launch.
+
+Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma: at 4 flops per
+byte FFMA keeps up with DRAM, so the three TF32 products buy no time (and its error is fp32's).
+tf32 keeps the tensor cores whose rounding its label promises: the tile GEMM, as at M = 1.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from compare.harness.errors import UsageError
+
+from ._operands import _aligned, _prepare_b
+from .stream_k_gemv import _last_of
+from .stream_k_kernels import _mult4
+
+# ---------------------------------------------------------------------------------------------
+# Kernels.
+
+
+@triton.jit
+def _skinny_col(acc, a, b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr):
+    # acc (BLOCK_M x BLOCK_K / K_GROUP) += a * column J of B, each thread's K_GROUP consecutive
+    # k of the product summed in its registers first (they are one 16-byte load of A).
+    if J < N_COLS:
+        p = a * tl.load(b_ptrs + J * stride_bn)[None, :]
+        if K_GROUP > 1:
+            p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
+        acc += p
+    return acc
+
+
+@triton.jit
+def _skinny_tail(acc, a, b_ptrs, stride_bn, kmask, J: tl.constexpr, N_COLS: tl.constexpr,
+                 K_GROUP: tl.constexpr):
+    # The range's partial last step: column J of B masked past the range (A is masked too).
+    if J < N_COLS:
+        p = a * tl.load(b_ptrs + J * stride_bn, mask=kmask, other=0.0)[None, :]
+        if K_GROUP > 1:
+            p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
+        acc += p
+    return acc
+
+
+@triton.jit
+def _skinny_out(acc, c_ptr, w_ptr, offs_m, M, N, pid_k, stride_cm, stride_cn, alpha, beta,
+                J: tl.constexpr, N_COLS: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr):
+    # Column J of the block: the raw partial of range pid_k into the workspace (SPLIT; summed in
+    # range order by _skinny_sum), else alpha * y + beta * C into C.
+    if J < N_COLS:
+        y = tl.sum(acc, axis=1)
+        mask = offs_m < M
+        if SPLIT:
+            tl.store(w_ptr + (pid_k * M + offs_m).to(tl.int64) * N + J, y, mask=mask)
+        else:
+            c_ptrs = c_ptr + offs_m.to(tl.int64) * stride_cm + J * stride_cn
+            out = y * alpha
+            if HAS_BETA:
+                out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+            tl.store(c_ptrs, out, mask=mask)
+
+
+@triton.jit
+def _skinny_sum(c_ptr, w_ptr, offs_m, M, N, splits, stride_cm, stride_cn, alpha, beta, HAS_BETA: tl.constexpr,
+                N_COLS: tl.constexpr):
+    # The last range of a row block: its rows' partials added in range order (".cg": from L2,
+    # where the other SMs' partials are, not a stale L1 line), then alpha * sum + beta * C.
+    offs_n = tl.arange(0, 8)
+    mask = (offs_m < M)[:, None] & (offs_n < N_COLS)[None, :]
+    w_ptrs = w_ptr + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+    s = tl.zeros((offs_m.shape[0], 8), dtype=tl.float32)
+    for _ in range(0, splits):
+        s += tl.load(w_ptrs, mask=mask, other=0.0, cache_modifier=".cg")
+        w_ptrs += M * N
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    out = s * alpha
+    if HAS_BETA:
+        out += beta * tl.load(c_ptrs, mask=mask, other=0.0)
+    tl.store(c_ptrs, out, mask=mask)
+
+
+@triton.jit
+def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak, stride_bn,
+                   stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
+                   B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
+                   K_GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    # A's unit stride is written as the constant 1 so its loads are vectors; rows past M wrap
+    # (% M) instead of being masked, so the loop's loads stay unpredicated (never stored).
+    if A_K_CONTIG:
+        stride_ak = 1
+        stride_am = _mult4(stride_am, A_HINT)
+        offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    else:
+        stride_am = 1
+        stride_ak = _mult4(stride_ak, A_HINT)
+        offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % _mult4(M, A_HINT)
+        # "% M" hides that the rows run consecutively; without this the loads' lanes walk K.
+        offs_m = tl.max_contiguous(offs_m, BLOCK_M)
+    # B is K-major (the plan copies it so): column j's k are consecutive.
+    stride_bn = _mult4(stride_bn, B_HINT)
+    k_lo = pid_k * k_per_split
+    k_hi = tl.minimum(k_lo + k_per_split, K)
+    offs_k = tl.arange(0, BLOCK_K)
+    # int64 rows: M * K passes 2**31 elements from 46341^2 on.
+    a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * stride_am + (k_lo + offs_k)[None, :] * stride_ak
+    b_ptrs = b_ptr + (k_lo + offs_k)
+    zero = tl.zeros((BLOCK_M, BLOCK_K // K_GROUP), dtype=tl.float32)
+    c0 = zero
+    c1 = zero
+    c2 = zero
+    c3 = zero
+    c4 = zero
+    c5 = zero
+    c6 = zero
+    c7 = zero
+    n_full = (k_hi - k_lo) // BLOCK_K
+    for _ in range(0, n_full):
+        a = tl.load(a_ptrs)
+        c0 = _skinny_col(c0, a, b_ptrs, stride_bn, 0, N_COLS, K_GROUP)
+        c1 = _skinny_col(c1, a, b_ptrs, stride_bn, 1, N_COLS, K_GROUP)
+        c2 = _skinny_col(c2, a, b_ptrs, stride_bn, 2, N_COLS, K_GROUP)
+        c3 = _skinny_col(c3, a, b_ptrs, stride_bn, 3, N_COLS, K_GROUP)
+        c4 = _skinny_col(c4, a, b_ptrs, stride_bn, 4, N_COLS, K_GROUP)
+        c5 = _skinny_col(c5, a, b_ptrs, stride_bn, 5, N_COLS, K_GROUP)
+        c6 = _skinny_col(c6, a, b_ptrs, stride_bn, 6, N_COLS, K_GROUP)
+        c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K
+    k_left = k_hi - k_lo - n_full * BLOCK_K
+    if k_left > 0:
+        kmask = offs_k < k_left
+        a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
+        c0 = _skinny_tail(c0, a, b_ptrs, stride_bn, kmask, 0, N_COLS, K_GROUP)
+        c1 = _skinny_tail(c1, a, b_ptrs, stride_bn, kmask, 1, N_COLS, K_GROUP)
+        c2 = _skinny_tail(c2, a, b_ptrs, stride_bn, kmask, 2, N_COLS, K_GROUP)
+        c3 = _skinny_tail(c3, a, b_ptrs, stride_bn, kmask, 3, N_COLS, K_GROUP)
+        c4 = _skinny_tail(c4, a, b_ptrs, stride_bn, kmask, 4, N_COLS, K_GROUP)
+        c5 = _skinny_tail(c5, a, b_ptrs, stride_bn, kmask, 5, N_COLS, K_GROUP)
+        c6 = _skinny_tail(c6, a, b_ptrs, stride_bn, kmask, 6, N_COLS, K_GROUP)
+        c7 = _skinny_tail(c7, a, b_ptrs, stride_bn, kmask, 7, N_COLS, K_GROUP)
+    offs_c = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    _skinny_out(c0, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 0, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c1, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 1, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c2, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 2, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c3, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 3, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c4, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 4, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c5, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 5, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c6, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 6, N_COLS, SPLIT, HAS_BETA)
+    _skinny_out(c7, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 7, N_COLS, SPLIT, HAS_BETA)
+    if SPLIT:
+        if _last_of(lock_ptr + pid_m, splits):
+            _skinny_sum(c_ptr, w_ptr, offs_c, M, N, splits, stride_cm, stride_cn, alpha, beta, HAS_BETA, N_COLS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plan.
+
+# Columns at most this many take this path (a product of at most 4 flops per byte of A).
+SKINNY_MAX_N = 8
+# Programs to aim for: the default tiles take 56-102 registers a thread on 4 warps (stream_k_study
+# --skinny-ir), so at least 4 programs reside per SM: 4 per SM fills the GPU in one wave.
+SKINNY_PROGRAMS_PER_SM = 4
+# A K range gets at least this many BLOCK_K steps: its partial block (4 * BLOCK_M * N bytes
+# written, then read) stays under 1/64 of the A bytes the range reads (N = 8, BLOCK_K = 64).
+SKINNY_MIN_STEPS = 8
+
+
+@dataclass(frozen=True)
+class SkinnyTile:
+    bm: int
+    bk: int
+    warps: int = 4
+
+    def dims(self, n: int) -> str:
+        """BMxNxBK, as a run's config names the tile."""
+        return f"{self.bm}x{n}x{self.bk}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.bm}x{self.bk}/{self.warps}"
+
+
+# The tiles, from registers and loads in flight (compiled for sm_90 without a GPU, not yet
+# timed): 3-8 columns 32x64 on 4 warps (102 registers at N = 8: 4 programs, 32 KB of A in
+# flight an SM); 1-2 columns 64x64 (60-80 registers: 6-8 programs, 96-128 KB).
+SKINNY_TILE = SkinnyTile(32, 64, 4)
+SKINNY_TILE_NARROW = SkinnyTile(64, 64, 4)
+_SKINNY_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:/(\d+))?$")
+
+
+def parse_skinny_tile(text) -> SkinnyTile:
+    if isinstance(text, SkinnyTile):
+        return text
+    m = _SKINNY_TILE_RE.match(str(text).strip())
+    if not m:
+        raise ValueError("expected BMxBK[/warps], e.g. 32x64/4")
+    bm, bk = int(m.group(1)), int(m.group(2))
+    for nm, v in (("BM", bm), ("BK", bk)):
+        if v < 16 or v & (v - 1) or v > 256:
+            raise ValueError(f"{nm}={v} must be a power of two in 16..256")
+    if bm * bk > 16384:
+        raise ValueError(f"BMxBK={bm}x{bk}: up to 8 accumulators of BM*BK/4 floats; at most 16384")
+    warps = int(m.group(3)) if m.group(3) else 4
+    if warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    return SkinnyTile(bm, bk, warps)
+
+
+def default_tile(N: int) -> SkinnyTile:
+    """The tile for ``N`` columns: the accumulators' registers grow with N."""
+    return SKINNY_TILE_NARROW if N <= 2 else SKINNY_TILE
+
+
+def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
+    """K ranges per row block: enough programs for SKINNY_PROGRAMS_PER_SM per SM, each range at
+    least SKINNY_MIN_STEPS steps long."""
+    blocks = triton.cdiv(M, tile.bm)
+    want = triton.cdiv(SKINNY_PROGRAMS_PER_SM * sms, blocks)
+    return max(1, min(want, triton.cdiv(K, SKINNY_MIN_STEPS * tile.bk)))
+
+
+class SkinnyPlan:
+    """The N <= 8 launch: ``tile`` (SkinnyTile) and ``k_splits`` (None: default_splits)."""
+
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None):
+        M, K = A.shape
+        N = B.shape[1]
+        if N > SKINNY_MAX_N:
+            raise UsageError(f"mode=skinny multiplies by at most {SKINNY_MAX_N} columns; this B has N={N}")
+        self.M, self.N, self.K = M, N, K
+        self.A, self.C = A, C
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.a_k_contig = not (A.stride(0) == 1 and A.stride(1) != 1)
+        if self.a_k_contig:
+            self.a_hint = _aligned(A) and A.stride(0) % 4 == 0
+        else:
+            self.a_hint = _aligned(A) and A.stride(1) % 4 == 0 and M % 4 == 0
+        # 4 k a thread summed in registers only where they are one 16-byte load along K.
+        self.k_group = 4 if self.a_k_contig and self.a_hint else 1
+        self.b = _prepare_b(B, "k", allow_direct=True)
+        self.tile = parse_skinny_tile(tile) if tile is not None else default_tile(N)
+        t = self.tile
+        splits = k_splits or default_splits(M, K, t, sms)
+        splits = max(1, min(splits, triton.cdiv(K, t.bk)))
+        # Equal ranges of whole BLOCK_K steps; the count drops to what they need.
+        self.k_per_split = triton.cdiv(triton.cdiv(K, splits), t.bk) * t.bk
+        self.splits = triton.cdiv(K, self.k_per_split)
+        self.blocks = triton.cdiv(M, t.bm)
+        n = self.splits * M * N
+        if self.splits > 1 and n > 2**31 - 1:
+            raise UsageError(f"mode=skinny workspace of {n} elements exceeds 32-bit indexing; use fewer skinny_splits")
+        self.W = torch.empty(n, device=A.device, dtype=torch.float32) if self.splits > 1 else None
+        # One ticket count per row block, 0 between launches (the last range resets it).
+        self.lock = torch.zeros(self.blocks, device=A.device, dtype=torch.int32) if self.splits > 1 else None
+        self.config = {
+            "tile": t.dims(N), "num_warps": t.warps, "num_stages": 1,
+            "decomposition": "skinny", "tiles": self.blocks, "k_splits": self.splits,
+            "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits], "sms": sms,
+            "k_group": self.k_group,
+            "fixup": ("none" if self.splits == 1 else "workspace + in-kernel sum by the last range (range order)"),
+            "operands": f"A direct ({'K' if self.a_k_contig else 'M'}-major"
+                        f"{', 16-byte loads' if self.a_hint else ', 4-byte loads'}), B {self.b.layout} (K-major)",
+            "operand_copy_bytes": self.b.copy_bytes(), "input_precision": "ieee",
+        }
+
+    def launch(self):
+        A, C, t, b = self.A, self.C, self.tile, self.b
+        b.fill()
+        bv = b.view
+        has_beta = self.beta != 0
+        split = self.splits > 1
+        _skinny_kernel[(self.blocks, self.splits)](
+            A, bv, C, self.W if split else C, self.lock if split else C, self.M, self.N, self.K,
+            self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
+            A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
+            N_COLS=self.N, K_GROUP=self.k_group, BLOCK_M=t.bm, BLOCK_K=t.bk, num_warps=t.warps, num_stages=1)
