@@ -187,7 +187,7 @@ def _study(*args):
     InterpretedFunctions can't be compiled)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-m", "triton_kernels.stream_k_study", *args],
+    out = subprocess.run([sys.executable, "-m", "reproduce.stream_k_study", *args],
                          cwd=root, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
     return out.stdout

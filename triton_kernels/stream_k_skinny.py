@@ -9,7 +9,7 @@ layout conversion, no shared memory, no reduction across lanes inside the K loop
 its 4 consecutive k of each product in registers (K_GROUP), so an accumulator holds a quarter of
 the piece: 8 columns on a 32x64 piece take 102 registers a thread, no spills, and the K loop
 has 12 16-byte loads, 64 FFMAs and no shared-memory access (compiled for sm_90 by
-``python -m triton_kernels.stream_k_study --skinny-ir``), so 4 programs, 32 KB of A, are in
+``python -m reproduce.stream_k_study --skinny-ir``), so 4 programs, 32 KB of A, are in
 flight per SM.
 
 B is read K-major, each column a run of consecutive k: a thread loads its 4 k of a column with

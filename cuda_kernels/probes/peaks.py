@@ -206,13 +206,15 @@ def run(args: argparse.Namespace, cupy, say: Callable[[str], None] = lambda s: N
             rows.append(r)
             say(f"  {instr:<5} {warps:>2} warps/SM x {chains} chains: {r['tflops'] or '-'} TFLOP/s at {r['sm_mhz']} MHz  {r['status']}")
     if cc == "9.0":
-        wmod = cupy.RawModule(code=loader.source(WGMMA_SOURCE), options=loader.NVRTC_OPTIONS + ("-arch=sm_90a",))
+        # Names passed as name expressions, as cuda_kernels/loader.py loads stage 13 (sm_90a too).
+        wmod = cupy.RawModule(code=loader.source(WGMMA_SOURCE), options=loader.NVRTC_OPTIONS + ("-arch=sm_90a",),
+                              name_expressions=["wgmma_tf32_peak"])
         wfn = wmod.get_function("wgmma_tf32_peak")
         for wg in WGMMA_WARPGROUPS:
             r = measure_wgmma(cupy, wfn, wg, sms, args.target_ms, args.reps)
             rows.append(r)
             say(f"  wgmma {wg} warpgroups/SM: {r['tflops'] or '-'} TFLOP/s at {r['sm_mhz']} MHz  {r['status']}")
-    cmod = cupy.RawModule(code=loader.source(COPY_SOURCE), options=loader.NVRTC_OPTIONS)
+    cmod = cupy.RawModule(code=loader.source(COPY_SOURCE), options=loader.NVRTC_OPTIONS, name_expressions=["dram_copy"])
     copies = measure_copy(cupy, cmod.get_function("dram_copy"), sms, ident["l2_bytes"], args.reps)
     for r in copies:
         say(f"  dram  {r['method']}: {r['gbps'] or '-'} GB/s (read + write of {r['buffer_bytes'] / 2**30:.2f} GiB)  {r['status']}")
