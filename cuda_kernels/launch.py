@@ -147,18 +147,19 @@ def skinny_nb(N: int) -> int:
 def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[int] = None) -> tuple[int, int, int]:
     """(output blocks, K ranges, K per range) of a bandwidth-bound path: a pure function of the
     shape and the SM count (decompose.skinny_split with this path's geometry). gemv: blocks of
-    128 columns, K ranges a multiple of the 32 rows a block's loop steps by, B streamed (4*K*N
-    bytes), a partial row of N floats per range. skinny_n: blocks of 32 rows (16 for N > 4), K ranges a multiple
-    of the 256-wide chunk, A streamed (4*M*K bytes), a partial M x N per range. ``splits`` forces
-    the K range count (the ``k_splits`` option)."""
+    128 columns, K ranges a multiple of the 32 rows a block's loop steps by, a partial row of N
+    floats per range. skinny_n: blocks of 32 rows (16 for N > 4), K ranges a multiple of the
+    256-wide chunk, a partial M x N per range. Streamed: both operands (4*(M*K + K*N) bytes; B
+    dominates at M = 1, A at N <= 8 and M >> 8). ``splits`` forces the K range count (the
+    ``k_splits`` option)."""
     if path == "gemv":
         blocks = _cdiv(N, GEMV_COLS)
         splits, kps = decompose.skinny_split(blocks, K, k_align=GEMV_WARPS * GEMV_UNROLL, sms=sms,
-                                             stream_bytes=4 * K * N, partial_bytes=4 * N, cost=GEMV_COST,
+                                             stream_bytes=4 * (K + K * N), partial_bytes=4 * N, cost=GEMV_COST,
                                              splits=splits)
     elif path == "skinny_n":
         blocks = _cdiv(M, skinny_rows(skinny_nb(N)))
-        splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_KC, sms=sms, stream_bytes=4 * M * K,
+        splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_KC, sms=sms, stream_bytes=4 * (M * K + K * N),
                                              partial_bytes=4 * M * N, cost=SKINNY_COST, splits=splits)
     else:
         raise ValueError(f"no bandwidth-bound path {path!r}")
