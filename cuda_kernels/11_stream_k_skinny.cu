@@ -222,15 +222,29 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
     }
 }
 
-// The K ranges' partials summed in range order (bit-identical run to run), alpha and beta once:
+// The K ranges' partials summed in a fixed order (bit-identical run to run), alpha and beta once:
 // C[i] = alpha * (ws[0][i] + ws[1][i] + ...) + beta * C[i] for i < count (C not read when beta == 0).
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS)
+// Grid ceil(count / COLS), COLS * LANES threads: thread (lane, c) of a block sums ranges lane,
+// lane + LANES, ... of output blockIdx.x * COLS + c in range order, then lane 0 adds the LANES sums
+// in lane order. LANES = 32 where there are many ranges (a single row of 128 columns with K split
+// 512 ways: one thread walking 512 partials, 4 loads in flight, is ~60 us of latency against the
+// 21 us the product takes); LANES = 1 otherwise (many outputs, a few ranges each).
+template <int COLS, int LANES>
+__global__ void __launch_bounds__(COLS * LANES)
 skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ ws, float beta, float* __restrict__ C) {
-    const int i = blockIdx.x * THREADS + threadIdx.x;
-    if (i >= count) return;
-    float s = ws[i];
+    __shared__ float lane_sums[LANES * COLS];
+    const int c = threadIdx.x % COLS, lane = threadIdx.x / COLS;
+    const int i = blockIdx.x * COLS + c;
+    float s = 0.f;
+    if (i < count) {
 #pragma unroll 4  // loads in flight; the adds stay in range order
-    for (int p = 1; p < splits; ++p) s += ws[(size_t)p * count + i];
-    C[i] = axpby(s, alpha, beta, C + i);
+        for (int p = lane; p < splits; p += LANES) s += ws[(size_t)p * count + i];
+    }
+    if (LANES > 1) {
+        lane_sums[lane * COLS + c] = s;
+        __syncthreads();
+        if (lane != 0) return;
+        for (int l = 1; l < LANES; ++l) s += lane_sums[l * COLS + c];  // lane order: fixed
+    }
+    if (i < count) C[i] = axpby(s, alpha, beta, C + i);
 }

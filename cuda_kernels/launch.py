@@ -32,7 +32,7 @@ from compare.harness.registry import Kernel, Option, register
 
 from . import loader
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, GEMV_COLS, GEMV_UNROLL, GEMV_WARPS,
-                       PIPELINE_TILES, SINGLE, SKINNY_KC, SKINNY_NB, SKINNY_SUM_THREADS, SPECS,
+                       PIPELINE_TILES, SINGLE, SKINNY_KC, SKINNY_NB, SKINNY_SUM, SKINNY_SUM_MANY_RANGES, SPECS,
                        SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, Config,
                        StageSpec, expressions, skinny_rows, WGMMA, WGMMA_TILES, REGB_STAGES, B_OPERANDS)
 
@@ -436,8 +436,9 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
     dims = (np.int32(N), np.int32(K)) if path == "gemv" else (np.int32(M), np.int32(N), np.int32(K))
     steps = [(_function(spec, cfg), grid, cfg.block, (*dims, np.int32(kps), alpha, A, B, beta, C, ws))]
     if splits > 1:
-        s_cfg = spec.config("skinny.sum")
-        steps.append((_function(spec, s_cfg), (_cdiv(count, SKINNY_SUM_THREADS), 1, 1), s_cfg.block,
+        sum_label = "skinny.sum.l32" if splits >= SKINNY_SUM_MANY_RANGES else "skinny.sum.l1"
+        s_cfg = spec.config(sum_label)
+        steps.append((_function(spec, s_cfg), (_cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
                       (np.int32(count), np.int32(splits), alpha, ws, beta, C)))
     bm, bn = cfg.tile
     config = {"path": path, "path_rule": PATH_RULE, "tile": f"{bm}x{bn}", **_geometry(cfg, grid),
@@ -445,7 +446,8 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
               "streamed": "B (K x N) read once" if path == "gemv" else "A (M x K) read once",
               "variant": spec.variant, "k_splits": splits, "k_per_split": kps,
               "fixup": ("none (one K range)" if splits == 1 else
-                        "workspace, K ranges summed in range order by a second kernel"),
+                        f"workspace, K ranges summed in a fixed order by a second kernel "
+                        f"({SKINNY_SUM[sum_label][1]} lane{'s' if SKINNY_SUM[sum_label][1] > 1 else ''} per output)"),
               "chosen_by": _chosen_by(opts)}
     launch = _launcher(*steps)
     return _with_config(launch, config)

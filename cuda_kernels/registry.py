@@ -192,7 +192,11 @@ GEMV_WARPS, GEMV_UNROLL, GEMV_COLS = 8, 4, 128
 SKINNY_ROWS_PER_WARP = {1: 4, 2: 4, 4: 4, 8: 2}
 SKINNY_NB = tuple(SKINNY_ROWS_PER_WARP)
 SKINNY_KC = 256
-SKINNY_SUM_THREADS = 128
+# The K ranges' sum (skinny_sum_splits<COLS, LANES>): label -> (COLS, LANES). 32 lanes per output
+# from SKINNY_SUM_MANY_RANGES ranges up (<= 17 partials a lane at the model's most, 528 ranges), one
+# lane per output below (<= 16 partials a thread, 4 loads in flight).
+SKINNY_SUM = {"skinny.sum.l1": (128, 1), "skinny.sum.l32": (8, 32)}
+SKINNY_SUM_MANY_RANGES = 17
 
 
 def skinny_rows(nb: int) -> int:
@@ -206,7 +210,8 @@ def _skinny_configs():
     out += [Config("skinny_n", (nb, r, vec), (256, 1, 1), (skinny_rows(nb), nb),
                    label=f"skinny_n{nb}.{'vec' if vec else 'scalar'}", bk=SKINNY_KC)
             for nb, r in SKINNY_ROWS_PER_WARP.items() for vec in (True, False)]
-    out.append(Config("skinny_sum_splits", (SKINNY_SUM_THREADS,), (SKINNY_SUM_THREADS, 1, 1), label="skinny.sum"))
+    out += [Config("skinny_sum_splits", (cols, lanes), (cols * lanes, 1, 1), label=label)
+            for label, (cols, lanes) in SKINNY_SUM.items()]
     return tuple(out)
 
 

@@ -398,6 +398,8 @@ SKINNY_CASES = [
     ((9, 7, 2049), {}, "skinny_n", None),
     ((47, 8, 1000), {"k_splits": "2"}, "skinny_n", 2),
     ((101, 8, 1), {}, "skinny_n", 1),               # K = 1
+    ((1, 127, 3333), {"k_splits": "40"}, "gemv", 35),   # >= 17 ranges: 32 lanes per output sum them
+    ((9, 3, 5000), {"k_splits": "20"}, "skinny_n", 20),
 ]
 
 
@@ -430,6 +432,7 @@ def test_skinny_paths_on_odd_shapes(small_gpu, case):
         assert cfg["grid"][1] == cfg["k_splits"] and (cfg["k_splits"] - 1) * cfg["k_per_split"] < p.K
         assert cfg["k_per_split"] * cfg["k_splits"] >= p.K
         assert cfg["fixup"].startswith("none") == (cfg["k_splits"] == 1)
+        assert ("(32 lanes per output)" in cfg["fixup"]) == (cfg["k_splits"] >= 17), cfg
         assert cfg["chosen_by"] == ("heuristic" if not opts else f"user ({', '.join(sorted(opts))}), heuristic (the rest)")
 
 
