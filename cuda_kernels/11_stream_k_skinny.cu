@@ -9,7 +9,7 @@
 // narrowest tile (32 rows or columns) spends 4-32x the FFMAs on empty rows, holds a full tile
 // pipeline per block and reaches ~1.5 of the 4.3 TB/s a device copy reaches (the issue's H200
 // numbers: 63.6% of cuBLAS at M = 1, 90.5% at N <= 8, worst 38%). Here each byte of the big
-// operand is read once with 16-byte loads, every block keeps 16-32 KiB of loads in flight, and K
+// operand is read once with 16-byte loads, every block keeps 16-64 KiB of loads in flight, and K
 // is split over blocks (compare.families.decompose.skinny_split) when the output alone gives too
 // few blocks to fill the SMs.
 // Still there: the second launch that sums the K ranges' partials (skinny_sum_splits: fixed split
@@ -103,12 +103,12 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 // Grid (ceil(M / (8 R)), splits); 256 threads (8 warps). Warp w owns rows Rw..Rw+R-1 of the
 // block's 8R and walks its K range in chunks of KC = 256: lane l reads, of each of its R rows,
 // k = 4l..4l+3 and 128+4l..+3 (VEC: two 16-byte loads; scalar: k = l + 32e, e < 8, each warp load
-// 128 contiguous bytes): 2R loads of 16 bytes in flight per thread, 8R KiB a block (R = 4 for
+// 128 contiguous bytes): 2R loads of 16 bytes per thread a chunk, 8R KiB a block (R = 4 for
 // NB <= 4; R = 2 for NB = 8, whose 8 x 8 accumulators and A values would not fit 128 registers
-// with 4 rows: the scalar build spilled). B's chunk
-// (KC x N, contiguous in memory) is copied transposed into shared memory by cp.async (columns n
-// >= N and rows past the range zero-filled), double-buffered so the next chunk's copy overlaps
-// this chunk's A loads; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
+// with 4 rows: the scalar build spilled). B's chunk (KC x N, contiguous in memory) is copied
+// transposed into shared memory by cp.async (columns n >= N and rows past the range
+// zero-filled), double-buffered: the next chunk's copy (and in the VEC builds its A loads) is
+// issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
 // n) hit 32 different banks and each lane's read of its 4 k's of one column is one 16-byte load.
 // Each B value read serves the warp's R rows (NB / R shared bytes per byte of A: 4 at most, 58 of
 // the 128 bytes per clock an SM's shared memory gives at an H100's 14.5 DRAM bytes per SM-clock).
@@ -149,14 +149,10 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
 #pragma unroll
         for (int n = 0; n < NB; ++n) acc[r][n] = 0.f;
 
-    copy_b(0, 0);
-    for (int c = 0; c < chunks; ++c) {
-        if (c + 1 < chunks)
-            copy_b(c + 1, (c + 1) % 2);
-        else
-            cp_async_commit();  // an empty group: wait<1> below means "chunk c has landed" on every pass
+    // Chunk c's A values into v: element e of row r is k = kc0 + 128 (e / 4) + 4 lane + e % 4
+    // (VEC) or kc0 + lane + 32 e (scalar); zero past the range and below the last row.
+    auto load_a = [&](int c, float (&v)[R][E]) {
         const int kc0 = k_lo + c * KC;
-        float av[R][E];  // this chunk's A values: element e is k = kc0 + klocal(e)
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int row = row0 + r;
@@ -166,16 +162,40 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
                 for (int j = 0; j < E / 4; ++j) {
                     const int kl = 128 * j + 4 * lane;
                     const float4 q = (row < M && kc0 + kl < k_hi) ? ld4(arow + kl) : make_float4(0.f, 0.f, 0.f, 0.f);
-                    av[r][4 * j] = q.x; av[r][4 * j + 1] = q.y; av[r][4 * j + 2] = q.z; av[r][4 * j + 3] = q.w;
+                    v[r][4 * j] = q.x; v[r][4 * j + 1] = q.y; v[r][4 * j + 2] = q.z; v[r][4 * j + 3] = q.w;
                 }
             } else {
 #pragma unroll
                 for (int e = 0; e < E; ++e) {
                     const int kl = lane + 32 * e;
-                    av[r][e] = (row < M && kc0 + kl < k_hi) ? arow[kl] : 0.f;
+                    v[r][e] = (row < M && kc0 + kl < k_hi) ? arow[kl] : 0.f;
                 }
             }
         }
+    };
+
+    // Software pipeline (VEC builds): chunk c + 1's A loads are issued, with its B copy, before
+    // chunk c is computed, so a block keeps two chunks of loads in flight across its barriers
+    // (2 x 8R KiB). The scalar builds load chunk c where it is used: holding 2 x 32 scalars and
+    // their predicates spilled there (sm_80, NB = 2 and 4, 4-16 bytes).
+    constexpr bool PIPE = VEC;
+    float av[R][E], nx[R][E];
+    if (PIPE) load_a(0, nx);
+    copy_b(0, 0);
+    for (int c = 0; c < chunks; ++c) {
+        if (PIPE) {
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int e = 0; e < E; ++e) av[r][e] = nx[r][e];
+        }
+        if (c + 1 < chunks) {
+            copy_b(c + 1, (c + 1) % 2);
+            if (PIPE) load_a(c + 1, nx);
+        } else {
+            cp_async_commit();  // an empty group: wait<1> below means "chunk c has landed" on every pass
+        }
+        if (!PIPE) load_a(c, av);
         cp_async_wait<1>();
         __syncthreads();  // chunk c of B is in shared memory for every thread
         const float* sb = smem + (c % 2) * STAGE;
