@@ -444,7 +444,9 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
     bm, bn = cfg.tile
     config = {"path": path, "path_rule": PATH_RULE, "tile": f"{bm}x{bn}", **_geometry(cfg, grid),
               "operands": "float4" if vec else "scalar",
-              "streamed": "B (K x N) read once" if path == "gemv" else "A (M x K) read once",
+              "streamed": ("B (K x N) read once, 16-byte loads along N" if path == "gemv" else
+                           "A (M x K) read once, 16-byte loads along K; B (K x N) by each block of rows, "
+                           "through shared memory"),
               "variant": spec.variant, "k_splits": splits, "k_per_split": kps,
               "fixup": ("none (one K range)" if splits == 1 else
                         f"workspace, K ranges summed in a fixed order by a second kernel "
