@@ -191,3 +191,6 @@ stream_k_prescale(int M, int N, int K, float beta, float* __restrict__ C, int ip
         }
     }
 }
+
+// The bandwidth-bound paths (one row; N <= 8) that stage 11's prepare picks for those shapes.
+#include "11_stream_k_skinny.cu"

@@ -16,6 +16,10 @@ launch reports the resolved values in ``launch.config``):
   model in ``compare.families.decompose``.
 * ``mode`` (stage 11): ``dp`` | ``sk`` | ``hybrid``; ``grid`` (stage 11): stream-K blocks.
   Defaults from ``compare.families.decompose.stream_k_plan``.
+* ``path`` (cuda.11_stream_k): ``auto`` | ``tile`` | ``gemv`` | ``skinny_n``: the stream-K tile
+  plan or one of the bandwidth-bound paths of 11_stream_k_skinny.cu; ``auto`` applies
+  ``PATH_RULE`` (``stream_k_path``), or takes the tile path where ``tile``, ``mode`` or ``grid``
+  is set. Their K split: ``skinny_plan`` (``compare.families.decompose.skinny_split``).
 """
 from __future__ import annotations
 
@@ -27,9 +31,10 @@ from compare.families import decompose
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SPECS,
+from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, GEMV_COLS, GEMV_UNROLL, GEMV_WARPS,
+                       PIPELINE_TILES, SINGLE, SKINNY_KC, SKINNY_NB, SKINNY_SUM, SKINNY_SUM_MANY_RANGES, SPECS,
                        SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, Config,
-                       StageSpec, expressions, WGMMA, WGMMA_TILES, REGB_TILES, B_OPERANDS, regb_label)
+                       StageSpec, expressions, skinny_rows, WGMMA, WGMMA_TILES, REGB_TILES, B_OPERANDS, regb_label)
 
 
 def _function(spec: StageSpec, cfg: Config):
@@ -109,6 +114,60 @@ def pads_many_rows(M: int, max_empty: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# stage 11's bandwidth-bound paths (11_stream_k_skinny.cu)
+
+PATHS = ("auto", "tile", "gemv", "skinny_n")
+SKINNY_MAX_N = SKINNY_NB[-1]
+PATH_RULE = "N <= 8: skinny_n; else M == 1: gemv; else tile (the stream-K plan)"
+# gemv_row keeps 16 KiB of loads in flight per block and fits up to 8 blocks per SM; 4 per SM
+# (64 KiB) is over three times the ~18 KiB per SM that covers DRAM latency on an H100.
+# skinny_n keeps 32-64 KiB per block (two chunks of 16-byte loads; one chunk, 16-32 KiB, in its
+# scalar builds) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
+GEMV_COST = decompose.SkinnyCost(blocks_per_sm=4)
+SKINNY_COST = decompose.SkinnyCost(blocks_per_sm=2)
+
+
+def stream_k_path(M: int, N: int, K: int) -> str:
+    """Stage 11's path for a shape (``PATH_RULE``; the ``path`` option's ``auto``). N <= 8 is a
+    stream of A (at most 4 flops per byte of it) whatever M is, so it comes first: a single row
+    with N <= 8 streams B's K x N through skinny_n's B copy with every warp load coalesced, where
+    gemv_row would read N of every 128 columns it loads. One row with N > 8 streams B: gemv. The
+    rest are tile problems."""
+    if N <= SKINNY_MAX_N:
+        return "skinny_n"
+    if M == 1:
+        return "gemv"
+    return "tile"
+
+
+def skinny_nb(N: int) -> int:
+    """The skinny_n build for N columns: N rounded up to 1, 2, 4 or 8."""
+    return next(b for b in SKINNY_NB if b >= N)
+
+
+def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[int] = None) -> tuple[int, int, int]:
+    """(output blocks, K ranges, K per range) of a bandwidth-bound path: a pure function of the
+    shape and the SM count (decompose.skinny_split with this path's geometry). gemv: blocks of
+    128 columns, K ranges a multiple of the 32 rows a block's loop steps by, a partial row of N
+    floats per range. skinny_n: blocks of 32 rows (16 for N > 4), K ranges a multiple of the
+    256-wide chunk, a partial M x N per range. Streamed: both operands (4*(M*K + K*N) bytes; B
+    dominates at M = 1, A at N <= 8 and M >> 8). ``splits`` forces the K range count (the
+    ``k_splits`` option)."""
+    if path == "gemv":
+        blocks = _cdiv(N, GEMV_COLS)
+        splits, kps = decompose.skinny_split(blocks, K, k_align=GEMV_WARPS * GEMV_UNROLL, sms=sms,
+                                             stream_bytes=4 * (K + K * N), partial_bytes=4 * N, cost=GEMV_COST,
+                                             splits=splits)
+    elif path == "skinny_n":
+        blocks = _cdiv(M, skinny_rows(skinny_nb(N)))
+        splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_KC, sms=sms, stream_bytes=4 * (M * K + K * N),
+                                             partial_bytes=4 * M * N, cost=SKINNY_COST, splits=splits)
+    else:
+        raise ValueError(f"no bandwidth-bound path {path!r}")
+    return blocks, splits, kps
+
+
+# ---------------------------------------------------------------------------------------------
 # options
 
 def _choice(values: tuple) -> Callable[[str], str]:
@@ -157,6 +216,11 @@ def _options(spec: StageSpec) -> tuple:
         out.append(Option("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
                                   "data-parallel waves); default from the wave count", _choice(decompose.MODES)))
         out.append(Option("grid", "stream-K blocks, >= 1 (default: SMs x blocks per SM)", _positive_int))
+        if spec.variant != "atomic":
+            out.append(Option("path", f"auto ({PATH_RULE}; tile where tile, mode or grid is set), tile, gemv "
+                                      f"(M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", _choice(PATHS)))
+            out.append(Option("k_splits", "K ranges of the gemv / skinny_n paths, >= 1 (1 = no split; default: "
+                                          "decompose.skinny_split's bandwidth model)", _positive_int))
     return tuple(out)
 
 
@@ -326,6 +390,76 @@ def _split_k_prepare(spec: StageSpec):
     return prepare
 
 
+def _resolve_path(spec: StageSpec, problem, opts: dict) -> str:
+    """The path the ``path`` option (or its auto rule) gives this problem; a UsageError where the
+    option asks for one that can't take it or combines a skinny path with the tile plan's options."""
+    from compare.harness.errors import UsageError
+    M, N = problem.M, problem.N
+    path = opts.get("path", "auto")
+    tile_opts = [o for o in ("tile", "mode", "grid") if o in opts]
+    if path == "auto":
+        path = "tile" if tile_opts else stream_k_path(M, N, problem.K)
+        if path == "tile" and "k_splits" in opts:
+            raise UsageError(f"{spec.name}: k_splits sets the K split of the gemv / skinny_n paths; this problem "
+                             f"takes the tile path ({PATH_RULE}" + (f"; {', '.join(tile_opts)} set" if tile_opts else "")
+                             + ")")
+        return path
+    if path == "tile" and "k_splits" in opts:
+        raise UsageError(f"{spec.name}: k_splits sets the K split of the gemv / skinny_n paths, not path=tile's")
+    if path != "tile" and tile_opts:
+        raise UsageError(f"{spec.name}: {', '.join(tile_opts)} set the tile path's plan; path={path} has none")
+    if path == "gemv" and M != 1:
+        raise UsageError(f"{spec.name}: path=gemv multiplies a single row; this problem has M={M}")
+    if path == "skinny_n" and N > SKINNY_MAX_N:
+        raise UsageError(f"{spec.name}: path=skinny_n takes N <= {SKINNY_MAX_N}; this problem has N={N}")
+    return path
+
+
+def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
+    """gemv_row / skinny_n over (output blocks, K ranges), then, with more than one range, the
+    fixed-order sum of the ranges' partials."""
+    be = loader.backend()
+    M, N, K = problem.M, problem.N, problem.K
+    A, B, C, _ = _operands(problem, inputs, vec_needed=False)
+    if path == "gemv":
+        vec = N % 4 == 0 and be.address(B) % 16 == 0
+        cfg = spec.config(f"gemv.{'vec' if vec else 'scalar'}")
+        count = N
+    else:
+        nb = skinny_nb(N)
+        vec = K % 4 == 0 and be.address(A) % 16 == 0
+        cfg = spec.config(f"skinny_n{nb}.{'vec' if vec else 'scalar'}")
+        count = M * N
+    blocks, splits, kps = skinny_plan(path, M, N, K, be.sm_count(), opts.get("k_splits"))
+    if splits > 65535:  # gridDim.y
+        from compare.harness.errors import UsageError
+        raise UsageError(f"{spec.name}: k_splits={opts.get('k_splits')} gives {splits} K ranges; the grid's y "
+                         f"dimension holds at most 65535")
+    grid = (blocks, splits, 1)
+    ws = be.empty(splits * count) if splits > 1 else C  # allocated once per prepare; every launch reuses it
+    alpha, beta = np.float32(problem.alpha), np.float32(problem.beta)
+    dims = (np.int32(N), np.int32(K)) if path == "gemv" else (np.int32(M), np.int32(N), np.int32(K))
+    steps = [(_function(spec, cfg), grid, cfg.block, (*dims, np.int32(kps), alpha, A, B, beta, C, ws))]
+    if splits > 1:
+        sum_label = "skinny.sum.l32" if splits >= SKINNY_SUM_MANY_RANGES else "skinny.sum.l1"
+        s_cfg = spec.config(sum_label)
+        steps.append((_function(spec, s_cfg), (_cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
+                      (np.int32(count), np.int32(splits), alpha, ws, beta, C)))
+    bm, bn = cfg.tile
+    config = {"path": path, "path_rule": PATH_RULE, "tile": f"{bm}x{bn}", **_geometry(cfg, grid),
+              "operands": "float4" if vec else "scalar",
+              "streamed": ("B (K x N) read once, 16-byte loads along N" if path == "gemv" else
+                           "A (M x K) read once, 16-byte loads along K; B (K x N) by each block of rows, "
+                           "through shared memory"),
+              "variant": spec.variant, "k_splits": splits, "k_per_split": kps,
+              "fixup": ("none (one K range)" if splits == 1 else
+                        f"workspace, K ranges summed in a fixed order by a second kernel "
+                        f"({SKINNY_SUM[sum_label][1]} lane{'s' if SKINNY_SUM[sum_label][1] > 1 else ''} per output)"),
+              "chosen_by": _chosen_by(opts)}
+    launch = _launcher(*steps)
+    return _with_config(launch, config)
+
+
 def _stream_k_prepare(spec: StageSpec):
     atomic = spec.variant == "atomic"
 
@@ -333,6 +467,9 @@ def _stream_k_prepare(spec: StageSpec):
         opts = dict(options or {})
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
+        path = "tile" if atomic else _resolve_path(spec, problem, opts)
+        if path != "tile":
+            return _skinny_launch(spec, path, problem, inputs, opts)
         tile = opts.get("tile") or stream_k_tile(M, N, K, be.sm_count())
         bm, bn, bk, _, _, blocks_per_sm = STREAM_K_TILES[tile]
         A, B, C, aligned = _operands(problem, inputs, vec_needed=False)
@@ -367,7 +504,8 @@ def _stream_k_prepare(spec: StageSpec):
             cols = FIXUP_THREADS // lanes
             steps.append((_function(spec, f_cfg), (plan.sk_tiles, bm * bn // (4 * cols), 1), f_cfg.block, f_args))
             fix = f"workspace, summed in a fixed order ({lanes} lane{'s' if lanes > 1 else ''} per column)"
-        config = {"tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+        config = {**({} if atomic else {"path": "tile", "path_rule": PATH_RULE}),
+                  "tile": tile, **_geometry(cfg, grid), "operands": "float4" if vec else "scalar",
                   "variant": spec.variant, **{k: v for k, v in plan.as_dict().items() if k not in ("chosen_by", "grid")},
                   "fixup": fix, "chosen_by": _chosen_by(opts)}
         launch = _launcher(*steps)

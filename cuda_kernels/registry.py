@@ -181,6 +181,41 @@ def _stage11_helpers(atomic):
     return tuple(out)
 
 
+# Stage 11's bandwidth-bound paths (11_stream_k_skinny.cu), picked by launch.stream_k_path.
+# gemv_row<WARPS, UNROLL, VEC>: one row, 128 columns x a K range per block of 8 warps, 4 rows of B
+# in flight per thread (8 x 32 x 4 x 16 bytes = 16 KiB a block; ~40 registers, so up to 8 blocks
+# per SM). skinny_n<NB, R, VEC>: N <= NB columns (NB in 1, 2, 4, 8: N rounded up; the padding
+# columns multiply zeros), 8 warps of R rows x a K range per block, K in chunks of 256, 2R
+# 16-byte loads of A per thread a chunk, two chunks in flight in the float4 builds (16R KiB a block;
+# <= 128 registers: 2 blocks per SM).
+# NB -> R: 4 rows a warp, 2 at NB = 8 (4 spilled there: 64 accumulators and 64 A values).
+GEMV_WARPS, GEMV_UNROLL, GEMV_COLS = 8, 4, 128
+SKINNY_ROWS_PER_WARP = {1: 4, 2: 4, 4: 4, 8: 2}
+SKINNY_NB = tuple(SKINNY_ROWS_PER_WARP)
+SKINNY_KC = 256
+# The K ranges' sum (skinny_sum_splits<COLS, LANES>): label -> (COLS, LANES). 32 lanes per output
+# from SKINNY_SUM_MANY_RANGES ranges up (<= 17 partials a lane at the model's most, 528 ranges), one
+# lane per output below (<= 16 partials a thread, 4 loads in flight).
+SKINNY_SUM = {"skinny.sum.l1": (128, 1), "skinny.sum.l32": (8, 32)}
+SKINNY_SUM_MANY_RANGES = 17
+
+
+def skinny_rows(nb: int) -> int:
+    """Rows of A a skinny_n block computes: 8 warps x SKINNY_ROWS_PER_WARP[nb]."""
+    return 8 * SKINNY_ROWS_PER_WARP[nb]
+
+
+def _skinny_configs():
+    out = [Config("gemv_row", (GEMV_WARPS, GEMV_UNROLL, vec), (32 * GEMV_WARPS, 1, 1), (1, GEMV_COLS),
+                  label=f"gemv.{'vec' if vec else 'scalar'}", bk=GEMV_WARPS * GEMV_UNROLL) for vec in (True, False)]
+    out += [Config("skinny_n", (nb, r, vec), (256, 1, 1), (skinny_rows(nb), nb),
+                   label=f"skinny_n{nb}.{'vec' if vec else 'scalar'}", bk=SKINNY_KC)
+            for nb, r in SKINNY_ROWS_PER_WARP.items() for vec in (True, False)]
+    out += [Config("skinny_sum_splits", (cols, lanes), (cols * lanes, 1, 1), label=label)
+            for label, (cols, lanes) in SKINNY_SUM.items()]
+    return tuple(out)
+
+
 # Stage 12 tiles: name -> (BM, BN, BK, WM, WN, STAGES, {precision: blocks per SM its registers
 # are bounded for}); a precision missing from the dict has no configuration of that tile.
 # 128x128x32: 4 warps of 64x64 (CUTLASS's sm_80 TF32 default), 105 KiB of shared memory, 2 blocks
@@ -302,10 +337,12 @@ SPECS: tuple[StageSpec, ...] = (
               variant="atomic", plan=SPLIT_K, tiles=TILES_10[:1], default_tile=TILES_10[0],
               idea="K split over gridDim.z; partials atomicAdd-ed into C (non-deterministic last bits)"),
     StageSpec("stream_k", "11_stream_k.cu",
-              tuple(_stage11(t, vec, False) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(False),
+              tuple(_stage11(t, vec, False) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(False)
+              + _skinny_configs(),
               variant="deterministic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),
               idea="stream-K: tiles' K iterations spread evenly over the SMs (no wave quantization); split "
-                   "tiles' partials summed in a fixed order by a fixup kernel (bit-identical run to run)"),
+                   "tiles' partials summed in a fixed order by a fixup kernel (bit-identical run to run); "
+                   "bandwidth-bound paths for one row (M = 1) and N <= 8"),
     StageSpec("stream_k", "11_stream_k.cu",
               tuple(_stage11(t, vec, True) for t in STREAM_K_TILES for vec in (True, False)) + _stage11_helpers(True),
               variant="atomic", plan=STREAM_K, tiles=tuple(STREAM_K_TILES),

@@ -249,6 +249,66 @@ def test_each_source_opens_with_a_header_comment():
         assert "bottleneck" in text and "cost" in text and "requirement" in text, spec.file
 
 
+def test_included_stage_files_open_with_a_header_comment_too():
+    """A stage's second file (11_stream_k_skinny.cu, pasted into 11_stream_k.cu by the loader)
+    carries the ladder's header like the file it belongs to."""
+    here = os.path.dirname(cuda_kernels.__file__)
+    extra = sorted(f for f in os.listdir(here) if re.match(r"\d\d_.*\.cu$", f)
+                   and f not in {s.file for s in registry.SPECS})
+    assert "11_stream_k_skinny.cu" in extra
+    for f in extra:
+        with open(os.path.join(here, f), encoding="utf-8") as fh:
+            head = fh.read(4000)
+        assert head.startswith(f"// Stage {f[:2]} - "), f
+        text = " ".join(l for l in head.splitlines() if l.startswith("//")).lower()
+        assert all(w in text for w in ("bottleneck removed", "still there", "cost", "requirement")), f
+        owner = next(s for s in registry.SPECS if s.number == int(f[:2]))
+        assert f'#include "{f}"' in open(os.path.join(here, owner.file), encoding="utf-8").read(), f
+
+
+def _skinny_configs():
+    spec = next(s for s in registry.SPECS if s.name == "cuda.11_stream_k")
+    return spec, [c for c in spec.configs if c.kernel in ("gemv_row", "skinny_n")]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", list(ARCH_LIMITS))
+def test_skinny_paths_load_16_bytes_only_in_their_aligned_builds(tmp_path, arch):
+    """The bandwidth-bound paths stream their big operand with 16-byte loads (ld.global.v4.f32 in
+    the PTX) in the .vec builds, and their .scalar builds (rows not 16-byte aligned) have none: a
+    16-byte load there would fault on the GPU."""
+    spec, cfgs = _skinny_configs()
+    assert len(cfgs) == 2 + 2 * len(registry.SKINNY_NB)
+    for cfg in cfgs:
+        src = tmp_path / "k.cu"
+        src.write_text(resources.instantiation_source(spec, cfg))
+        ptx = tmp_path / "k.ptx"
+        subprocess.run([resources.nvcc_path(), "-ptx", f"-arch={arch}", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
+                       check=True, capture_output=True)
+        text = ptx.read_text()
+        v4 = len(re.findall(r"ld\.global(?:\.nc)?\.v4\.f32", text))
+        scalar = len(re.findall(r"ld\.global(?:\.nc)?\.f32", text))
+        if cfg.label.endswith(".vec"):
+            # gemv: 4 rows in flight per thread (+ the range's tail); skinny_n: 2 per row of the warp's
+            want = 4 if cfg.kernel == "gemv_row" else 2 * registry.SKINNY_ROWS_PER_WARP[cfg.targs[0]]
+            assert v4 >= want, f"{cfg.label} on {arch}: {v4} 16-byte global loads, want >= {want}"
+        else:
+            assert v4 == 0 and scalar > 0, f"{cfg.label} on {arch}: {v4} 16-byte global loads in the scalar build"
+
+
+@needs_nvcc
+def test_skinny_paths_keep_the_blocks_their_split_model_counts_on(compiled_by_arch):
+    """gemv_row: >= 4 blocks per SM (launch.GEMV_COST: 4 x 16 KiB of loads in flight per SM);
+    skinny_n: >= 2 (SKINNY_COST: 2 x 16-32 KiB); the ~18 KiB per SM that covers DRAM latency on an
+    H100 (3.35 TB/s x ~0.7 us / 132 SMs) either way."""
+    for arch in ARCH_LIMITS:
+        got = {r["config"]: r["blocks_per_sm"] for r in compiled_by_arch[arch] if r["kernel"] == "cuda.11_stream_k"
+               and r["config"].startswith(("gemv.", "skinny_n"))}
+        assert len(got) == 2 + 2 * len(registry.SKINNY_NB), got
+        for label, blocks in got.items():
+            assert blocks >= (4 if label.startswith("gemv") else 2), f"{label} on {arch}: {blocks} blocks per SM"
+
+
 def test_importing_cuda_kernels_does_not_import_cupy():
     code = "import sys, cuda_kernels; sys.exit(1 if 'cupy' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0

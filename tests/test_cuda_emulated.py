@@ -369,3 +369,184 @@ def test_stages_the_emulator_cannot_run_say_why():
     assert "wgmma" in left_out["cuda.13_wgmma_tma"] and "TMA" in left_out["cuda.13_wgmma_tma"]
     k12 = next(k for k in cuda_kernels.KERNELS if k.name == "cuda.12_tf32_mma")
     assert k12.meta["emulated"].startswith("no: mma.sync")  # --list shows it
+
+
+# ---- stage 11's bandwidth-bound paths: one row (gemv_row) and N <= 8 (skinny_n) -------------------
+
+# (shape, options, path expected, K ranges expected (None: any)). M = 1 with N in {1, 3, 5, 127, 1000},
+# N in 1..8 with odd M; K odd, short (< one step) and long enough to split; forced splits whose last
+# range is short; both alignments (place: "start" puts each buffer on a page, "end" flush against its
+# guard: aligned only when its size is a multiple of 4 floats).
+SKINNY_CASES = [
+    ((1, 127, 333), {}, "gemv", 1),
+    ((1, 1000, 1001), {}, "gemv", None),           # float4 (N % 4 == 0) on "start", scalar on "end"
+    ((1, 1000, 7), {}, "gemv", 1),                 # K shorter than one step of 32 rows
+    ((1, 131, 3333), {}, "gemv", None),            # one column block: K split over the 2 SMs' slots
+    ((1, 1000, 997), {"k_splits": "7"}, "gemv", 7),
+    ((1, 1, 1001), {"path": "gemv"}, "gemv", None),
+    ((1, 3, 999), {"path": "gemv", "k_splits": "4"}, "gemv", 4),
+    ((1, 5, 65), {"path": "gemv"}, "gemv", 1),
+    ((1, 1, 1001), {}, "skinny_n", None),
+    ((1, 3, 5), {}, "skinny_n", 1),
+    ((1, 5, 1001), {"k_splits": "3"}, "skinny_n", 2),  # 1001 over ranges of a multiple of 256: 512 + 489
+    ((7, 1, 257), {}, "skinny_n", None),
+    ((33, 2, 1023), {"k_splits": "4"}, "skinny_n", 4),
+    ((65, 3, 255), {}, "skinny_n", 1),
+    ((31, 4, 516), {}, "skinny_n", None),           # K % 4 == 0: float4 rows of A where A is aligned
+    ((17, 5, 1111), {"k_splits": "5"}, "skinny_n", 5),
+    ((129, 6, 33), {}, "skinny_n", 1),
+    ((9, 7, 2049), {}, "skinny_n", None),
+    ((47, 8, 1000), {"k_splits": "2"}, "skinny_n", 2),
+    ((101, 8, 1), {}, "skinny_n", 1),               # K = 1
+    ((1, 127, 3333), {"k_splits": "40"}, "gemv", 35),   # >= 17 ranges: 32 lanes per output sum them
+    ((9, 3, 5000), {"k_splits": "20"}, "skinny_n", 20),
+]
+
+
+def _expected_operands(path, shape, place):
+    """float4 where the streamed operand's rows are 16-byte aligned: N % 4 == 0 for B (gemv) or
+    K % 4 == 0 for A (skinny_n), and its buffer starts on a 16-byte boundary ("start": a page;
+    "end": its size is a multiple of 4 floats)."""
+    M, N, K = shape
+    rows, size = (N, K * N) if path == "gemv" else (K, M * K)
+    return "float4" if rows % 4 == 0 and (place == "start" or size % 4 == 0) else "scalar"
+
+
+@needs_cxx
+@pytest.mark.parametrize("case", range(len(SKINNY_CASES)), ids=lambda i: "x".join(map(str, SKINNY_CASES[i][0])))
+def test_skinny_paths_on_odd_shapes(small_gpu, case):
+    """Each path against the float64 reference, beta != 0 on most cases and C NaN-poisoned where
+    beta == 0; the path, its operand loads and the K split are what the rule and the options say."""
+    shape, opts, path, splits = SKINNY_CASES[case]
+    alpha, beta = [(0.5, -1.5), (1.0, 1.0), (-2.0, 0.0), (1.5, 0.25)][case % 4]
+    p = Problem(*shape, alpha=alpha, beta=beta, seed=case)
+    for place in ("start", "end"):
+        be = EmuBackend(sm_count=2, place=place)
+        be._libs = small_gpu._libs
+        res, _, launch = run(be, KERNELS["cuda.11_stream_k"], p, options=opts, place=place)
+        cfg = launch.config
+        assert res.ok, f"{shape} {opts} ({place}): {res.message} ({cfg})"
+        assert cfg["path"] == path and cfg["operands"] == _expected_operands(path, shape, place), cfg
+        if splits is not None:
+            assert cfg["k_splits"] == splits, cfg
+        assert cfg["grid"][1] == cfg["k_splits"] and (cfg["k_splits"] - 1) * cfg["k_per_split"] < p.K
+        assert cfg["k_per_split"] * cfg["k_splits"] >= p.K
+        assert cfg["fixup"].startswith("none") == (cfg["k_splits"] == 1)
+        assert ("(32 lanes per output)" in cfg["fixup"]) == (cfg["k_splits"] >= 17), cfg
+        assert cfg["chosen_by"] == ("heuristic" if not opts else f"user ({', '.join(sorted(opts))}), heuristic (the rest)")
+
+
+def _shifted(g: GuardedArray) -> GuardedArray:
+    """The same values at an address 4 bytes past a 16-byte boundary (a sub-view's base)."""
+    m = GuardedArray(g.n + 1, place="start")
+    m.array[1:] = g.array
+    s = GuardedArray.__new__(GuardedArray)
+    s.__dict__.update(m.__dict__, address=m.address + 4, n=g.n, array=m.array[1:])
+    return s
+
+
+@needs_cxx
+@pytest.mark.parametrize("shape, operand", [((1, 1000, 333), "B"), ((33, 5, 1000), "A"), ((9, 8, 516), "A")])
+def test_skinny_paths_fall_back_to_scalar_loads_on_a_misaligned_base(small_gpu, shape, operand):
+    """Rows a multiple of 4 floats long but the streamed operand's base 4 bytes past a 16-byte
+    boundary (a view into a larger buffer): the scalar build, never a misaligned 16-byte load (which
+    the emulator reports); with the aligned base, the float4 build."""
+    k = KERNELS["cuda.11_stream_k"]
+    p = Problem(*shape, alpha=0.5, beta=-1.5)
+    inputs = make_inputs(p, device="cpu")
+    for shift, want in ((False, "float4"), (True, "scalar")):
+        ei = EmuInputs(inputs, place="start")
+        if shift:
+            ei._arrays[operand] = _shifted(ei._arrays[operand])
+        with loader.use_backend(small_gpu):
+            launch = k.prepare(p, ei, {})
+            ei.reset_c()
+            launch()
+        assert launch.config["operands"] == want, launch.config
+        res = check(p, ei.c_tensor(), inputs.ref, inputs.bound)
+        assert res.ok, f"{shape} {operand} shifted={shift}: {res.message}"
+
+
+def test_stream_k_path_rule():
+    """N <= 8 streams A whatever M is (M = 1 included); one row with N > 8 streams B; the rest tile."""
+    path = cuda_launch.stream_k_path
+    assert [path(1, n, 4096) for n in (1, 3, 5, 8)] == ["skinny_n"] * 4
+    assert [path(1, n, 4096) for n in (9, 127, 1000, 65536)] == ["gemv"] * 4
+    assert [path(m, 8, 4096) for m in (2, 33, 4096, 10**6)] == ["skinny_n"] * 4
+    assert path(2, 9, 4096) == path(4096, 4096, 4096) == path(1000, 9, 10**6) == "tile"
+    assert cuda_launch.PATH_RULE.startswith("N <= 8: skinny_n; else M == 1: gemv")
+
+
+def test_skinny_split_model_by_hand():
+    """decompose.skinny_split, the figures worked out here (3 TB/s, 3 us a launch, SMs x
+    blocks_per_sm blocks fill the bandwidth)."""
+    sk = decompose.skinny_split
+    # One row, 4096 x 4096 (B: 64 MiB): 32 column blocks on 132 SMs x 4 = 528 slots. 17 ranges
+    # would round to 256 rows each = 16 ranges: 512 blocks, 97% of the slots.
+    assert sk(32, 4096, k_align=32, sms=132, stream_bytes=4 * 4096 * 4096, partial_bytes=4 * 4096,
+              cost=decompose.SkinnyCost(blocks_per_sm=4)) == (16, 256)
+    # 64 rows, K = 2^20, 4 columns (A: 256 MiB): 2 row blocks on 132 x 2 = 264 slots; at most
+    # 132 ranges, ceil(2^20 / 132) = 7944 rounds up to 8192 (a multiple of 256): 128 ranges.
+    assert sk(2, 2**20, k_align=256, sms=132, stream_bytes=4 * 64 * 2**20, partial_bytes=4 * 64 * 4,
+              cost=decompose.SkinnyCost(blocks_per_sm=2)) == (128, 8192)
+    # 256 row blocks already fill 97% of 264 slots: a split's second launch (3 us) costs more than
+    # the 3% it could gain on 64 MiB (22.4 us).
+    assert sk(256, 4096, k_align=256, sms=132, stream_bytes=4 * 4096 * 4096, partial_bytes=4 * 4096 * 8,
+              cost=decompose.SkinnyCost(blocks_per_sm=2)) == (1, 4096)
+    # Forced: 3 ranges of K = 1000 in multiples of 256 are 2 of 512.
+    assert sk(1, 1000, k_align=256, sms=132, stream_bytes=1, partial_bytes=1, splits=3) == (2, 512)
+    with pytest.raises(ValueError, match="empty problem"):
+        sk(0, 10, k_align=32, sms=132, stream_bytes=1, partial_bytes=1)
+
+
+def test_skinny_plan_is_a_function_of_the_shape_and_the_sm_count():
+    plan = cuda_launch.skinny_plan
+    assert plan("gemv", 1, 4096, 4096, 132) == (32, 16, 256)
+    assert plan("gemv", 1, 131072, 4096, 132) == (1024, 1, 4096)     # 1024 column blocks: no split
+    assert plan("skinny_n", 64, 4, 2**20, 132) == (2, 128, 8192)
+    assert plan("skinny_n", 4096, 8, 4096, 132) == (256, 1, 4096)    # N = 8: blocks of 16 rows
+    assert plan("skinny_n", 4096, 4, 4096, 132)[0] == 128            # N <= 4: blocks of 32 rows
+    assert plan("skinny_n", 4096, 8, 4096, 132, splits=3) == (256, 3, 1536)
+    assert plan("gemv", 1, 4096, 4096, 66) == (32, 9, 480)            # 264 slots: ceil(264 / 32) ranges
+    with pytest.raises(ValueError, match="no bandwidth-bound path"):
+        plan("tile", 8, 8, 8, 132)
+
+
+@pytest.mark.parametrize("shape, raw, msg", [
+    ((8, 1000, 100), {"path": "gemv"}, "path=gemv multiplies a single row; this problem has M=8"),
+    ((8, 9, 100), {"path": "skinny_n"}, "path=skinny_n takes N <= 8; this problem has N=9"),
+    ((1, 1000, 100), {"path": "gemv", "tile": "32x128x16"}, "tile set the tile path's plan; path=gemv has none"),
+    ((8, 4, 100), {"path": "skinny_n", "mode": "sk", "grid": "4"}, "mode, grid set the tile path's plan"),
+    ((100, 100, 100), {"k_splits": "2"}, "k_splits sets the K split of the gemv / skinny_n paths; this problem "
+                                         "takes the tile path"),
+    ((1, 1000, 100), {"k_splits": "2", "tile": "32x128x16"}, "takes the tile path"),
+    ((1, 1000, 100), {"path": "tile", "k_splits": "2"}, "not path=tile's"),
+])
+def test_skinny_path_options_refused_in_words(shape, raw, msg):
+    """Before anything is compiled or launched (the backend here has no device at all)."""
+    k = KERNELS["cuda.11_stream_k"]
+    with loader.use_backend(object()):
+        with pytest.raises(UsageError, match=re.escape(msg)):
+            k.prepare(Problem(*shape), None, k.parse_options(raw))
+
+
+def test_path_option_is_declared_on_the_deterministic_kernel_only():
+    k, atomic = KERNELS["cuda.11_stream_k"], KERNELS["cuda.11_stream_k_atomic"]
+    opt = {o.name: o for o in k.options}
+    assert opt["path"].parse.choices == ("auto", "tile", "gemv", "skinny_n") and "k_splits" in opt
+    assert not {"path", "k_splits"} & {o.name for o in atomic.options}
+    with pytest.raises(UsageError, match="must be one of auto, tile, gemv, skinny_n"):
+        k.parse_options({"path": "fast"})
+    with pytest.raises(UsageError, match="must be >= 1"):
+        k.parse_options({"k_splits": "0"})
+
+
+@needs_cxx
+def test_tile_path_still_takes_skinny_shapes_when_asked(small_gpu):
+    """path=tile (and any of the tile plan's options) runs the stream-K tile kernel on a skinny
+    shape: the reference for what the new paths replace."""
+    k = KERNELS["cuda.11_stream_k"]
+    for shape, opts in (((1, 300, 77), {"path": "tile"}), ((33, 5, 100), {"mode": "sk"}), ((1, 7, 9), {"tile": "32x64x16"})):
+        res, _, launch = run(small_gpu, k, Problem(*shape, alpha=0.5, beta=-1.5), options=opts)
+        assert res.ok, res.message
+        assert launch.config["path"] == "tile" and "mode" in launch.config, launch.config

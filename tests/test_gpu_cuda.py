@@ -348,3 +348,98 @@ def test_wgmma_every_register_path_tile_on_odd_shapes(label):
         assert res.ok, f"{label} {p.shape} alpha={alpha} beta={beta}: {res.message}"
         if precision == "tf32x3":
             assert res.rel_err < 5e-7, (label, p.shape, res.rel_err)
+# ---- stage 11's bandwidth-bound paths: one row (gemv) and N <= 8 (skinny_n) ---------------------
+SK = "cuda.11_stream_k"
+# (shape, options, path): M = 1 with N in {1, 3, 5, 127, 1000, 4097, 65536}, N in 1..8 with odd M,
+# K odd, short and long (long K with few output blocks: split over the SMs).
+SKINNY_SHAPES = [
+    ((1, 1, 100003), {}, "skinny_n"),
+    ((1, 3, 1000), {}, "skinny_n"),
+    ((1, 5, 7), {"path": "gemv"}, "gemv"),
+    ((1, 127, 4097), {}, "gemv"),
+    ((1, 1000, 1023), {}, "gemv"),
+    ((1, 4097, 100003), {}, "gemv"),
+    ((1, 65536, 1024), {}, "gemv"),
+    ((1, 1000, 4097), {"k_splits": "33"}, "gemv"),
+    ((7, 1, 4097), {}, "skinny_n"),
+    ((33, 2, 1000), {}, "skinny_n"),
+    ((1023, 3, 255), {}, "skinny_n"),
+    ((4097, 4, 1024), {}, "skinny_n"),
+    ((127, 5, 100003), {}, "skinny_n"),
+    ((100003, 6, 33), {}, "skinny_n"),
+    ((255, 7, 4097), {"k_splits": "9"}, "skinny_n"),
+    ((4096, 8, 4096), {}, "skinny_n"),
+    ((1001, 8, 1000), {}, "skinny_n"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(SKINNY_SHAPES)), ids=lambda i: "x".join(map(str, SKINNY_SHAPES[i][0])))
+def test_skinny_paths_on_odd_shapes(i):
+    """Against the float64 reference (C NaN-poisoned where beta == 0), the path the rule names,
+    and the same bits in 3 runs (the K ranges' partials are summed in a fixed order)."""
+    shape, opts, path = SKINNY_SHAPES[i]
+    alpha, beta = AB[i % len(AB)]
+    k = KERNELS[SK]
+    p = Problem(*shape, alpha=alpha, beta=beta, seed=i)
+    res = check_kernel(k, p, options=k.parse_options(opts))
+    assert res.ok, f"{SK} {shape} {opts} alpha={alpha} beta={beta}: {res.message}"
+    seen, launch = _runs(SK, p, 3, opts)
+    assert launch.config["path"] == path, launch.config
+    assert len(seen) == 1, f"{SK} {shape}: {len(seen)} different results in 3 runs ({launch.config})"
+
+
+def test_skinny_paths_split_k_where_the_output_is_small():
+    """Few output blocks and a long K: the K split the model promises, and the sum of the ranges
+    is right."""
+    k = KERNELS[SK]
+    for shape in ((1, 4097, 100003), (127, 5, 100003)):
+        p = Problem(*shape, alpha=0.5, beta=-1.5)
+        cfg = k.prepare(p, make_inputs(p), {}).config
+        assert cfg["k_splits"] > 1 and cfg["grid"][1] == cfg["k_splits"], cfg
+        assert check_kernel(k, p).ok
+
+
+@pytest.mark.parametrize("shape, operand", [((1, 1000, 1000), "B"), ((1001, 8, 1000), "A")],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v)
+def test_skinny_paths_on_a_misaligned_base(shape, operand):
+    """The streamed operand 4 bytes past a 16-byte boundary (a view into a larger buffer), its rows
+    a multiple of 4 floats: the scalar build runs (a 16-byte load there would fault) and is right."""
+    from compare.harness.inputs import Inputs
+    p = Problem(*shape, alpha=0.5, beta=-1.5, seed=7)
+    base = make_inputs(p)
+    x = getattr(base, operand)
+    buf = torch.empty(x.numel() + 1, device="cuda", dtype=torch.float32)
+    moved = buf[1:].view(x.shape)
+    moved.copy_(x)
+    fields = {n: getattr(base, n) for n in ("A", "B", "C0", "ref", "bound")}
+    fields[operand] = moved
+    inputs = Inputs(p, fields["A"], fields["B"], fields["C0"], base.C0.clone(), fields["ref"], fields["bound"])
+    launch = KERNELS[SK].prepare(p, inputs, {})
+    inputs.reset_c()
+    launch()
+    torch.cuda.synchronize()
+    assert launch.config["operands"] == "scalar", launch.config
+    res = check(p, inputs.C, inputs.ref, inputs.bound)
+    assert res.ok, res.message
+
+
+@pytest.mark.parametrize("shape", [(1, 4097, 100003), (127, 5, 100003)], ids=lambda s: "x".join(map(str, s)))
+def test_skinny_paths_are_captured_by_a_cuda_graph(shape):
+    """Both launches (the split product and the range sum) replay from a graph."""
+    p = Problem(*shape, alpha=1.0, beta=0.5)
+    inputs = make_inputs(p)
+    launch = KERNELS[SK].prepare(p, inputs, {})
+    assert launch.config["k_splits"] > 1
+    inputs.reset_c()
+    launch()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch()
+    inputs.C.fill_(float("nan"))
+    inputs.reset_c()
+    torch.cuda.synchronize()
+    graph.replay()
+    torch.cuda.synchronize()
+    res = check(p, inputs.C, inputs.ref, inputs.bound)
+    assert res.ok, res.message

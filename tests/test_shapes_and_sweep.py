@@ -95,7 +95,21 @@ def test_heldout_shares_no_shape_with_anything_tuning_may_use():
     assert all(256 <= M <= 1024 and K >= 8192 for M, N, K in shapes.SHAPE_SETS["heldout_llm_k8k"])
     pad = shapes.SHAPE_SETS["heldout_llm_pad"]
     assert all(128 < M < 1024 and K >= 8192 for M, N, K in pad) and sum(0 < M % 128 <= 64 for M, N, K in pad) >= 6
-    assert all(2 * M * N * K >= shapes.MIN_FLOPS for h in shapes.HELDOUT_SETS for M, N, K in shapes.SHAPE_SETS[h])
+    for h in shapes.HELDOUT_SETS:
+        for M, N, K in shapes.SHAPE_SETS[h]:
+            if shapes.SETS[h].bandwidth_bound:   # sized by operand bytes: at least 2^20 floats
+                assert 4 * (M * K + K * N) >= 4 * 2**20, (h, M, N, K)
+            else:
+                assert 2 * M * N * K >= shapes.MIN_FLOPS, (h, M, N, K)
+    # the bandwidth-bound classes: 20 matrices times 1-8 vectors, M*K from 2^20 to 2^28; 10 single
+    # rows, K*N from 2^20 to 2^28
+    sk = shapes.SHAPE_SETS["heldout_skinny"]
+    nvec = [(M, N, K) for M, N, K in sk if N <= 8]
+    rows = [(M, N, K) for M, N, K in sk if M == 1]
+    assert len(nvec) == 20 and len(rows) == 10 and len(sk) == 30
+    assert all(2**20 <= M * K <= 2**28 for M, N, K in nvec) and all(2**20 <= K * N <= 2**28 for M, N, K in rows)
+    assert all(N > 8 for M, N, K in rows) and len(set(sk)) == len(sk)
+    assert [s.name for s in shapes.SETS.values() if s.bandwidth_bound] == ["heldout_skinny"]
 
 
 def test_shape_set_returns_a_list_copy_and_unknown_names_list_the_known_ones():

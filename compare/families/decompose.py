@@ -255,3 +255,61 @@ def stream_k_plan(tiles: int, iters_per_tile: int, sms: int, blocks_per_sm: int,
     return StreamKPlan(mode=mode, tiles=tiles, iters_per_tile=iters_per_tile, sk_tiles=sk_tiles, sk_blocks=nb,
                        iters_per_block=per, extra_iters=extra, grid=nb + tiles - sk_tiles, slots=slots,
                        waves=round(waves, 3), chosen_by=chosen_by)
+
+
+# --------------------------------------------------------------------------------------------
+# skinny products: K split for a stream of one operand
+
+@dataclass(frozen=True)
+class SkinnyCost:
+    """Constants of the K-split model of the bandwidth-bound paths (a row times a matrix, a
+    matrix times a few vectors). Such a product streams one operand (``stream_bytes``) once; its
+    blocks keep a fixed amount of loads in flight each, so the achieved bandwidth grows with the
+    blocks running at once until ``blocks_per_sm`` per SM cover DRAM latency (Little's law: an
+    H100's 3.35 TB/s x ~0.7 us is ~2.3 MB in flight, ~18 KiB per SM; blocks_per_sm x the kernel's
+    bytes in flight per block should be above that). Splitting K multiplies the blocks by S and
+    adds S partial outputs written and read back plus a second launch:
+
+        time(S) = (stream_bytes + 2 * S * partial_bytes) / (bytes_per_s * min(1, blocks*S / (sms*blocks_per_sm)))
+                  + [S > 1] * launch_s
+
+    minimised over S with each K range at least ``k_align`` long (a multiple of it); a split must
+    beat the best so far by ``min_gain``. Defaults: ~3 TB/s achieved (H100 copy class), ~3 us for
+    the extra launch."""
+
+    blocks_per_sm: int = 4
+    bytes_per_s: float = 3.0e12
+    launch_s: float = 3e-6
+    min_gain: float = 0.99
+
+
+def skinny_seconds(blocks: int, K: int, splits: int, *, k_align: int, sms: int, stream_bytes: int,
+                   partial_bytes: int, cost: SkinnyCost = SkinnyCost()) -> tuple[float, int, int]:
+    """The model above for ``splits`` K ranges: (seconds, ranges actually used, K per range)."""
+    s_eff, chunk = split_geometry(K, splits, k_align, round_unsplit=True)
+    want = max(1, sms * cost.blocks_per_sm)
+    fill = min(1.0, blocks * s_eff / want)
+    t = (stream_bytes + (2 * s_eff * partial_bytes if s_eff > 1 else 0)) / (cost.bytes_per_s * fill)
+    return t + (cost.launch_s if s_eff > 1 else 0.0), s_eff, chunk
+
+
+def skinny_split(blocks: int, K: int, *, k_align: int, sms: int, stream_bytes: int, partial_bytes: int,
+                 cost: SkinnyCost = SkinnyCost(), splits: int | None = None) -> tuple[int, int]:
+    """(K ranges, K per range) for a bandwidth-bound path with ``blocks`` output blocks: the split
+    minimising ``skinny_seconds``. Never more ranges than it takes to reach ``blocks_per_sm``
+    blocks per SM (past that the model only adds partials), nor ranges shorter than ``k_align``.
+    ``splits`` forces the count (the user's option), rounded so ranges stay multiples of
+    ``k_align`` (K=1000, 3 ranges of a multiple of 256: 2 ranges of 512)."""
+    if blocks < 1 or K < 1:
+        raise ValueError(f"empty problem: {blocks} blocks, K={K}")
+    if splits is not None:
+        return split_geometry(K, splits, k_align, round_unsplit=True)
+    best_t, best_s, best_chunk = skinny_seconds(blocks, K, 1, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
+                                                partial_bytes=partial_bytes, cost=cost)
+    top = min(cdiv(max(1, sms * cost.blocks_per_sm), blocks), cdiv(K, k_align))
+    for s in range(2, top + 1):
+        t, s_eff, chunk = skinny_seconds(blocks, K, s, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
+                                         partial_bytes=partial_bytes, cost=cost)
+        if t < best_t * cost.min_gain:
+            best_t, best_s, best_chunk = t, s_eff, chunk
+    return best_s, best_chunk

@@ -7,7 +7,9 @@ Every shape is at least 1 GFLOP (2*M*N*K >= 1e9) so that it takes long enough on
 for the timing engine to see the kernel rather than the launch; no set needs an exception today.
 That rule is why 512^3 (0.27 GFLOP) is not in ``square`` and why single-token decode (M = 1 with
 a 4096-wide layer, 0.03 GFLOP) is not in ``llm``: it is a GEMV, whose only >= 1 GFLOP form here
-is ``skinny``'s 1x65536x8192.
+is ``skinny``'s 1x65536x8192. The one exception is ``heldout_skinny`` (``bandwidth_bound``): its
+products stream one operand at <= 4 flops per byte, so their size is counted in bytes, at least
+``MIN_BYTES`` of operands (about 1.3 us at an H100's 3.35 TB/s, the small end of the class).
 
 ``heldout`` is for judging tuned defaults only: no tuning, default choice or heuristic may be
 fitted on it, or it stops telling whether the defaults generalise.
@@ -24,6 +26,8 @@ Shape = tuple[int, int, int]
 
 # The least work a set's shape may have (2*M*N*K), see the module docstring.
 MIN_FLOPS = 1e9
+# ... or, in a bandwidth-bound set, the least operand bytes (4 * (M*K + K*N)): 2^20 floats.
+MIN_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class ShapeSet:
     shapes: tuple[Shape, ...]
     # False for heldout: a set that tuning must never look at.
     tunable: bool = True
+    # Shapes sized by bytes moved (MIN_BYTES), not flops (MIN_FLOPS): see the module docstring.
+    bandwidth_bound: bool = False
 
 
 def _cubes(*sizes: int) -> tuple[Shape, ...]:
@@ -133,7 +139,24 @@ _HELDOUT_LLM_PAD = ShapeSet(
      (940, 4096, 11008), (330, 28672, 8192), (460, 8192, 8192)),
     tunable=False,
 )
-HELDOUT_SETS = ("heldout", "heldout_m1", "heldout_tiny_out", "heldout_llm_k8k", "heldout_llm_pad")
+# The bandwidth-bound classes: a matrix times 1-8 vectors (N <= 8; 20 shapes, M*K from 1M to
+# 256M floats) and single rows (M = 1; 10 shapes, K*N from 1M to 256M). Fixed on 2026-11-27 before
+# stage 11's gemv / skinny_n paths were run on a GPU, chosen without measuring anything: model
+# layer sizes (4096, 11008, 14336, 28672, 50257), primes and odd sizes for the tails, very short
+# and very long K. Like ``heldout``, tuning must never use them.
+_HELDOUT_SKINNY = ShapeSet(
+    "heldout_skinny",
+    "held out: a matrix times 1-8 vectors (N <= 8) and single rows (M = 1), sized by bytes "
+    "(1M-256M floats streamed); tuning must never use it",
+    ((1024, 8, 1024), (4096, 1, 512), (1000, 3, 3000), (2048, 2, 2048), (8191, 5, 1021), (128, 4, 65536),
+     (16384, 8, 1024), (4096, 6, 4096), (32, 8, 524288), (11008, 4, 4096), (4096, 7, 11008), (131072, 8, 256),
+     (14336, 2, 4096), (5120, 1, 13824), (100003, 3, 1000), (8192, 8, 14336), (28672, 5, 4096),
+     (1000000, 2, 100), (16384, 4, 16384), (65536, 1, 4095),
+     (1, 1024, 1024), (1, 2048, 2047), (1, 4096, 1000), (1, 3000, 3001), (1, 128, 131072), (1, 11008, 4096),
+     (1, 4096, 11008), (1, 8193, 8191), (1, 65536, 1024), (1, 50257, 4096)),
+    tunable=False, bandwidth_bound=True,
+)
+HELDOUT_SETS = ("heldout", "heldout_m1", "heldout_tiny_out", "heldout_llm_k8k", "heldout_llm_pad", "heldout_skinny")
 
 # The sets ``all`` is the union of, in this order.
 ALL_PARTS = ("square", "odd", "llm", "skinny", "long_k")
@@ -144,7 +167,7 @@ def _union(sets: list[ShapeSet]) -> tuple[Shape, ...]:
 
 
 _BASE = (_SQUARE, _ODD, _LLM, _SKINNY, _LONG_K, _ASV, _HELDOUT, _HELDOUT_M1, _HELDOUT_TINY_OUT, _HELDOUT_LLM_K8K,
-         _HELDOUT_LLM_PAD)
+         _HELDOUT_LLM_PAD, _HELDOUT_SKINNY)
 _ALL = ShapeSet(
     "all",
     "square + odd + llm + skinny + long_k, duplicates dropped, order kept",

@@ -1,0 +1,270 @@
+// Stage 11 - bandwidth-bound paths of the stream-K kernel: one row (M = 1, gemv_row) and a
+// matrix times 1-8 vectors (N <= 8, skinny_n). Included by 11_stream_k.cu; stage 11's prepare
+// picks the path (launch.py, stream_k_path: N <= 8 -> skinny_n, else M = 1 -> gemv, else the
+// stream-K tile plan) and names it in the row's config.
+//
+// Bottleneck removed: a tile kernel on a product that is a stream of one operand. With N <= 8 a
+// GEMM does at most 2*8 flops per 4-byte element of A (4 flops per byte) and with M = 1 half a
+// flop per byte of B: the time is that operand's bytes over DRAM bandwidth. The tile kernel's
+// narrowest tile (32 rows or columns) spends 4-32x the FFMAs on empty rows, holds a full tile
+// pipeline per block and reaches ~1.5 of the 4.3 TB/s a device copy reaches (the issue's H200
+// numbers: 63.6% of cuBLAS at M = 1, 90.5% at N <= 8, worst 38%). Here each byte of the big
+// operand is read once with 16-byte loads, every block keeps 16-64 KiB of loads in flight, and K
+// is split over blocks (compare.families.decompose.skinny_split) when the output alone gives too
+// few blocks to fill the SMs.
+// Still there: the second launch that sums the K ranges' partials (skinny_sum_splits: fixed split
+// order, bit-identical run to run, as the stream-K fixup is), and the shared-memory reduction of a
+// block's warps / lanes at the end (no warp shuffles: the CPU emulator runs threads as fibers that
+// meet only at __syncthreads, and it must run these kernels).
+// Cost: a workspace of splits x (output) floats when K is split (written and read once: 2 words
+// per output element per split, < 2% of the operand's bytes with the split model's K ranges) and
+// that second launch. skinny_n reads B (K x N, small) into shared memory transposed, once per block
+// of 32 rows: N/32 of A's bytes again, from L2.
+// Requirement: none. 16-byte loads of B's rows where N % 4 == 0 and B is 16-byte aligned
+// (gemv_row), of A's rows where K % 4 == 0 and A is aligned (skinny_n); predicated scalar loads
+// otherwise (VEC = false). fp32 only (FFMA), like the rest of stage 11.
+
+// One row: C[0, n] = alpha * sum_k a[k] * B[k, n] + beta * C[0, n].
+// Grid (ceil(N / 128), splits); 32 * WARPS threads. A block owns 128 columns and the K range
+// [blockIdx.y * k_per_split, + k_per_split): lane l of warp w reads rows w, w + WARPS, ... of that
+// range, 4 columns each (VEC: one 16-byte load of columns 4l..4l+3; scalar: columns l, l+32, l+64,
+// l+96, each warp load 128 contiguous bytes), UNROLL rows in flight per thread (8 warps x 4 rows x
+// 16 bytes = 16 KiB a block). a[k] is the same address for the whole warp (one broadcast load).
+// The warps' partial sums meet in shared memory and are added in warp order; with one K range the
+// result goes to C, else the raw range sum to ws[range][n] for skinny_sum_splits.
+template <int WARPS, int UNROLL, bool VEC>
+__global__ void __launch_bounds__(32 * WARPS)
+gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a, const float* __restrict__ B,
+         float beta, float* __restrict__ C, float* __restrict__ ws) {
+    constexpr int COLS = 128;
+    __shared__ float red[WARPS * COLS];
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+    const int n0 = blockIdx.x * COLS;
+    const int k_lo = blockIdx.y * k_per_split;
+    const int k_hi = min(K, k_lo + k_per_split);
+    int cl[4];  // block-local columns of this thread's 4 accumulators
+#pragma unroll
+    for (int j = 0; j < 4; ++j) cl[j] = VEC ? 4 * lane + j : lane + 32 * j;
+    bool live[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) live[j] = n0 + cl[j] < N;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    const float* bcol = B + n0 + cl[0];
+    int k = k_lo + w;
+    for (; k + WARPS * (UNROLL - 1) < k_hi; k += WARPS * UNROLL) {
+        float x[UNROLL], v[UNROLL][4];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {  // every load first: UNROLL rows in flight
+            const int kk = k + WARPS * u;
+            x[u] = a[kk];
+            const float* row = bcol + (size_t)kk * N;
+            if (VEC) {
+                const float4 q = live[0] ? ld4(row) : make_float4(0.f, 0.f, 0.f, 0.f);
+                v[u][0] = q.x; v[u][1] = q.y; v[u][2] = q.z; v[u][3] = q.w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) v[u][j] = live[j] ? row[32 * j] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[j] += x[u] * v[u][j];
+    }
+    for (; k < k_hi; k += WARPS) {  // the range's last < WARPS * UNROLL rows
+        const float x = a[k];
+        const float* row = bcol + (size_t)k * N;
+        if (VEC) {
+            if (live[0]) {
+                const float4 q = ld4(row);
+                acc[0] += x * q.x; acc[1] += x * q.y; acc[2] += x * q.z; acc[3] += x * q.w;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (live[j]) acc[j] += x * row[32 * j];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) red[w * COLS + cl[j]] = acc[j];
+    __syncthreads();
+    const int t = threadIdx.x;
+    if (t >= COLS || n0 + t >= N) return;  // after the block's only barrier
+    float s = red[t];
+    for (int i = 1; i < WARPS; ++i) s += red[i * COLS + t];  // warp order: fixed
+    const int n = n0 + t;
+    if (gridDim.y > 1)
+        ws[(size_t)blockIdx.y * N + n] = s;
+    else
+        C[n] = axpby(s, alpha, beta, C + n);
+}
+
+// A matrix times NB-wide vectors (N <= NB <= 8): C[m, n] = alpha * sum_k A[m, k] * B[k, n] + beta * C.
+// Grid (ceil(M / (8 R)), splits); 256 threads (8 warps). Warp w owns rows Rw..Rw+R-1 of the
+// block's 8R and walks its K range in chunks of KC = 256: lane l reads, of each of its R rows,
+// k = 4l..4l+3 and 128+4l..+3 (VEC: two 16-byte loads; scalar: k = l + 32e, e < 8, each warp load
+// 128 contiguous bytes): 2R loads of 16 bytes per thread a chunk, 8R KiB a block (R = 4 for
+// NB <= 4; R = 2 for NB = 8, whose 8 x 8 accumulators and A values would not fit 128 registers
+// with 4 rows: the scalar build spilled). B's chunk (KC x N, contiguous in memory) is copied
+// transposed into shared memory by cp.async (columns n >= N and rows past the range
+// zero-filled), double-buffered: the next chunk's copy (and in the VEC builds its A loads) is
+// issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
+// n) hit 32 different banks and each lane's read of its 4 k's of one column is one 16-byte load.
+// Each B value read serves the warp's R rows (NB / R shared bytes per byte of A: 4 at most, 58 of
+// the 128 bytes per clock an SM's shared memory gives at an H100's 14.5 DRAM bytes per SM-clock).
+// The 32 lanes' partial sums of each (row, column) meet in shared memory, added in lane order.
+template <int NB, int R, bool VEC>
+__global__ void __launch_bounds__(256, 2)
+skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restrict__ A,
+         const float* __restrict__ B, float beta, float* __restrict__ C, float* __restrict__ ws) {
+    constexpr int WARPS = 8, ROWS = WARPS * R, KC = 256, KP = KC + 4, E = KC / 32;
+    constexpr int STAGE = NB * KP;
+    constexpr int RED = ROWS * NB * 33;  // 32 lane partials per output, padded to 33 (no bank conflicts)
+    constexpr int SMEM = 2 * STAGE > RED ? 2 * STAGE : RED;
+    static_assert(NB >= 1 && NB <= 8 && (NB * KC) % 256 == 0, "one copy loop covers a chunk");
+    __shared__ __align__(16) float smem[SMEM];
+    const int tid = threadIdx.x, lane = tid % 32, w = tid / 32;
+    const int row0 = blockIdx.x * ROWS + w * R;
+    const int k_lo = blockIdx.y * k_per_split;
+    const int k_hi = min(K, k_lo + k_per_split);
+    const int chunks = cdiv(k_hi - k_lo, KC);
+
+    // Copy chunk c of B transposed into stage s: smem[s][n][kk] = B[k_lo + c*KC + kk][n].
+    auto copy_b = [&](int c, int s) {
+        float* dst = smem + s * STAGE;
+        const int kc0 = k_lo + c * KC;
+#pragma unroll
+        for (int i = 0; i < NB * KC / 256; ++i) {
+            const int e = tid + 256 * i;
+            const int kk = e / NB, n = e % NB;
+            const bool valid = n < N && kc0 + kk < k_hi;
+            cp_async4(dst + n * KP + kk, valid ? B + (size_t)(kc0 + kk) * N + n : B, valid);
+        }
+        cp_async_commit();
+    };
+
+    float acc[R][NB];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int n = 0; n < NB; ++n) acc[r][n] = 0.f;
+
+    // Chunk c's A values into v: element e of row r is k = kc0 + 128 (e / 4) + 4 lane + e % 4
+    // (VEC) or kc0 + lane + 32 e (scalar); zero past the range and below the last row.
+    auto load_a = [&](int c, float (&v)[R][E]) {
+        const int kc0 = k_lo + c * KC;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int row = row0 + r;
+            const float* arow = A + (size_t)row * K + kc0;
+            if (VEC) {
+#pragma unroll
+                for (int j = 0; j < E / 4; ++j) {
+                    const int kl = 128 * j + 4 * lane;
+                    const float4 q = (row < M && kc0 + kl < k_hi) ? ld4(arow + kl) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    v[r][4 * j] = q.x; v[r][4 * j + 1] = q.y; v[r][4 * j + 2] = q.z; v[r][4 * j + 3] = q.w;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    const int kl = lane + 32 * e;
+                    v[r][e] = (row < M && kc0 + kl < k_hi) ? arow[kl] : 0.f;
+                }
+            }
+        }
+    };
+
+    // Software pipeline (VEC builds): chunk c + 1's A loads are issued, with its B copy, before
+    // chunk c is computed, so a block keeps two chunks of loads in flight across its barriers
+    // (2 x 8R KiB). The scalar builds load chunk c where it is used: holding 2 x 32 scalars and
+    // their predicates spilled there (sm_80, NB = 2 and 4, 4-16 bytes).
+    constexpr bool PIPE = VEC;
+    float av[R][E], nx[R][E];
+    if (PIPE) load_a(0, nx);
+    copy_b(0, 0);
+    for (int c = 0; c < chunks; ++c) {
+        if (PIPE) {
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int e = 0; e < E; ++e) av[r][e] = nx[r][e];
+        }
+        if (c + 1 < chunks) {
+            copy_b(c + 1, (c + 1) % 2);
+            if (PIPE) load_a(c + 1, nx);
+        } else {
+            cp_async_commit();  // an empty group: wait<1> below means "chunk c has landed" on every pass
+        }
+        if (!PIPE) load_a(c, av);
+        cp_async_wait<1>();
+        __syncthreads();  // chunk c of B is in shared memory for every thread
+        const float* sb = smem + (c % 2) * STAGE;
+#pragma unroll
+        for (int n = 0; n < NB; ++n) {
+            float bv[E];
+            if (VEC) {
+#pragma unroll
+                for (int j = 0; j < E / 4; ++j) {
+                    const float4 q = ld4(sb + n * KP + 128 * j + 4 * lane);
+                    bv[4 * j] = q.x; bv[4 * j + 1] = q.y; bv[4 * j + 2] = q.z; bv[4 * j + 3] = q.w;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < E; ++e) bv[e] = sb[n * KP + lane + 32 * e];
+            }
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int e = 0; e < E; ++e) acc[r][n] += av[r][e] * bv[e];
+        }
+        __syncthreads();  // every thread is done with stage c % 2 before chunk c + 2 is copied into it
+    }
+    cp_async_wait<0>();  // the last (empty) group
+
+    // The lanes' partials of output (w, r, n) at smem[((w*R + r)*NB + n)*33 + lane]; the B stages
+    // are free (the loop ended on a barrier).
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int n = 0; n < NB; ++n) smem[((w * R + r) * NB + n) * 33 + lane] = acc[r][n];
+    __syncthreads();
+    for (int o = tid; o < ROWS * NB; o += 256) {
+        const int row = blockIdx.x * ROWS + o / NB, n = o % NB;
+        if (row >= M || n >= N) continue;
+        const float* p = smem + o * 33;
+        float s = p[0];
+        for (int l = 1; l < 32; ++l) s += p[l];  // lane order: fixed
+        const size_t at = (size_t)row * N + n;
+        if (gridDim.y > 1)
+            ws[(size_t)blockIdx.y * M * N + at] = s;
+        else
+            C[at] = axpby(s, alpha, beta, C + at);
+    }
+}
+
+// The K ranges' partials summed in a fixed order (bit-identical run to run), alpha and beta once:
+// C[i] = alpha * (ws[0][i] + ws[1][i] + ...) + beta * C[i] for i < count (C not read when beta == 0).
+// Grid ceil(count / COLS), COLS * LANES threads: thread (lane, c) of a block sums ranges lane,
+// lane + LANES, ... of output blockIdx.x * COLS + c in range order, then lane 0 adds the LANES sums
+// in lane order. LANES = 32 where there are many ranges (a single row of 128 columns with K split
+// 512 ways: one thread walking 512 partials, 4 loads in flight, is ~60 us of latency against the
+// 21 us the product takes); LANES = 1 otherwise (many outputs, a few ranges each).
+template <int COLS, int LANES>
+__global__ void __launch_bounds__(COLS * LANES)
+skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ ws, float beta, float* __restrict__ C) {
+    __shared__ float lane_sums[LANES * COLS];
+    const int c = threadIdx.x % COLS, lane = threadIdx.x / COLS;
+    const int i = blockIdx.x * COLS + c;
+    float s = 0.f;
+    if (i < count) {
+#pragma unroll 4  // loads in flight; the adds stay in range order
+        for (int p = lane; p < splits; p += LANES) s += ws[(size_t)p * count + i];
+    }
+    if (LANES > 1) {
+        lane_sums[lane * COLS + c] = s;
+        __syncthreads();
+        if (lane != 0) return;
+        for (int l = 1; l < LANES; ++l) s += lane_sums[l * COLS + c];  // lane order: fixed
+    }
+    if (i < count) C[i] = axpby(s, alpha, beta, C + i);
+}
