@@ -265,7 +265,7 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
     of cuBLAS fp32 fails its worst >= 100%; a row that ran the tile GEMM where the rule says
     skinny fails; GB/s is the bytes a row must move over its time: 4096x8x4096 moves
     4 * (4096*4096 + 4096*8 + 4096*8) = 67,371,008 bytes, in 0.02 ms 3369 GB/s."""
-    from triton_kernels import stream_k_study
+    from reproduce import stream_k_study
     rows = [_result("cublas", "4096x8x4096", "fp32", 0.018, 100.0, ""),
             _result("triton.stream_k", "4096x8x4096", "fp32", 0.02, 90.0, "skinny"),
             _result("cublas", "1x8x999", "fp32", 0.01, 100.0, ""),
