@@ -171,7 +171,7 @@ def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
     """{shape: (rows, done line)} of the shapes the file finished; a UsageError when it was made
     with a different selection (or is not a checkpoint). ``selection`` None: the file's form
     only (header, version, every line a checkpoint line), before the sweep's kernels are known."""
-    from .report import _from_dict
+    from .report import row_from_dict
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
@@ -212,7 +212,7 @@ def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
             rows.setdefault(obj["shape"], []).append(obj["row"])
         elif "done" in obj and len(rows.get(obj["done"], [])) == obj.get("rows"):
             done[obj["done"]] = obj
-    return {s: ([_from_dict(d) for d in rows[s]], line) for s, line in done.items()}
+    return {s: ([row_from_dict(d) for d in rows[s]], line) for s, line in done.items()}
 
 
 class Checkpoint:
