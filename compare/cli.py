@@ -364,8 +364,7 @@ def _main(args) -> int:
         targets.validate(args)
         from .outputs.distributed import check_flags
         check_flags(args, selection.is_sweep(args))
-    from .harness import registry, runner
-    from .harness.problem import ProblemError
+    from .harness import registry
     registry.load_plugins(args.plugin)   # --plugin: after TRITON_INTERPRET is set, before --list and the selection
 
     if args.list:
@@ -375,18 +374,28 @@ def _main(args) -> int:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
     if args.from_json:
-        from .outputs import report
-        results, env = [], None
-        for path in args.from_json:   # every file is read (and refused) before anything is rendered
-            rows, file_env = report.load(path)
-            results.extend(rows)
-            env = env if env is not None else file_env
-        results = targets.filter_loaded(results, args)
-        if args.plot and not any(r.status == "ok" and r.tflops for r in results):
-            raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
-                             f"(a --check or --interpret run?)")
-        return _report(results, env, args)
+        return _report_files(args)
+    return _run(args)
 
+
+def _report_files(args) -> int:
+    """--from-json FILE...: the recorded rows, filtered and rendered as a run's would be."""
+    from .outputs import report
+    results, env = [], None
+    for path in args.from_json:   # every file is read (and refused) before anything is rendered
+        rows, file_env = report.load(path)
+        results.extend(rows)
+        env = env if env is not None else file_env
+    results = targets.filter_loaded(results, args)
+    if args.plot and not any(r.status == "ok" and r.tflops for r in results):
+        raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
+                         f"(a --check or --interpret run?)")
+    return _report(results, env, args)
+
+
+def _run(args) -> int:
+    """The selection measured (or checked): here, in the isolation worker, or on Dask (--workers,
+    --cluster); rendered, with the run's exit status."""
     from .harness import worker as _worker
     # A Dask sweep's workers are its processes: no isolation worker of its own.
     dask_sweep = args.workers is not None or args.cluster
@@ -406,8 +415,41 @@ def _main(args) -> int:
         from .outputs.distributed import run_from_cli
         return _report(*run_from_cli(args, pairs, skip, options), args)
 
-    from .harness.inputs import gpu_available
+    device, timing = _ready_device(args, pool, selected, problems)
+    ahead = None
+    if pool and not args.interpret:
+        from .harness.precompile import compile_ahead
+        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs,
+                              plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
+                              say=lambda s: print(s, file=sys.stderr, flush=True))
+    ckpt = _worker.checkpoint_for_run(args)
+    if timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
+        from cuda_kernels.probes.peaks import ensure as measured_peaks
+        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
+
+    t_run = time.perf_counter()
+    results, interrupted = _measure(args, pairs, pool, ckpt, skip=skip, options=options, timing=timing, device=device)
     from .harness import gpuinfo
+    env = gpuinfo.environment().as_dict()
+    if interrupted:
+        env["interrupted"] = f"{len(results)} of {len(pairs)} rows finished; the rest were not run"
+    if args.interpret:
+        env["gpu"] = "none (Triton interpreter on CPU)"
+    if ahead:
+        env["compile_ahead"] = ahead
+    env["run_s"] = round(time.perf_counter() - t_run, 2)     # the pairs, after compile-ahead
+    code = _report(results, env, args, judge=not interrupted)
+    if ckpt and not interrupted:
+        ckpt.finish()
+    return interrupted or code
+
+
+def _ready_device(args, pool, selected, problems) -> tuple:
+    """(device, timing) for runner.run, once the run can start: a GPU there is and every shape
+    fits it (said with the limit named, before any kernel runs); the worker told what runs."""
+    from .harness import worker as _worker
+    from .harness.inputs import gpu_available
+    from .harness.problem import ProblemError
     if args.interpret:
         device, timing = "cpu", False
     else:
@@ -428,17 +470,13 @@ def _main(args) -> int:
                     raise UsageError(str(e)) from None
     if pool and args.interpret:
         _worker.ready_for_run(pool, args, selected, [])
-    ahead = None
-    if pool and not args.interpret:
-        from .harness.precompile import compile_ahead
-        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs,
-                              plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
-                              say=lambda s: print(s, file=sys.stderr, flush=True))
-    ckpt = _worker.checkpoint_for_run(args)
-    if timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
-        from cuda_kernels.probes.peaks import ensure as measured_peaks
-        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
+    return device, timing
 
+
+def _measure(args, pairs, pool, ckpt, *, skip, options, timing, device) -> tuple:
+    """runner.run over the pairs, with the progress line; (rows, None) or, after Ctrl-C, (the
+    rows finished, 130) once _interrupted has said where they went."""
+    from .harness import runner
     prog = _progress(not args.quiet, len(pairs), pairs)
 
     def progress(k, p):
@@ -446,7 +484,6 @@ def _main(args) -> int:
             prog.update(k, p)
 
     interrupted = None
-    t_run = time.perf_counter()
     try:
         results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
                              measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
@@ -458,18 +495,7 @@ def _main(args) -> int:
             prog.stop()
     if interrupted:   # said after the progress bar is gone
         interrupted = _interrupted(pool, ckpt, args, len(results), len(pairs))
-    env = gpuinfo.environment().as_dict()
-    if interrupted:
-        env["interrupted"] = f"{len(results)} of {len(pairs)} rows finished; the rest were not run"
-    if args.interpret:
-        env["gpu"] = "none (Triton interpreter on CPU)"
-    if ahead:
-        env["compile_ahead"] = ahead
-    env["run_s"] = round(time.perf_counter() - t_run, 2)     # the pairs, after compile-ahead
-    code = _report(results, env, args, judge=not interrupted)
-    if ckpt and not interrupted:
-        ckpt.finish()
-    return interrupted or code
+    return results, interrupted
 
 
 def _interrupted(pool, ckpt, args, done: int, total: int) -> int:
