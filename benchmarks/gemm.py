@@ -1,4 +1,5 @@
-"""asv benchmarks, generated from compare.harness.registry: no kernel is listed here.
+"""asv benchmarks: literal classes whose params are read from compare.harness.registry and the
+shape catalogue (compare/harness/shapes.py): no kernel or shape is listed here.
 
 Three kinds of class, every value from the one pipeline (``compare.harness.runner.run_kernel``: inputs,
 prepare, NaN-poisoned check against float64, then ``compare.harness.timing.measure``):
@@ -273,7 +274,7 @@ def _point_log(what: str) -> None:
 
 
 class _Common:
-    """asv settings shared by the generated classes (leading underscore: asv does not collect it)."""
+    """asv settings shared by the benchmark classes (leading underscore: asv does not collect it)."""
 
     # One call per process: the engine samples adaptively by itself (in setup_cache).
     repeat = 1
@@ -299,7 +300,7 @@ class _GemmTrack(_Common):
         if row["status"] == "na":
             raise NotImplementedError(row["why"])
 
-    def track_time(self, cache, kernel, shape, precision):
+    def _time(self, cache, kernel, shape, precision):
         row = cache["rows"][(kernel, shape, precision)]
         _point_log(f"{kernel} {shape} {precision}")
         if row["status"] != "ok":
@@ -324,7 +325,7 @@ class _PctTrack(_Common):
         _cache_na(cache)                               # (no GPU: said by the cache)
         _precision_or_na(kernel, precision, check_gpu=False)
 
-    def track_pct_cublas(self, cache, kernel, precision):
+    def _pct(self, cache, kernel, precision):
         _point_log(f"{kernel} {precision} pct")
         return _pct_value(self, "track_pct_cublas", cache, kernel, precision)
 
@@ -339,7 +340,7 @@ class _SweepTrack(_Common):
         _cache_na(cache)                               # (no GPU: said by the cache)
         _precision_or_na(kernel, precision, check_gpu=False)
 
-    def track_geomean_pct_cublas(self, cache, kernel, precision):
+    def _geomean(self, cache, kernel, precision):
         _point_log(f"{kernel} {precision} sweep")
         return _pct_value(self, "track_geomean_pct_cublas", cache, kernel, precision)
 
@@ -348,65 +349,211 @@ def _digest(shapes) -> str:
     return _hashlib.sha1(",".join(shapes).encode()).hexdigest()[:8]
 
 
-def _named(base, method: str, name: str) -> dict:
-    """The class's own ``method`` carrying its ``pretty_name`` (asv reads it from the function, and
-    the base class's function is shared by every class); it calls the base's, looked up per call."""
-    def track(self, *args):
-        return getattr(base, method)(self, *args)
-    track.__name__ = method
-    track.pretty_name = _asv_results.pretty_name(f"{__name__.rsplit('.', 1)[-1]}.{name}.{method}")
-    return {method: track}
+# ---------------------------------------------------------------------------- the params
+# Every class's params are read here from the registry (its groups, kernels and precisions) and the
+# shape catalogue (compare/harness/shapes.py), under GEMM_BENCH_SET / GEMM_BENCH_PRECISIONS.
+
+def ladder_params(group: str, tensor_core: bool = False) -> list:
+    """[kernels, shapes, precisions] of a group's time class: its fp32 ladder (cuBLAS included) or,
+    with ``tensor_core``, its other precisions (``suites``); empty lists where it has none."""
+    name = CLASS_NAMES[group] + (TENSOR_CORE_SUFFIX if tensor_core else "")
+    for suite, kernel_names, precs in suites(group):
+        if suite == name:
+            return [kernel_names, shapes(group), precs]
+    return [[], shapes(group), []]
 
 
-def _make_classes() -> dict:
-    made = {}
-    for group in _registry.GROUPS:
-        for name, kernel_names, precs in suites(group):
-            made[name] = type(name, (_GemmTrack,), {
-                "__module__": __name__,
-                "__doc__": f"{group}: median kernel time (s) of {', '.join(kernel_names)} at {', '.join(precs)}",
-                "group": group,
-                "params": [kernel_names, shapes(group), precs],
-                "version": VERSION,
-                "setup_cache": SETUP_CACHES[group],
-                **_named(_GemmTrack, "track_time", name),
-            })
-            pct_kernels = [k for k in kernel_names if _registry.get(k).family != "cublas"]
-            if pct_kernels:
-                made[name + PCT_SUFFIX] = type(name + PCT_SUFFIX, (_PctTrack,), {
-                    "__module__": __name__,
-                    "__doc__": f"{group}: geometric mean over {', '.join(shapes(group))} of % of cuBLAS "
-                               f"(same process) of {', '.join(pct_kernels)}",
-                    "group": group,
-                    "shapes": shapes(group),
-                    "params": [pct_kernels, precs],
-                    "version": VERSION,
-                    "setup_cache": SETUP_CACHES[group],
-                    **_named(_PctTrack, "track_pct_cublas", name + PCT_SUFFIX),
-                })
-    sweep = [_shape_text(s) for s in sweep_shapes()]
-    allowed = precisions()
-    for family, name in SWEEP_CLASS_NAMES.items():
-        ks = sweep_kernels(family)
-        precs = [p for p in allowed if any(p in _registry.get(k).precisions for k in ks)]
-        if ks and precs:
-            made[name] = type(name, (_SweepTrack,), {
-                "__module__": __name__,
-                "__doc__": f"{family}: geometric mean of % of cuBLAS (same process) of {', '.join(ks)} "
-                           f"over {', '.join(sweep)}",
-                "group": "sweep",
-                "shapes": sweep,
-                "params": [ks, precs],
-                "setup_cache": SETUP_CACHES["sweep"],
-                # A different shape set is a different measurement: asv keeps history per version.
-                "version": f"{VERSION}-{_digest(sweep)}",
-                **_named(_SweepTrack, "track_geomean_pct_cublas", name),
-            })
-    return made
+def pct_params(group: str, tensor_core: bool = False) -> list:
+    """[kernels, precisions] of a % of cuBLAS class: its time twin's kernels but cuBLAS."""
+    kernel_names, _, precs = ladder_params(group, tensor_core)
+    return [[k for k in kernel_names if _registry.get(k).family != "cublas"], precs]
 
 
-_CLASSES = _make_classes()
-globals().update(_CLASSES)
+def sweep_shape_texts() -> list[str]:
+    return [_shape_text(s) for s in sweep_shapes()]
+
+
+def sweep_params(family: str) -> list:
+    """[kernels, precisions] of a family's sweep class: its general-purpose kernel, at every
+    allowed precision it has."""
+    ks = sweep_kernels(family)
+    return [ks, [p for p in precisions() if any(p in _registry.get(k).precisions for k in ks)]]
+
+
+def sweep_version() -> str:
+    # A different shape set is a different measurement: asv keeps history per version.
+    return f"{VERSION}-{_digest(sweep_shape_texts())}"
+
+
+def _pretty(name: str) -> str:
+    """The ``pretty_name`` asv shows for ``name`` (Class.method) of this module."""
+    return _asv_results.pretty_name(f"{__name__.rsplit('.', 1)[-1]}.{name}")
+
+
+# ---------------------------------------------------------------------------- the classes
+# Each class's track_ method is its own (asv reads ``pretty_name`` from the function); it calls
+# the shared base's measured value. A class with no point under this set is dropped below.
+
+class Naive(_GemmTrack):
+    """naive group, fp32: median kernel time (s) per kernel x shape, cuBLAS included."""
+    group, setup_cache, version = "naive", _cache_naive, VERSION
+    params = ladder_params("naive")
+
+    def track_time(self, cache, kernel, shape, precision):
+        return self._time(cache, kernel, shape, precision)
+    track_time.pretty_name = _pretty("Naive.track_time")
+
+
+class NaivePctCublas(_PctTrack):
+    """naive group, fp32: geometric mean over the group's shapes of % of cuBLAS (same process)."""
+    group, setup_cache, version = "naive", _cache_naive, VERSION
+    shapes = shapes("naive")
+    params = pct_params("naive")
+
+    def track_pct_cublas(self, cache, kernel, precision):
+        return self._pct(cache, kernel, precision)
+    track_pct_cublas.pretty_name = _pretty("NaivePctCublas.track_pct_cublas")
+
+
+class NaiveTensorCore(_GemmTrack):
+    """naive group, tf32 / tf32x3: median kernel time (s) per kernel x shape, cuBLAS included."""
+    group, setup_cache, version = "naive", _cache_naive, VERSION
+    params = ladder_params("naive", tensor_core=True)
+
+    def track_time(self, cache, kernel, shape, precision):
+        return self._time(cache, kernel, shape, precision)
+    track_time.pretty_name = _pretty("NaiveTensorCore.track_time")
+
+
+class NaiveTensorCorePctCublas(_PctTrack):
+    """naive group, tf32 / tf32x3: geometric mean over the group's shapes of % of cuBLAS."""
+    group, setup_cache, version = "naive", _cache_naive, VERSION
+    shapes = shapes("naive")
+    params = pct_params("naive", tensor_core=True)
+
+    def track_pct_cublas(self, cache, kernel, precision):
+        return self._pct(cache, kernel, precision)
+    track_pct_cublas.pretty_name = _pretty("NaiveTensorCorePctCublas.track_pct_cublas")
+
+
+class Tiled(_GemmTrack):
+    """tiled group, fp32: median kernel time (s) per kernel x shape, cuBLAS included."""
+    group, setup_cache, version = "tiled", _cache_tiled, VERSION
+    params = ladder_params("tiled")
+
+    def track_time(self, cache, kernel, shape, precision):
+        return self._time(cache, kernel, shape, precision)
+    track_time.pretty_name = _pretty("Tiled.track_time")
+
+
+class TiledPctCublas(_PctTrack):
+    """tiled group, fp32: geometric mean over the group's shapes of % of cuBLAS (same process)."""
+    group, setup_cache, version = "tiled", _cache_tiled, VERSION
+    shapes = shapes("tiled")
+    params = pct_params("tiled")
+
+    def track_pct_cublas(self, cache, kernel, precision):
+        return self._pct(cache, kernel, precision)
+    track_pct_cublas.pretty_name = _pretty("TiledPctCublas.track_pct_cublas")
+
+
+class TiledTensorCore(_GemmTrack):
+    """tiled group, tf32 / tf32x3: median kernel time (s) per kernel x shape, cuBLAS included."""
+    group, setup_cache, version = "tiled", _cache_tiled, VERSION
+    params = ladder_params("tiled", tensor_core=True)
+
+    def track_time(self, cache, kernel, shape, precision):
+        return self._time(cache, kernel, shape, precision)
+    track_time.pretty_name = _pretty("TiledTensorCore.track_time")
+
+
+class TiledTensorCorePctCublas(_PctTrack):
+    """tiled group, tf32 / tf32x3: geometric mean over the group's shapes of % of cuBLAS."""
+    group, setup_cache, version = "tiled", _cache_tiled, VERSION
+    shapes = shapes("tiled")
+    params = pct_params("tiled", tensor_core=True)
+
+    def track_pct_cublas(self, cache, kernel, precision):
+        return self._pct(cache, kernel, precision)
+    track_pct_cublas.pretty_name = _pretty("TiledTensorCorePctCublas.track_pct_cublas")
+
+
+class SplitK(_GemmTrack):
+    """split_k group, fp32: median kernel time (s) per kernel x shape, cuBLAS included."""
+    group, setup_cache, version = "split_k", _cache_split_k, VERSION
+    params = ladder_params("split_k")
+
+    def track_time(self, cache, kernel, shape, precision):
+        return self._time(cache, kernel, shape, precision)
+    track_time.pretty_name = _pretty("SplitK.track_time")
+
+
+class SplitKPctCublas(_PctTrack):
+    """split_k group, fp32: geometric mean over the group's shapes of % of cuBLAS (same process)."""
+    group, setup_cache, version = "split_k", _cache_split_k, VERSION
+    shapes = shapes("split_k")
+    params = pct_params("split_k")
+
+    def track_pct_cublas(self, cache, kernel, precision):
+        return self._pct(cache, kernel, precision)
+    track_pct_cublas.pretty_name = _pretty("SplitKPctCublas.track_pct_cublas")
+
+
+class SplitKTensorCore(_GemmTrack):
+    """split_k group, tf32 / tf32x3: median kernel time (s) per kernel x shape, cuBLAS included."""
+    group, setup_cache, version = "split_k", _cache_split_k, VERSION
+    params = ladder_params("split_k", tensor_core=True)
+
+    def track_time(self, cache, kernel, shape, precision):
+        return self._time(cache, kernel, shape, precision)
+    track_time.pretty_name = _pretty("SplitKTensorCore.track_time")
+
+
+class SplitKTensorCorePctCublas(_PctTrack):
+    """split_k group, tf32 / tf32x3: geometric mean over the group's shapes of % of cuBLAS."""
+    group, setup_cache, version = "split_k", _cache_split_k, VERSION
+    shapes = shapes("split_k")
+    params = pct_params("split_k", tensor_core=True)
+
+    def track_pct_cublas(self, cache, kernel, precision):
+        return self._pct(cache, kernel, precision)
+    track_pct_cublas.pretty_name = _pretty("SplitKTensorCorePctCublas.track_pct_cublas")
+
+
+class SweepCuda(_SweepTrack):
+    """cuda: geometric mean of % of cuBLAS (same process) of the family's general-purpose kernel
+    over the sweep shapes (compare.harness.shapes.shape_set("asv"))."""
+    group, setup_cache, version = "sweep", _cache_sweep, sweep_version()
+    shapes = sweep_shape_texts()
+    params = sweep_params("cuda")
+
+    def track_geomean_pct_cublas(self, cache, kernel, precision):
+        return self._geomean(cache, kernel, precision)
+    track_geomean_pct_cublas.pretty_name = _pretty("SweepCuda.track_geomean_pct_cublas")
+
+
+class SweepTriton(_SweepTrack):
+    """triton: geometric mean of % of cuBLAS (same process) of the family's general-purpose kernel
+    over the sweep shapes (compare.harness.shapes.shape_set("asv"))."""
+    group, setup_cache, version = "sweep", _cache_sweep, sweep_version()
+    shapes = sweep_shape_texts()
+    params = sweep_params("triton")
+
+    def track_geomean_pct_cublas(self, cache, kernel, precision):
+        return self._geomean(cache, kernel, precision)
+    track_geomean_pct_cublas.pretty_name = _pretty("SweepTriton.track_geomean_pct_cublas")
+
+
+# A class without points under this set (no tensor-core kernel in the naive group; only fp32 in
+# GEMM_BENCH_PRECISIONS) is no benchmark: asv must not see it.
+_CLASSES = {c.__name__: c for c in (
+    Naive, NaivePctCublas, NaiveTensorCore, NaiveTensorCorePctCublas,
+    Tiled, TiledPctCublas, TiledTensorCore, TiledTensorCorePctCublas,
+    SplitK, SplitKPctCublas, SplitKTensorCore, SplitKTensorCorePctCublas,
+    SweepCuda, SweepTriton) if all(c.params)}
+for _name in [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, _Common)
+              and not n.startswith("_") and n not in _CLASSES]:
+    del globals()[_name]
 
 
 def plan() -> list[tuple[str, int]]:

@@ -20,9 +20,10 @@ from typing import Optional
 
 from .harness.errors import UsageError
 from .harness.files import write_atomically
+from .outputs import selection   # the flags -> (kernel, problem) pairs
 from .outputs import targets   # -o / --plot / --from-json: checked before any GPU work
 # The shape catalogue (every default and named set) is compare/harness/shapes.py.
-from .harness.shapes import GROUP_DEFAULTS as DEFAULT_SHAPES, INTERPRET_DEFAULTS as INTERPRET_SHAPES
+from .harness.shapes import INTERPRET_DEFAULTS as INTERPRET_SHAPES
 
 # One paragraph a line: _EpilogFormatter wraps each to the terminal's width (COLUMNS), hanging
 # its continuation lines by two columns.
@@ -68,7 +69,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare GEMM kernels (handwritten CUDA stages, Triton, cuBLAS) on identical inputs.",
         epilog=EPILOG, formatter_class=_EpilogFormatter, fromfile_prefix_chars="@")
     p.convert_arg_line_to_args = _arg_file_line
-    from .outputs import selection
     selection.add_flags(p, default_shapes="the group's shapes")
     p.add_argument("--list", action="store_true", help="print the stage ladder and the registered kernels, then exit")
     p.add_argument("--profile", action="store_true",
@@ -190,58 +190,6 @@ def _arg_file_line(line: str) -> list[str]:
     return [] if not line or line.startswith("#") else [line]
 
 
-def _shape_texts(args, kernels) -> list[str]:
-    """The shape strings this run uses: --shape, --sweep/--shapes-file, or the groups' defaults."""
-    from .harness.registry import GROUPS, STAGE_BY_NAME
-    from .outputs import selection
-    if args.interpret:
-        defaults = INTERPRET_SHAPES
-    else:
-        groups = {k.group for k in kernels if k.family != "cublas"}
-        if args.stage in STAGE_BY_NAME:
-            groups.add(STAGE_BY_NAME[args.stage].group)
-        defaults = []
-        for g in GROUPS:
-            if g in groups or args.stage in (g, "all"):
-                defaults += [t for t in DEFAULT_SHAPES[g] if t not in defaults]
-    return selection.shape_texts(args, defaults)
-
-
-def _is_sweep(args) -> bool:
-    from .outputs.selection import is_sweep
-    return is_sweep(args)
-
-
-def _problems(args, kernels) -> list:
-    from .outputs import selection
-    return selection.problems(args, _shape_texts(args, kernels))
-
-
-def _pairs(args, kernels, problems):
-    """Which kernel runs which problem. With default shapes, a kernel runs its own group's shapes
-    (the naive stage is not run at 8192^3); cuBLAS runs all of them as the baseline."""
-    from .harness.problem import parse_shape
-    if args.shape or args.interpret or _is_sweep(args):
-        return [(k, p) for p in problems for k in kernels]
-    group_shapes = {g: {parse_shape(t) for t in ts} for g, ts in DEFAULT_SHAPES.items()}
-    out = []
-    for p in problems:
-        for k in kernels:
-            if k.family == "cublas" or (p.M, p.N, p.K) in group_shapes.get(k.group, set()):
-                out.append((k, p))
-    return out
-
-
-def _select(args) -> list:
-    from .outputs import selection
-    return selection.kernels(args, interpret=args.interpret)
-
-
-def _options(args, selected) -> dict:
-    from .outputs import selection
-    return selection.options(args, selected)
-
-
 def _check_something_runs(pairs, skip, selected) -> None:
     """A run whose every row would be unsupported or skipped proves nothing: say so before any
     GPU work. cuBLAS alone counts only when it is all that was selected."""
@@ -338,7 +286,7 @@ def draw(results, env, args) -> bool:
         print(f"error: --plot {args.plot} not written: no row has status ok and a time "
               f"(every kernel FAILED, errored or was not run)", file=sys.stderr)
         return False
-    if _is_sweep(args):
+    if selection.is_sweep(args):
         from .outputs.plot import default_title
         from .outputs.sweep import plot_sweep
         title = default_title([r for r in results if r.status == "ok" and r.tflops], env.get("gpu", ""))
@@ -396,9 +344,8 @@ def _start_worker_early(args) -> None:
         from .outputs.dask_cluster import start_early
         from .outputs.distributed import check_flags
         targets.validate(args)
-        check_flags(args, _is_sweep(args))
+        check_flags(args, selection.is_sweep(args))
         if args.interpret:
-            from .outputs import selection
             selection.check_interpretable(args, selection.shape_texts(args, INTERPRET_SHAPES))
         args.early_cluster = start_early(args)
     elif not (args.in_process or args.cluster is not None):
@@ -416,9 +363,8 @@ def _main(args) -> int:
         # refused --cluster port or an unwritable -o is said at once.
         targets.validate(args)
         from .outputs.distributed import check_flags
-        check_flags(args, _is_sweep(args))
-    from .harness import registry, runner
-    from .harness.problem import ProblemError
+        check_flags(args, selection.is_sweep(args))
+    from .harness import registry
     registry.load_plugins(args.plugin)   # --plugin: after TRITON_INTERPRET is set, before --list and the selection
 
     if args.list:
@@ -428,27 +374,35 @@ def _main(args) -> int:
         from cuda_kernels import resources
         return resources.main(["--arch", args.arch])
     if args.from_json:
-        from .outputs import report
-        results, env = [], None
-        for path in args.from_json:   # every file is read (and refused) before anything is rendered
-            rows, file_env = report.load(path)
-            results.extend(rows)
-            env = env if env is not None else file_env
-        results = targets.filter_loaded(results, args)
-        if args.plot and not any(r.status == "ok" and r.tflops for r in results):
-            raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
-                             f"(a --check or --interpret run?)")
-        return _report(results, env, args)
+        return _report_files(args)
+    return _run(args)
 
+
+def _report_files(args) -> int:
+    """--from-json FILE...: the recorded rows, filtered and rendered as a run's would be."""
+    from .outputs import report
+    results, env = [], None
+    for path in args.from_json:   # every file is read (and refused) before anything is rendered
+        rows, file_env = report.load(path)
+        results.extend(rows)
+        env = env if env is not None else file_env
+    results = targets.filter_loaded(results, args)
+    if args.plot and not any(r.status == "ok" and r.tflops for r in results):
+        raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
+                         f"(a --check or --interpret run?)")
+    return _report(results, env, args)
+
+
+def _run(args) -> int:
+    """The selection measured (or checked): here, in the isolation worker, or on Dask (--workers,
+    --cluster); rendered, with the run's exit status."""
     from .harness import worker as _worker
     # A Dask sweep's workers are its processes: no isolation worker of its own.
     dask_sweep = args.workers is not None or args.cluster
     pool = getattr(args, "worker", None)      # started by _start_worker_early
-    selected = _select(args)
-    options = _options(args, selected)
-    problems = _problems(args, selected)
+    chosen = selection.select(args, interpret=args.interpret)
+    selected, options, problems, pairs = chosen.kernels, chosen.options, chosen.problems, chosen.pairs
     if args.interpret:
-        from .outputs import selection
         selection.check_interpretable(args, list(dict.fromkeys(p.shape for p in problems)))
 
     def skip(k):
@@ -456,14 +410,46 @@ def _main(args) -> int:
             return "needs a GPU (--interpret runs the Triton kernels only)"
         return None
 
-    pairs = runner.baseline_pairs(_pairs(args, selected, problems))
     _check_something_runs(pairs, skip, selected)
     if dask_sweep:
         from .outputs.distributed import run_from_cli
         return _report(*run_from_cli(args, pairs, skip, options), args)
 
-    from .harness.inputs import gpu_available
+    device, timing = _ready_device(args, pool, selected, problems)
+    ahead = None
+    if pool and not args.interpret:
+        from .harness.precompile import compile_ahead
+        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs,
+                              plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
+                              say=lambda s: print(s, file=sys.stderr, flush=True))
+    ckpt = _worker.checkpoint_for_run(args)
+    if timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
+        from cuda_kernels.probes.peaks import ensure as measured_peaks
+        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
+
+    t_run = time.perf_counter()
+    results, interrupted = _measure(args, pairs, pool, ckpt, skip=skip, options=options, timing=timing, device=device)
     from .harness import gpuinfo
+    env = gpuinfo.environment().as_dict()
+    if interrupted:
+        env["interrupted"] = f"{len(results)} of {len(pairs)} rows finished; the rest were not run"
+    if args.interpret:
+        env["gpu"] = "none (Triton interpreter on CPU)"
+    if ahead:
+        env["compile_ahead"] = ahead
+    env["run_s"] = round(time.perf_counter() - t_run, 2)     # the pairs, after compile-ahead
+    code = _report(results, env, args, judge=not interrupted)
+    if ckpt and not interrupted:
+        ckpt.finish()
+    return interrupted or code
+
+
+def _ready_device(args, pool, selected, problems) -> tuple:
+    """(device, timing) for runner.run, once the run can start: a GPU there is and every shape
+    fits it (said with the limit named, before any kernel runs); the worker told what runs."""
+    from .harness import worker as _worker
+    from .harness.inputs import gpu_available
+    from .harness.problem import ProblemError
     if args.interpret:
         device, timing = "cpu", False
     else:
@@ -484,17 +470,13 @@ def _main(args) -> int:
                     raise UsageError(str(e)) from None
     if pool and args.interpret:
         _worker.ready_for_run(pool, args, selected, [])
-    ahead = None
-    if pool and not args.interpret:
-        from .harness.precompile import compile_ahead
-        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs,
-                              plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
-                              say=lambda s: print(s, file=sys.stderr, flush=True))
-    ckpt = _worker.checkpoint_for_run(args)
-    if timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
-        from cuda_kernels.probes.peaks import ensure as measured_peaks
-        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
+    return device, timing
 
+
+def _measure(args, pairs, pool, ckpt, *, skip, options, timing, device) -> tuple:
+    """runner.run over the pairs, with the progress line; (rows, None) or, after Ctrl-C, (the
+    rows finished, 130) once _interrupted has said where they went."""
+    from .harness import runner
     prog = _progress(not args.quiet, len(pairs), pairs)
 
     def progress(k, p):
@@ -502,7 +484,6 @@ def _main(args) -> int:
             prog.update(k, p)
 
     interrupted = None
-    t_run = time.perf_counter()
     try:
         results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
                              measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
@@ -514,18 +495,7 @@ def _main(args) -> int:
             prog.stop()
     if interrupted:   # said after the progress bar is gone
         interrupted = _interrupted(pool, ckpt, args, len(results), len(pairs))
-    env = gpuinfo.environment().as_dict()
-    if interrupted:
-        env["interrupted"] = f"{len(results)} of {len(pairs)} rows finished; the rest were not run"
-    if args.interpret:
-        env["gpu"] = "none (Triton interpreter on CPU)"
-    if ahead:
-        env["compile_ahead"] = ahead
-    env["run_s"] = round(time.perf_counter() - t_run, 2)     # the pairs, after compile-ahead
-    code = _report(results, env, args, judge=not interrupted)
-    if ckpt and not interrupted:
-        ckpt.finish()
-    return interrupted or code
+    return results, interrupted
 
 
 def _interrupted(pool, ckpt, args, done: int, total: int) -> int:
@@ -561,7 +531,7 @@ def _report(results, env: dict, args, judge: bool = True) -> int:
     the same for a measured run and a recorded one (an interrupted one: no exit code, ``judge``
     False)."""
     summary = None
-    if _is_sweep(args) or getattr(args, "variant", None):
+    if selection.is_sweep(args) or getattr(args, "variant", None):
         from .outputs import sweep
         summary = sweep.summarize(results)
     render(results, env, args, summary)

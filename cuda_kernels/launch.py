@@ -599,18 +599,7 @@ def _wgmma_prepare(spec: StageSpec):
         b_path = opts.get("b_operand") or "registers"
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
-        if b_path == "registers":
-            labels = [regb_label(tm, st, split3) for tm, st in REGB_TILES[problem.precision]]
-            if opts.get("tile") and opts["tile"] not in labels:
-                raise UsageError(f"{spec.name}: tile={opts['tile']} is not a {problem.precision} tile of the "
-                                 f"register-operand path; one of {', '.join(labels)}")
-            tm, stages = (next(t for t in REGB_TILES[problem.precision] if regb_label(*t, split3) == opts["tile"])
-                          if opts.get("tile") else
-                          regb_tile(M, N, K, be.sm_count(), problem.precision, opts.get("split_k")))
-            cfg = spec.config(regb_label(tm, stages, split3))
-        elif opts.get("tile") and opts["tile"] != cfg.label:
-            raise UsageError(f"{spec.name}: tile={opts['tile']}: the copy path of {problem.precision} has the one "
-                             f"tile {cfg.label}")
+        cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
         if b_path == "copy":
             bt, bts = copy(B, K, N, True, split3)
         copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
@@ -653,24 +642,52 @@ def _wgmma_prepare(spec: StageSpec):
         launch = _launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
-        config = {"tile": cfg.label, **_geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
-                  "split_k": plan.splits, "k_chunk": plan.chunk,
-                  "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
-                                if plan.splits > 1 else "none (one split)"),
-                  "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
-                                f"{' and split' if split3 else ''}" if b_path == "copy"
-                                else ("B read by TMA as stored" if b_as_stored else
-                                      f"B's rows padded to {_cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
-                                     + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
-                                       "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
-                  "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
-                                else "read by TMA as given (the tensor cores truncate to TF32)"),
-                  "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
-                                     "per 32 of K, added by FADD" if split3 else
-                                     "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
-                  "chosen_by": _chosen_by(opts)}
+        config = _wgmma_config(cfg, grid, plan, opts, kp=kp, N=N, split3=split3, b_path=b_path,
+                               b_as_stored=b_as_stored, copied_a=copied_a)
         return _with_config(launch, config)
     return prepare
+
+
+def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path: str, sms: int):
+    """Stage 13's kernel configuration: on the register-operand path the tile --opt tile names,
+    else regb_tile's choice for the shape; on the copy path its one tile (an --opt tile naming
+    another is refused)."""
+    from compare.harness.errors import UsageError
+    M, N, K = problem.M, problem.N, problem.K
+    if b_path == "registers":
+        labels = [regb_label(tm, st, split3) for tm, st in REGB_TILES[problem.precision]]
+        if opts.get("tile") and opts["tile"] not in labels:
+            raise UsageError(f"{spec.name}: tile={opts['tile']} is not a {problem.precision} tile of the "
+                             f"register-operand path; one of {', '.join(labels)}")
+        tm, stages = (next(t for t in REGB_TILES[problem.precision] if regb_label(*t, split3) == opts["tile"])
+                      if opts.get("tile") else
+                      regb_tile(M, N, K, sms, problem.precision, opts.get("split_k")))
+        return spec.config(regb_label(tm, stages, split3))
+    if opts.get("tile") and opts["tile"] != cfg.label:
+        raise UsageError(f"{spec.name}: tile={opts['tile']}: the copy path of {problem.precision} has the one "
+                         f"tile {cfg.label}")
+    return cfg
+
+
+def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
+                  copied_a: bool) -> dict:
+    """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
+    return {"tile": cfg.label, **_geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
+            "split_k": plan.splits, "k_chunk": plan.chunk,
+            "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
+                          if plan.splits > 1 else "none (one split)"),
+            "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
+                          f"{' and split' if split3 else ''}" if b_path == "copy"
+                          else ("B read by TMA as stored" if b_as_stored else
+                                f"B's rows padded to {_cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
+                               + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
+                                 "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
+            "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
+                          else "read by TMA as given (the tensor cores truncate to TF32)"),
+            "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
+                               "per 32 of K, added by FADD" if split3 else
+                               "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
+            "chosen_by": _chosen_by(opts)}
 
 
 _PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare, WGMMA: _wgmma_prepare}

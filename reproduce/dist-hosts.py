@@ -25,13 +25,11 @@ ORDER = (sys.argv[2] if len(sys.argv) > 2 else "main,main,thread,loop,child,dask
 
 def build():
     from compare import cli
-    from compare.harness import runner
+    from compare.outputs import selection
     args = cli.build_parser().parse_args(["--distribution", SPEC, "--kernel", "cuda.11_stream_k", "--kernel",
                                           "triton.stream_k", "--precision", "fp32", "--budget", "0.25", "--quiet"])
-    sel = cli._select(args)
-    opts = cli._options(args, sel)
-    pairs = runner.baseline_pairs(cli._pairs(args, sel, cli._problems(args, sel)))
-    return pairs, opts, {"budget_s": 0.25, "target_noise": args.target_noise}
+    sel = selection.select(args)
+    return sel.pairs, sel.options, {"budget_s": 0.25, "target_noise": args.target_noise}
 
 
 def go(execute=None):

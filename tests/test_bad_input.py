@@ -120,9 +120,7 @@ def _finished_checkpoint(path, argv) -> int:
     """A checkpoint holding every shape of the sweep ``argv`` asks for, as the sweep writes it."""
     args = cli.build_parser().parse_args(argv)
     os.environ["TRITON_INTERPRET"] = "1"
-    selected = cli._select(args)
-    problems = cli._problems(args, selected)
-    pairs = runner.baseline_pairs(cli._pairs(args, selected, problems))
+    pairs = selection.select(args, interpret=args.interpret).pairs
     kept = {}
     for shape, group in dist.group_by_shape(pairs).items():
         rows = [runner.blank_row(k, p, runner.OK) for k, p in group]

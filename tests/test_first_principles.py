@@ -123,7 +123,7 @@ def test_the_l2_flush_buffer_is_twice_the_l2_and_is_all_written(monkeypatch, l2_
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(L2_cache_size=l2_bytes))
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
     monkeypatch.setattr(torch, "empty", empty)
-    buf = timing._l2_flush_buffer()
+    buf = timing.l2_flush_buffer()
     assert made and buf is made[0]
     assert buf.numel() * buf.element_size() >= 2 * assumed
     if l2_bytes:

@@ -188,6 +188,42 @@ def test_no_import_cycle_at_module_level():
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
+def private_uses(root: str) -> list[str]:
+    """``from compare.X import _name`` and ``mod._name`` (``mod`` bound to a compare module by an
+    import) in compare/, reproduce/ and benchmarks/: a private helper of compare used outside its
+    module. The selection in particular has one public entry (compare/outputs/selection.py select)."""
+    paths = [path for path, _ in (v for k, v in modules(root).items() if k.startswith("compare"))]
+    for folder in ("reproduce", "benchmarks"):
+        top = os.path.join(root, folder)
+        if os.path.isdir(top):
+            paths += [os.path.join(top, f) for f in sorted(os.listdir(top)) if f.endswith(".py")]
+    bad = []
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), filename=path)
+        rel = os.path.relpath(path, root)
+        bound = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level or base.split(".")[0] == "compare":
+                    bound |= {a.asname or a.name for a in node.names}
+                    bad += [f"{rel}:{node.lineno} imports {a.name} from {'.' * node.level}{base}"
+                            for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            elif isinstance(node, ast.Import):
+                bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("compare")}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                bad.append(f"{rel}:{node.lineno} uses {node.value.id}.{node.attr}")
+    return bad
+
+
+def test_no_private_helper_of_compare_is_used_outside_its_module():
+    bad = private_uses(REPO)
+    assert not bad, "make it public where it belongs (or go through selection.select):\n" + "\n".join(bad)
+
+
 # ------------------------------------------------------------- the checker on a made-up tree
 
 def _tree(tmp_path, files: dict[str, str]) -> str:

@@ -214,7 +214,7 @@ def test_measure_flushes_l2_before_every_sample_by_default(monkeypatch):
 def test_torch_gpu_flush_writes_its_buffer_by_default(monkeypatch):
     """TorchGPU() (what measure builds) zeroes its L2-sized buffer on every flush_l2."""
     buf = torch.ones(1024, dtype=torch.int32)
-    monkeypatch.setattr(timing, "_l2_flush_buffer", lambda: buf)
+    monkeypatch.setattr(timing, "l2_flush_buffer", lambda: buf)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: object())
     gpu = timing.TorchGPU()
     gpu.flush_l2()

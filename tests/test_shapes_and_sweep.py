@@ -332,8 +332,9 @@ def test_every_default_shape_list_is_read_from_the_catalogue():
     from benchmarks import gemm
     from compare import cli
     from compare.harness import registry
-    from compare.outputs import profile
-    assert cli.DEFAULT_SHAPES is shapes.GROUP_DEFAULTS
+    from compare.outputs import profile, selection
+    assert selection.GROUP_DEFAULTS is shapes.GROUP_DEFAULTS       # the CLI's defaults: selection.select
+    assert selection.INTERPRET_DEFAULTS is shapes.INTERPRET_DEFAULTS
     assert cli.INTERPRET_SHAPES is shapes.INTERPRET_DEFAULTS
     assert profile.DEFAULT_SHAPE == shapes.PROFILE_DEFAULT
     assert gemm.SHAPE_SETS is shapes.ASV_GROUP_SETS

@@ -135,8 +135,25 @@ def test_results_hold_data_and_argument_files_only():
             assert "import compare" not in text and "from compare" not in text, p
 
 
+@pytest.fixture
+def registry_as_it_was():
+    """A --plugin in an argument file registers kernels and stages for the rest of the process:
+    put the registry back after the test, so later tests see the ladder alone."""
+    import sys
+    live = (registry._REGISTRY, registry.STAGE_BY_NAME, registry._PLUGINS, registry._BY_MODULE)
+    saved = [dict(d) for d in live]
+    stages = list(registry.STAGES)
+    yield
+    for name in set(registry._BY_MODULE) - set(saved[3]):     # the plugin modules this test imported
+        sys.modules.pop(name, None)
+    for d, old in zip(live, saved):
+        d.clear()
+        d.update(old)
+    registry.STAGES[:] = stages
+
+
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(RESULTS.parent)) for p in RESULTS.rglob("*.args")))
-def test_every_results_argument_file_runs_up_to_the_gpu(path, monkeypatch, capsys):
+def test_every_results_argument_file_runs_up_to_the_gpu(path, monkeypatch, capsys, registry_as_it_was):
     """Each results/**/*.args is a valid command of today's CLI: everything before the GPU work
     (flags, kernels, options, shapes) is accepted; it stops only for want of a GPU (or ncu)."""
     import compare.harness.inputs as inputs

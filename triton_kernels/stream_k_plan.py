@@ -248,6 +248,14 @@ class _Plan:
         self.tile, self.d = choose_plan(self.M, self.N, self.K, precision, sms, tile, mode, grid, align,
                                         l2_bytes(A.device))
 
+        self._prepare_operands(A, B, precision, o, ffma)
+        self._set_hints(C, options)
+        self._stream_k_workspace(A, deterministic)
+        self.config = self._tile_config(precision, sms, options)
+
+    def _prepare_operands(self, A, B, precision: str, o: dict, ffma: bool) -> None:
+        """A and B as the tile GEMM reads them (the layout, a copy where it pays or is asked for,
+        the swapped product, tf32x3's split operands): self.a, self.b, self.swap_ab, self.x3_split."""
         operands, b_transpose, x3_split = o["operands"], o["b_transpose"], o["tf32x3_split"]
         if b_transpose == "auto" and operands in ("auto", "as_given", "copy_a", "copy_b") and _swap_pays(precision, self.M, self.N, B, self.tile):
             b_transpose = "swap"
@@ -285,6 +293,9 @@ class _Plan:
                 self.a = _prepare_a(A, "k", allow_direct=False)
             self.a = self.a.split()
         self.x3_split = "ffma" if ffma else x3_split if precision == "tf32x3" else "n/a"
+
+    def _set_hints(self, C, options: dict) -> None:
+        """The operands' and C's 16-byte alignment hints (self.hint, a_hint, b_hint, c_hint)."""
         # The 16-byte hints where true (every copy satisfies them; an operand read as given
         # only when its strides do); hint=off only to compare with what Triton does unhinted
         # (python -m reproduce.stream_k_study --ptx).
@@ -293,6 +304,9 @@ class _Plan:
         self.b_hint = self.hint and self.b.hinted
         self.c_hint = self.hint and (C.stride(1) == 1 and C.stride(0) % 4 == 0 and self.N % 4 == 0 and _aligned(C))
 
+    def _stream_k_workspace(self, A, deterministic: bool) -> None:
+        """The stream-K programs' share of iterations (sk_q, sk_r), the fixup's shape and, for the
+        deterministic fixup, the partials' workspace self.W."""
         d, t = self.d, self.tile
         self.sk_q, self.sk_r = (divmod(d.sk_tiles * d.iters, d.sk_programs) if d.sk_programs else (0, 0))
         self.W = None
@@ -303,8 +317,12 @@ class _Plan:
             if n > 2**31 - 1:
                 raise UsageError(f"stream-K workspace of {n} elements exceeds 32-bit indexing; use fewer programs")
             self.W = torch.empty(n, device=A.device, dtype=torch.float32)
+
+    def _tile_config(self, precision: str, sms: int, options: dict) -> dict:
+        """The row's config of a tile GEMM plan (every choice the plan made, and who made it)."""
+        d, t, deterministic = self.d, self.tile, self.deterministic
         split_tiles = sum(1 for tt in range(d.sk_tiles) if self._split(tt))
-        self.config = {
+        return {
             "tile": t.dims, "num_warps": t.warps, "num_stages": t.stages, "group_m": t.group_m,
             "decomposition": d.mode, "tiles": d.tiles, "iters_per_tile": d.iters, "sk_tiles": d.sk_tiles,
             "split_tiles": split_tiles, "sk_programs": d.sk_programs, "dp_tiles": d.dp_tiles, "grid": d.grid,

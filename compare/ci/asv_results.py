@@ -117,12 +117,13 @@ def _as_float(v, where: str) -> Optional[float]:
     return float(v)
 
 
-def _column(row: list, cols: list, name: str):
+def column(row: list, cols: list, name: str):
+    """One named column of an asv results row (None where the row ends before it)."""
     i = cols.index(name) if name in cols else None
     return row[i] if i is not None and i < len(row) else None
 
 
-def _per_point(value, n: int, where: str) -> list:
+def per_point(value, n: int, where: str) -> list:
     """A column's value as one entry per point: asv writes null for "all null"."""
     if value is None:
         return [None] * n
@@ -145,7 +146,7 @@ def points_of(data: dict, where: str = "result file") -> dict:
         w = f"{where}: {name}"
         if not isinstance(row, list):
             raise UsageError(f"{w}: row is not a list")
-        params = _column(row, cols, "params")
+        params = column(row, cols, "params")
         if cols.index("params") >= len(row):
             raise UsageError(f"{w}: no 'params' (row ends before that column)")
         if params is None:
@@ -154,9 +155,9 @@ def points_of(data: dict, where: str = "result file") -> dict:
             raise UsageError(f"{w}: 'params' is not a list of value lists")
         combos = list(itertools.product(*params)) if params else [()]
         n = len(combos)
-        result = _per_point(_column(row, cols, "result"), n, w)
-        stats = {c: _per_point(_column(row, cols, c), n, f"{w} {c}") for c in STATS_COLUMNS[:4]}
-        raw = _column(row, cols, "samples") if "samples" in cols else None
+        result = per_point(column(row, cols, "result"), n, w)
+        stats = {c: per_point(column(row, cols, c), n, f"{w} {c}") for c in STATS_COLUMNS[:4]}
+        raw = column(row, cols, "samples") if "samples" in cols else None
         samples = raw if isinstance(raw, list) and len(raw) == n else [None] * n
         for j, combo in enumerate(combos):
             v = _as_float(result[j], w)
@@ -180,7 +181,7 @@ class ResultFile:
 
     def versions(self) -> dict:
         cols = self.data["result_columns"]
-        return {name: _column(row, cols, "version") for name, row in self.data["results"].items()}
+        return {name: column(row, cols, "version") for name, row in self.data["results"].items()}
 
 
 def load(path: str) -> ResultFile:
@@ -260,7 +261,7 @@ def _take_point(dst_row: list, src_row: list, cols: list, j: int, n: int) -> Non
         while len(dst_row) <= i:
             dst_row.append(None)
         dst = _expand(dst_row[i], n)
-        dst[j] = _expand(_column(src_row, cols, col), n)[j]
+        dst[j] = _expand(column(src_row, cols, col), n)[j]
         dst_row[i] = dst
 
 
@@ -286,8 +287,8 @@ def merge(old: dict, new: dict, overwrite: bool = False) -> tuple[dict, list[str
             changed = True
             continue
         row = merged["results"][name]
-        ov, nv = _column(row, cols, "version"), _column(new_row, cols, "version")
-        oparams, nparams = _column(row, cols, "params") or [], _column(new_row, cols, "params") or []
+        ov, nv = column(row, cols, "version"), column(new_row, cols, "version")
+        oparams, nparams = column(row, cols, "params") or [], column(new_row, cols, "params") or []
         if ov != nv or oparams != nparams:
             what = f"version {ov} -> {nv}" if ov != nv else "parameter grid changed"
             if overwrite:

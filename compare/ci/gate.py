@@ -393,7 +393,7 @@ def suspects(rows: list[Row]) -> list[str]:
     return list(dict.fromkeys(r.benchmark for r in rows if _recheckable(r)))
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m compare.ci.gate",
                                  description="Fail (exit 1) when HEAD's asv results are slower than BASE's, "
                                              "newly failing, missing, or when nothing could be compared.")
@@ -419,56 +419,73 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="also write, one per line, an asv --bench regex for every benchmark with a SLOW or "
                          "AMBIGUOUS point, which .ci/gpu's confirm round re-measures (asv matches a parameterized "
                          "benchmark as NAME(PARAM, ...)); empty when none")
+    return ap
+
+
+def main(argv: Optional[list[str]] = None) -> int:
     try:
-        args = ap.parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return USAGE_EXIT if exc.code else OK_EXIT
     try:
-        patterns = [re.compile(b) for b in args.bench]
-    except re.error as exc:
-        print(f"error: --bench: bad regular expression: {exc}", file=sys.stderr)
-        return USAGE_EXIT
-    if not (args.factor > 1.0 and math.isfinite(args.factor)):
-        print("error: --factor must be a number > 1 (e.g. 1.02)", file=sys.stderr)
-        return USAGE_EXIT
-    for flag, path in (("--summary", args.summary), ("--suspects", args.suspects)):
-        if not path:
-            continue
-        if os.path.isdir(path):
-            print(f"error: {flag} {path} is a directory", file=sys.stderr)
-            return USAGE_EXIT
-        try:   # before reading anything: a file that can't be written is a usage error, not a late traceback
-            prove_writable(path)
-        except OSError as exc:
-            print(f"error: {flag} {path} can't be written: {exc.strerror or exc}", file=sys.stderr)
-            return USAGE_EXIT
-    try:
+        patterns = _checked_flags(args)
         machine, bf, hf = pick(args.results_dir, args.base, args.head, args.machine, args.env)
+        if bf.commit == hf.commit:
+            # One result file against itself proves nothing (every slowdown 1.0, no spread to judge),
+            # and a CI that hands the gate one commit twice is misconfigured: refused, not passed.
+            raise UsageError(f"--base {args.base} and --head {args.head} are the same commit {bf.commit[:12]}: "
+                             f"the gate compares two commits")
+        rows = _judged(args, machine, bf, hf)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return USAGE_EXIT
-    if bf.commit == hf.commit:
-        # One result file against itself proves nothing (every slowdown 1.0, no spread to judge),
-        # and a CI that hands the gate one commit twice is misconfigured: refused, not passed.
-        print(f"error: --base {args.base} and --head {args.head} are the same commit {bf.commit[:12]}: "
-              f"the gate compares two commits", file=sys.stderr)
-        return USAGE_EXIT
-    rows = compare(bf, hf, args.factor)
-    if args.confirm_dir:
-        try:
-            runs = [tuple(f.points() for f in pick(d, bf.commit, hf.commit, machine, args.env)[1:])
-                    for d in args.confirm_dir]
-        except UsageError as exc:
-            print(f"error: --confirm-dir: {exc}", file=sys.stderr)
-            return USAGE_EXIT
-        reconfirm(rows, runs, args.factor)
-    explain(rows, failure_notes.read(args.results_dir, hf.commit))
     if patterns:
         rows = [r for r in rows if any(p.search(r.benchmark) for p in patterns)]
     if args.summary:
         write_text_atomically(args.summary, markdown_summary(rows, bf, hf, machine, args.factor))
     if args.suspects:
         write_text_atomically(args.suspects, "".join(f"^{re.escape(b)}(\\(|$)\n" for b in suspects(rows)))
+    return _print_verdict(rows, args, machine, bf, hf)
+
+
+def _checked_flags(args) -> list:
+    """--bench's patterns, once --factor and the files to write are known good (a UsageError
+    before any results file is read)."""
+    try:
+        patterns = [re.compile(b) for b in args.bench]
+    except re.error as exc:
+        raise UsageError(f"--bench: bad regular expression: {exc}") from None
+    if not (args.factor > 1.0 and math.isfinite(args.factor)):
+        raise UsageError("--factor must be a number > 1 (e.g. 1.02)")
+    for flag, path in (("--summary", args.summary), ("--suspects", args.suspects)):
+        if not path:
+            continue
+        if os.path.isdir(path):
+            raise UsageError(f"{flag} {path} is a directory")
+        try:   # before reading anything: a file that can't be written is a usage error, not a late traceback
+            prove_writable(path)
+        except OSError as exc:
+            raise UsageError(f"{flag} {path} can't be written: {exc.strerror or exc}") from None
+    return patterns
+
+
+def _judged(args, machine: str, bf, hf) -> list:
+    """Every point of base against head, judged again over the --confirm-dir re-measurements,
+    with the failure notes of head's run."""
+    rows = compare(bf, hf, args.factor)
+    if args.confirm_dir:
+        try:
+            runs = [tuple(f.points() for f in pick(d, bf.commit, hf.commit, machine, args.env)[1:])
+                    for d in args.confirm_dir]
+        except UsageError as exc:
+            raise UsageError(f"--confirm-dir: {exc}") from None
+        reconfirm(rows, runs, args.factor)
+    explain(rows, failure_notes.read(args.results_dir, hf.commit))
+    return rows
+
+
+def _print_verdict(rows: list, args, machine: str, bf, hf) -> int:
+    """The table (or its failures) and the one-line verdict; the exit status."""
     shown = [r for r in rows if r.failed] if args.failures_only else rows
     print(f"machine {machine}, env {hf.env}\nbase {bf.commit[:12]}  head {hf.commit[:12]}  "
           f"fail if slowdown > {args.factor:g}\n")

@@ -92,10 +92,10 @@ def recorded_numbers(results_dir: str) -> dict:
             rf = asv_results.load(path)
             cols = rf.data["result_columns"]
             for name, row in rf.data["results"].items():
-                params = asv_results._column(row, cols, "params") or []
+                params = asv_results.column(row, cols, "params") or []
                 combos = list(itertools.product(*params)) if params else [()]
-                values = asv_results._per_point(asv_results._column(row, cols, "result"), len(combos), name)
-                version = asv_results._column(row, cols, "version")
+                values = asv_results.per_point(asv_results.column(row, cols, "result"), len(combos), name)
+                version = asv_results.column(row, cols, "version")
                 for combo, v in zip(combos, values):
                     if asv_results.is_number(v if not isinstance(v, int) or isinstance(v, bool) else float(v)):
                         rows.append((rf.commit, name, version, tuple(combo), v))

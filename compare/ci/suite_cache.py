@@ -1,4 +1,4 @@
-"""The measuring half of the asv suite (benchmarks/gemm.py generates the classes; this measures).
+"""The measuring half of the asv suite (benchmarks/gemm.py declares the classes; this measures).
 
 ``measure_points`` runs a group's kernel x shape x precision points and their cuBLAS baselines in
 the calling process (asv's setup_cache: one process per group), each (kernel, problem) once, all

@@ -145,7 +145,8 @@ def _was_busy(gpu, start: float, seconds: float) -> None:
     _Recent.gpu_key, _Recent.end, _Recent.busy_s = _gpu_key(gpu), gpu.now(), carried + seconds
 
 
-def _l2_flush_buffer():
+def l2_flush_buffer():
+    """The buffer a cold sample writes to evict L2 (twice the L2, made once per process)."""
     global _flush_buf
     import torch
     if _flush_buf is None:
@@ -167,7 +168,7 @@ class TorchGPU:
         import torch
         self._torch = torch
         self.stream = torch.cuda.current_stream()
-        self._flush_buf = _l2_flush_buffer() if flush else None
+        self._flush_buf = l2_flush_buffer() if flush else None
 
     def now(self) -> float:
         return time.perf_counter()

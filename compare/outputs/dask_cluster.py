@@ -252,7 +252,7 @@ def _ready_gpu() -> None:
         except ImportError:
             pass
         from compare.harness import timing
-        timing._l2_flush_buffer()
+        timing.l2_flush_buffer()
         gpu_identity(False)
         worker_environment(False)
     except Exception:      # the first shape meets whatever failed here, and reports it

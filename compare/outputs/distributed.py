@@ -171,7 +171,7 @@ def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
     """{shape: (rows, done line)} of the shapes the file finished; a UsageError when it was made
     with a different selection (or is not a checkpoint). ``selection`` None: the file's form
     only (header, version, every line a checkpoint line), before the sweep's kernels are known."""
-    from .report import _from_dict
+    from .report import row_from_dict
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
@@ -212,7 +212,7 @@ def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
             rows.setdefault(obj["shape"], []).append(obj["row"])
         elif "done" in obj and len(rows.get(obj["done"], [])) == obj.get("rows"):
             done[obj["done"]] = obj
-    return {s: ([_from_dict(d) for d in rows[s]], line) for s, line in done.items()}
+    return {s: ([row_from_dict(d) for d in rows[s]], line) for s, line in done.items()}
 
 
 class Checkpoint:
@@ -301,22 +301,8 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     require_dask()
     t_begin = time.perf_counter()        # the time limit counts from here: compile-ahead included
     by_shape = group_by_shape(pairs)
-    kept: dict = {}
-    if checkpoint and resume and os.path.exists(checkpoint):
-        kept = read_checkpoint(checkpoint, selection)
-        print(f"resume: {len(kept)} finished shapes in {checkpoint} ({sum(s in by_shape for s in kept)} of this "
-              f"sweep's {len(by_shape)})", file=sys.stderr)
-    elif checkpoint and os.path.exists(checkpoint):
-        raise UsageError(f"checkpoint {checkpoint} exists: continue it with --resume {checkpoint}, or remove it")
-    gpus: list = []
-    if cluster is None and not interpret:
-        from ..harness.inputs import gpu_available
-        if not gpu_available():
-            raise UsageError("--workers: no CUDA GPU found (torch.cuda.is_available() is False); "
-                             "add --interpret to run the Triton kernels on CPU workers")
-        gpus = visible_gpus()
-        if workers and workers > len(gpus):
-            raise UsageError(f"--workers {workers}: only {len(gpus)} GPU(s) visible; one worker per GPU")
+    kept = _kept_shapes(checkpoint, resume, selection, by_shape)
+    gpus = _local_gpus(workers) if cluster is None and not interpret else []
     n = workers or (2 if interpret else len(gpus))
     todo = [s for s in by_shape if s not in kept]
     jobs = {s: ShapeJob(i, s, [(wire_name(k), p) for k, p in by_shape[s]], options, skipped, timing, interpret,
@@ -330,96 +316,65 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
                               skip=lambda k: skipped.get(k.name), jobs=compile_jobs, plugins=plugins,
                               kernel_timeout=kernel_timeout, say=lambda m: print(m, file=sys.stderr, flush=True))
 
-    from distributed import Client, as_completed
-    from distributed.scheduler import KilledWorker
-    fresh: dict = {}
-    envs: list = []
-    retried: list = []
-    restarted: list = []
+    tally = _Tally()
     started = time.perf_counter()
-    ready = measured = None
-    cl = client = ckpt = None
     if time_limit is not None:     # the workers read wall-clock time: same host, or clocks in sync
         deadline = time.time() + time_limit - (time.perf_counter() - t_begin)
         for job in jobs.values():
             job.deadline = deadline
+    ready, measured = _on_dask(jobs, todo, tally, cluster=cluster, early=early, n=n, interpret=interpret, gpus=gpus,
+                               checkpoint=checkpoint, selection=selection, kept=kept, total=len(by_shape), quiet=quiet)
+    results = []
+    for s in by_shape:
+        results += kept[s][0] if s in kept else tally.fresh.get(s, [])
+    env = _sweep_env(tally.envs, interpret)
+    unfinished = [s for s in by_shape if s not in kept and s not in tally.fresh]   # unstarted, or cut short
+    if unfinished:
+        print(f"time limit ({time_limit} s): {len(unfinished)} of {len(by_shape)} shapes not started; the output "
+              f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
+    fresh = tally.fresh
+    env["distributed"] = {"shapes": len(by_shape), "resumed": len(by_shape) - len(todo), "measured": len(fresh),
+                          "unfinished": len(unfinished),
+                          "gpus": sorted({f"{r.gpu_name} {r.gpu_uuid}" for rows in fresh.values() for r in rows
+                                          if r.gpu_name}),
+                          "retried": tally.retried, "restarted": tally.restarted,
+                          "workers": n if cluster is None else cluster,
+                          "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint,
+                          # where the wall time went: waiting for the cluster, the shapes, closing it
+                          "start_s": round(ready - started, 2) if ready else None,
+                          "shapes_s": round(measured - ready, 2) if ready and measured else None,
+                          "close_s": round(time.perf_counter() - measured, 2) if measured else None,
+                          "compile_ahead": ahead}
+    print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
+          f"{len(fresh)} measured, {len(tally.retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
+    return results, env
+
+
+def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], early: Optional[EarlyCluster],
+             n: int, interpret: bool, gpus: list, checkpoint: Optional[str], selection: dict, kept: dict,
+             total: int, quiet: bool):
+    """The shapes of ``todo`` measured on the cluster (joined, or started here and closed after),
+    streamed to the checkpoint (opened once the cluster is up, closed whatever happens); returns
+    when the cluster was ready and when the last shape came back (None if it never got there)."""
+    from distributed import Client
+    ready = measured = None
+    cl = client = ckpt = None
     try:
-        if not todo:
-            # A finished checkpoint: no cluster to start, nor to tear down half-started (a Dask
-            # close racing its own start printed CommClosedError tracebacks).
-            pass
-        elif cluster:
-            try:
-                client = Client(cluster, timeout="30s")
-            except (OSError, TimeoutError) as exc:
-                raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
-        else:
-            cl = early.take(n, interpret, gpus) if early else None
-            cl = cl or local_cluster(n, interpret, gpus)
+        # A finished checkpoint (no shape to do): no cluster to start, nor to tear down half-started
+        # (a Dask close racing its own start printed CommClosedError tracebacks).
+        if todo and cluster:
+            client = _join(cluster)
+        elif todo:
+            cl = (early.take(n, interpret, gpus) if early else None) or local_cluster(n, interpret, gpus)
             client = Client(cl)
         if client is not None:
             link = client.dashboard_link if dashboard() or cluster else None
             print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
                   f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
         ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
-        progress = Progress(len(by_shape), len(by_shape) - len(todo), quiet)
-        pending = as_completed() if todo else []
-        sends = iter(range(1, 1 << 30))
+        progress = Progress(total, total - len(todo), quiet)
         ready = time.perf_counter()
-        # Every shape goes to the scheduler now, in order; it keeps them queued and hands a worker
-        # its next one the moment it finishes one (no round trip through this process in between),
-        # one per worker thread, so a worker that dies takes only the shape it was measuring.
-        for s in todo:
-            pending.add(_submit(client, jobs[s], next(sends)))
-        restarting: set = set()
-        by_index = {j.index: j for j in jobs.values()}
-        for fut in pending:
-            job = by_index[int(str(fut.key).split("-")[1])]     # keys: shape-<index>-...
-            exc = fut.exception() if fut.status == "error" else None
-            res = fut.result() if exc is None else {}
-            # Let go of the result at once: a result Dask still holds for this client, on a worker
-            # that is then restarted, is computed again elsewhere, and a shape that killed a CUDA
-            # context would kill a second worker's unseen (every shape sent to it bounced after).
-            fut.release()
-            if res.get("not_started") == "time limit":          # left for --resume
-                continue
-            if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
-                job.bounces += 1                 # handed to a worker awaiting replacement: again
-                pending.add(_submit(client, job, next(sends), first=True))
-                continue
-            if res.get("not_started") == DEAD_CONTEXT:
-                why = "only workers with a dead CUDA context took it"
-                rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
-                meta = {"worker": None, "attempts": job.attempt}
-            elif exc is None:
-                rows, worker, label = res["rows"], res["worker"], res["label"]
-                envs.append(res["env"])
-                note = ""
-                if res["sticky"]:
-                    note = " (sticky CUDA error: worker restarted)"
-                    restarting.add(worker)
-                    restarted += [worker] if _restart(client, worker, res["sticky"]) else []
-                meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
-                        "attempts": job.attempt}
-            elif isinstance(exc, KilledWorker) and _last_worker(exc) in restarting:
-                # the restart of a worker with a dead CUDA context ended this shape's task: not its doing
-                pending.add(_submit(client, job, next(sends), first=True))
-                continue
-            elif isinstance(exc, KilledWorker) and job.attempt == 1:
-                job.attempt = 2
-                retried.append(job.shape)
-                print(f"worker died measuring {job.shape}: starting it once more", file=sys.stderr, flush=True)
-                pending.add(_submit(client, job, next(sends), first=True))
-                continue
-            else:
-                why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
-                       else f"the shape's task raised {type(exc).__name__}: {exc}")
-                rows, worker, label, note = died_rows(job, why), None, None, f" (error rows: {why})"
-                meta = {"worker": None, "attempts": job.attempt}
-            fresh[job.shape] = rows
-            if ckpt:
-                ckpt.add(job.shape, rows, **meta)
-            progress.shape_done(job.shape, label or worker, note)
+        _collect(client, jobs, todo, ckpt, progress, tally)
         measured = time.perf_counter()
     finally:
         if ckpt:
@@ -428,34 +383,134 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
             client.close()
         if cl is not None:
             close_quickly(cl)
-    results = []
-    for s in by_shape:
-        results += kept[s][0] if s in kept else fresh.get(s, [])
+    return ready, measured
+
+
+def _kept_shapes(checkpoint: Optional[str], resume: bool, selection: dict, by_shape: dict) -> dict:
+    """--resume: the shapes the checkpoint finished ({shape: (rows, done line)}); none for a new
+    checkpoint, and a UsageError for an existing one without --resume."""
+    if checkpoint and resume and os.path.exists(checkpoint):
+        kept = read_checkpoint(checkpoint, selection)
+        print(f"resume: {len(kept)} finished shapes in {checkpoint} ({sum(s in by_shape for s in kept)} of this "
+              f"sweep's {len(by_shape)})", file=sys.stderr)
+        return kept
+    if checkpoint and os.path.exists(checkpoint):
+        raise UsageError(f"checkpoint {checkpoint} exists: continue it with --resume {checkpoint}, or remove it")
+    return {}
+
+
+def _local_gpus(workers: Optional[int]) -> list:
+    """--workers on this host's GPUs: the visible ones, at least one and no fewer than --workers."""
+    from ..harness.inputs import gpu_available
+    if not gpu_available():
+        raise UsageError("--workers: no CUDA GPU found (torch.cuda.is_available() is False); "
+                         "add --interpret to run the Triton kernels on CPU workers")
+    gpus = visible_gpus()
+    if workers and workers > len(gpus):
+        raise UsageError(f"--workers {workers}: only {len(gpus)} GPU(s) visible; one worker per GPU")
+    return gpus
+
+
+def _join(cluster: str):
+    """A client of the running scheduler at ``cluster`` (--cluster)."""
+    from distributed import Client
+    try:
+        return Client(cluster, timeout="30s")
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
+
+
+def _sweep_env(envs: list, interpret: bool) -> dict:
+    """The first worker's environment; with none (everything came from the checkpoint), this
+    process's view."""
     if envs:
-        env = dict(envs[0])
-    else:                                   # everything came from the checkpoint: this process's view
-        from ..harness import gpuinfo
-        env = gpuinfo.environment().as_dict()
-        if interpret:
-            env["gpu"] = gpu_identity(True)[0]
-    unfinished = [s for s in by_shape if s not in kept and s not in fresh]   # unstarted, or cut short
-    if unfinished:
-        print(f"time limit ({time_limit} s): {len(unfinished)} of {len(by_shape)} shapes not started; the output "
-              f"holds the finished ones" + (f"; --resume {checkpoint} continues" if checkpoint else ""), file=sys.stderr)
-    env["distributed"] = {"shapes": len(by_shape), "resumed": len(by_shape) - len(todo), "measured": len(fresh),
-                          "unfinished": len(unfinished),
-                          "gpus": sorted({f"{r.gpu_name} {r.gpu_uuid}" for rows in fresh.values() for r in rows
-                                          if r.gpu_name}),
-                          "retried": retried, "restarted": restarted, "workers": n if cluster is None else cluster,
-                          "wall_s": round(time.perf_counter() - started, 1), "checkpoint": checkpoint,
-                          # where the wall time went: waiting for the cluster, the shapes, closing it
-                          "start_s": round(ready - started, 2) if ready else None,
-                          "shapes_s": round(measured - ready, 2) if ready and measured else None,
-                          "close_s": round(time.perf_counter() - measured, 2) if measured else None,
-                          "compile_ahead": ahead}
-    print(f"distributed sweep: {len(by_shape)} shapes, {env['distributed']['resumed']} resumed from the checkpoint, "
-          f"{len(fresh)} measured, {len(retried)} retried, in {env['distributed']['wall_s']} s", file=sys.stderr)
-    return results, env
+        return dict(envs[0])
+    from ..harness import gpuinfo
+    env = gpuinfo.environment().as_dict()
+    if interpret:
+        env["gpu"] = gpu_identity(True)[0]
+    return env
+
+
+@dataclass
+class _Tally:
+    """What the shapes' tasks came back with, as the sweep collects them."""
+    fresh: dict = field(default_factory=dict)       # shape -> its rows, measured (or errored) now
+    envs: list = field(default_factory=list)        # each measuring worker's environment
+    retried: list = field(default_factory=list)     # shapes started again after their worker died
+    restarted: list = field(default_factory=list)   # workers restarted after a sticky CUDA error
+
+
+# _outcome's answer for a shape that goes to the scheduler again
+AGAIN = "again"
+
+
+def _collect(client, jobs: dict, todo: list, ckpt: Optional[Checkpoint], progress: Progress, tally: _Tally) -> None:
+    """Every shape of ``todo`` to the scheduler, then each result as it comes: its rows kept (in
+    ``tally``, the checkpoint and the progress line), or the shape sent again."""
+    from distributed import as_completed
+    pending = as_completed() if todo else []
+    sends = iter(range(1, 1 << 30))
+    # Every shape goes to the scheduler now, in order; it keeps them queued and hands a worker
+    # its next one the moment it finishes one (no round trip through this process in between),
+    # one per worker thread, so a worker that dies takes only the shape it was measuring.
+    for s in todo:
+        pending.add(_submit(client, jobs[s], next(sends)))
+    restarting: set = set()
+    by_index = {j.index: j for j in jobs.values()}
+    for fut in pending:
+        job = by_index[int(str(fut.key).split("-")[1])]     # keys: shape-<index>-...
+        exc = fut.exception() if fut.status == "error" else None
+        res = fut.result() if exc is None else {}
+        # Let go of the result at once: a result Dask still holds for this client, on a worker
+        # that is then restarted, is computed again elsewhere, and a shape that killed a CUDA
+        # context would kill a second worker's unseen (every shape sent to it bounced after).
+        fut.release()
+        outcome = _outcome(client, job, res, exc, restarting, tally)
+        if outcome == AGAIN:
+            pending.add(_submit(client, job, next(sends), first=True))
+        elif outcome is not None:
+            rows, who, note, meta = outcome
+            tally.fresh[job.shape] = rows
+            if ckpt:
+                ckpt.add(job.shape, rows, **meta)
+            progress.shape_done(job.shape, who, note)
+
+
+def _outcome(client, job: ShapeJob, res: dict, exc, restarting: set, tally: _Tally):
+    """One finished task: (rows, worker to name, progress note, checkpoint fields); AGAIN where
+    the shape is to be sent again; None where it stays unmeasured (the time limit, for --resume)."""
+    from distributed.scheduler import KilledWorker
+    if res.get("not_started") == "time limit":          # left for --resume
+        return None
+    if res.get("not_started") == DEAD_CONTEXT and job.bounces < MAX_BOUNCES:
+        job.bounces += 1                 # handed to a worker awaiting replacement: again
+        return AGAIN
+    if res.get("not_started") == DEAD_CONTEXT:
+        why = "only workers with a dead CUDA context took it"
+        return died_rows(job, why), None, f" (error rows: {why})", {"worker": None, "attempts": job.attempt}
+    if exc is None:
+        worker, label = res["worker"], res["label"]
+        tally.envs.append(res["env"])
+        note = ""
+        if res["sticky"]:
+            note = " (sticky CUDA error: worker restarted)"
+            restarting.add(worker)
+            tally.restarted += [worker] if _restart(client, worker, res["sticky"]) else []
+        meta = {"wall_s": round(res["wall_s"], 3), "worker": worker, "name": label, "pid": res["pid"],
+                "attempts": job.attempt}
+        return res["rows"], label or worker, note, meta
+    if isinstance(exc, KilledWorker) and _last_worker(exc) in restarting:
+        # the restart of a worker with a dead CUDA context ended this shape's task: not its doing
+        return AGAIN
+    if isinstance(exc, KilledWorker) and job.attempt == 1:
+        job.attempt = 2
+        tally.retried.append(job.shape)
+        print(f"worker died measuring {job.shape}: starting it once more", file=sys.stderr, flush=True)
+        return AGAIN
+    why = ("its worker died twice measuring this shape" if isinstance(exc, KilledWorker)
+           else f"the shape's task raised {type(exc).__name__}: {exc}")
+    return died_rows(job, why), None, f" (error rows: {why})", {"worker": None, "attempts": job.attempt}
 
 
 def _submit(client, job: ShapeJob, send: int, first: bool = False):

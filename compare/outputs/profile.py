@@ -235,15 +235,10 @@ def _validate_output(args) -> None:
 
 
 def select_pairs(args) -> list:
-    """(kernel, problem) pairs for the selection flags (compare/outputs/selection.py, the CLI's),
-    checked before any GPU work; kernels that can't take a problem are left out."""
+    """(kernel, problem) pairs for the selection flags (``selection.select``, the CLI's), checked
+    before any GPU work; cuBLAS only as --kernel names it, kernels that can't take a problem left out."""
     from . import selection
-    kernels = selection.kernels(args)
-    if args.kernel:     # cuBLAS is profiled only when asked for
-        names = selection.split(args.kernel)
-        kernels = [k for k in kernels if k.name in names]
-    problems = selection.problems(args, selection.shape_texts(args, [DEFAULT_SHAPE]))
-    pairs = [(k, p) for p in problems for k in kernels if not k.why_not(p)]
+    pairs = selection.select(args, default_shapes=[DEFAULT_SHAPE], baseline=False).pairs
     if not pairs:
         raise UsageError("nothing to profile: every selected kernel is unsupported on every shape")
     return pairs

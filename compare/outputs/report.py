@@ -275,7 +275,8 @@ def to_csv(results: list[Result]) -> str:
     return buf.getvalue()
 
 
-def _from_dict(d: dict) -> Result:
+def row_from_dict(d: dict) -> Result:
+    """One row of a JSON or CSV document (or a checkpoint line) back to a Result."""
     kw = {}
     for k in FIELDS:
         v = d.get(k)
@@ -357,7 +358,7 @@ def load(path: str) -> tuple[list[Result], dict]:
             raise UsageError(f"{path}: result {i} has status {d.get('status')!r}, which python -m compare does not "
                              f"write (it writes {', '.join(STATUSES)})")
         try:
-            results.append(_from_dict(d))
+            results.append(row_from_dict(d))
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{path}: result {i} has a bad value: {exc}") from None
     # Recomputed against the peaks the file's environment recorded; without them (a CSV, a file

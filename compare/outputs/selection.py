@@ -1,15 +1,20 @@
 """The selection flags, once, for every front end (``python -m compare`` and its ``--profile``).
 
 ``add_flags`` declares --stage, --family, --kernel, --variant, --shape, --sweep, --shapes-file,
---precision, --opt, --alpha, --beta and --seed; ``kernels`` / ``options`` / ``shape_texts`` /
-``problems`` turn them into what runs, raising ``UsageError`` (exit 2) before any GPU work.
+--precision, --opt, --alpha, --beta and --seed; ``select`` turns them into what runs (a
+``Selection``: kernels, options, problems and the (kernel, problem) pairs), raising
+``UsageError`` (exit 2) before any GPU work. The CLI, its --workers sweeps, the profiler and the
+scripts under reproduce/ all select through ``select``; ``kernels`` / ``options`` /
+``shape_texts`` / ``problems`` / ``pairs`` are its steps.
 """
 from __future__ import annotations
 
 import argparse
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from ..harness.errors import UsageError
+from ..harness.shapes import GROUP_DEFAULTS, INTERPRET_DEFAULTS
 
 # -o FILE without --format: the format its suffix names (anything else gets the table).
 SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
@@ -195,3 +200,69 @@ def problems(args, texts: list[str]) -> list:
     except ProblemError as e:
         raise UsageError(str(e)) from None
     return out
+
+
+def default_shape_texts(args, selected: list, *, interpret: bool = False) -> list[str]:
+    """The shapes of a run given no shape flag: --interpret's small ones, else the default shapes
+    of every group the selected kernels (and --stage) belong to, in the ladder's group order."""
+    from ..harness.registry import GROUPS, STAGE_BY_NAME
+    if interpret:
+        return list(INTERPRET_DEFAULTS)
+    groups = {k.group for k in selected if k.family != "cublas"}
+    if args.stage in STAGE_BY_NAME:
+        groups.add(STAGE_BY_NAME[args.stage].group)
+    defaults: list[str] = []
+    for g in GROUPS:
+        if g in groups or args.stage in (g, "all"):
+            defaults += [t for t in GROUP_DEFAULTS[g] if t not in defaults]
+    return defaults
+
+
+def pairs(args, selected: list, problems_: list, *, interpret: bool = False) -> list:
+    """Which kernel runs which problem. With the groups' default shapes, a kernel runs its own
+    group's shapes (the naive stage is not run at 8192^3); cuBLAS runs all of them as the baseline."""
+    from ..harness.problem import parse_shape
+    if args.shape or interpret or is_sweep(args):
+        return [(k, p) for p in problems_ for k in selected]
+    group_shapes = {g: {parse_shape(t) for t in ts} for g, ts in GROUP_DEFAULTS.items()}
+    return [(k, p) for p in problems_ for k in selected
+            if k.family == "cublas" or (p.M, p.N, p.K) in group_shapes.get(k.group, set())]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the selection flags chose: ``kernels`` (cuBLAS kept as the baseline), ``options``
+    ({kernel name: parsed options}), ``problems`` (every shape at every precision) and ``pairs``
+    ((kernel, problem) in the order they run)."""
+    kernels: list
+    options: dict
+    problems: list
+    pairs: list
+
+
+def select(args, *, interpret: bool = False, default_shapes: Optional[Sequence[str]] = None,
+           baseline: bool = True) -> Selection:
+    """The flags -> what runs, every check made before any GPU work (in this order: kernels,
+    options, shapes). ``default_shapes``: the shapes when no shape flag is given (None: the
+    groups' defaults, ``default_shape_texts``, each kernel on its own group's). ``baseline``
+    (python -m compare): cuBLAS runs every problem as the baseline (``runner.baseline_pairs``).
+    ``baseline=False`` (the profiler): cuBLAS only as --kernel names it, every pair a kernel can't
+    take left out, and ``options`` empty (the profiler parses --opt over the kernels that remain,
+    keeping the text for its child)."""
+    from ..harness.runner import baseline_pairs
+    chosen = kernels(args, interpret=interpret)
+    if baseline:
+        opts = options(args, chosen)
+    else:
+        opts = {}
+        if args.kernel:
+            names = split(args.kernel)
+            chosen = [k for k in chosen if k.name in names]
+    texts = shape_texts(args, default_shape_texts(args, chosen, interpret=interpret)
+                        if default_shapes is None else list(default_shapes))
+    probs = problems(args, texts)
+    if baseline:
+        run = baseline_pairs(pairs(args, chosen, probs, interpret=interpret))
+    else:
+        run = [(k, p) for p in probs for k in chosen if not k.why_not(p)]
+    return Selection(chosen, opts, probs, run)

@@ -16,6 +16,7 @@ import json
 import math
 import os
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from ..harness.errors import UsageError
@@ -319,16 +320,10 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.transforms import blended_transform_factory
 
-    from .plot import FAMILY_LINESTYLE, draw_roofline, line_styles, roofline_points
+    from .plot import draw_roofline, line_styles, roofline_points
 
-    ext = os.path.splitext(path)[1].lstrip(".").lower()
-    supported = plt.figure().canvas.get_supported_filetypes()
-    plt.close("all")
-    if ext not in supported:
-        raise UsageError(f"plot file {path}: unknown picture format {ext or '(no suffix)'!r}; "
-                         f"use one of .{', .'.join(sorted(supported))}")
+    _check_picture_format(path, plt)
     rows = list(results)
     summary = summarize(rows)
     plotted = [e for e in summary if e["n_timed"]]
@@ -341,19 +336,65 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     kernel_rows = [r for r in rows if not _is_cublas(r)]
     shapes = {_get(r, "shape") for r in kernel_rows if _pct(r) is not None or _get(r, "status") in _BAD}
     order = _shape_order(rows, shapes)
-    xpos = {s: i for i, s in enumerate(order)}
     all_pcts = [p for r in kernel_rows if (p := _pct(r)) is not None]
     # Naive stages sit at 1% and tuned ones near 100%: only a log axis shows both.
     log_y = max(all_pcts) / min(all_pcts) > 20
 
-    n_lines = len(plotted)
     fig = plt.figure(figsize=(18, 20))
     grid = fig.add_gridspec(3, 2, height_ratios=[1.15, 1, 1.1], width_ratios=[1.2, 1])
     ax, axd, axc = fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
     axr, axs = fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])
+    curves = _draw_per_shape(ax, plotted, kernel_rows, order, labels, styles, log_y)
+    _draw_distribution(axd, curves, log_y)
+    _draw_cdf(axc, curves, log_y)
+    draw_roofline(axr, roofline_points(rows), env or {}, styles=styles, kernel_legend=False)
+    _sol_cdf(axs, rows, summary, styles, labels)
+
+    n_shapes, n_lines = len(order), len(plotted)
+    fig.suptitle(title or f"% of cuBLAS over {n_shapes} shape{'s' if n_shapes != 1 else ''}, "
+                          f"{n_lines} kernel line{'s' if n_lines != 1 else ''}")
+    handles, texts = ax.get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    # Below the figure; the tight bounding box at save time takes it in, however many lines.
+    fig.legend(handles, texts, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
+               frameon=False)
+    _save_atomically(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _check_picture_format(path: str, plt) -> None:
+    """A suffix matplotlib can write, said before anything is drawn."""
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    supported = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if ext not in supported:
+        raise UsageError(f"plot file {path}: unknown picture format {ext or '(no suffix)'!r}; "
+                         f"use one of .{', '.join(sorted(supported))}")
+
+
+@dataclass
+class _Curve:
+    """One kernel and precision of the sweep plot: its summary entry, label, colour and its
+    % of cuBLAS per shape in the top panel's order."""
+    entry: dict
+    label: str
+    colour: Any
+    pcts: list
+
+
+def _draw_per_shape(ax, plotted: list, kernel_rows: list, order: list, labels: dict, styles: dict,
+                    log_y: bool) -> list:
+    """The top panel: % of cuBLAS per shape, a line per kernel and precision, FAILED/error points
+    as red crosses on the axis floor, the 100% line; returns the curves the other panels draw."""
+    from matplotlib.transforms import blended_transform_factory
+
+    from .plot import FAMILY_LINESTYLE
+    xpos = {s: i for i, s in enumerate(order)}
     floor = blended_transform_factory(ax.transData, ax.transAxes)
+    many = len(order) > MAX_SHAPE_LABELS
     any_failed = False
-    dist, dist_labels, dist_styles, dist_means = [], [], [], []
+    curves = []
     for e in plotted:
         key = (e["kernel"], e["precision"])
         mine = [r for r in kernel_rows if (_get(r, "kernel"), _get(r, "precision")) == key]
@@ -362,7 +403,6 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
         label = f"{labels[key]}  geomean {e['geomean_pct']:.0f}%"
         if e["n_failed"]:
             label += f", {e['n_failed']} FAILED/error"
-        many = len(order) > MAX_SHAPE_LABELS
         ax.plot([x for x, _ in pts], [p for _, p in pts], color=colour, marker=marker, ms=2 if many else 5,
                 lw=0.6 if many else 1.1, alpha=0.9,
                 linestyle=FAMILY_LINESTYLE.get(e["family"], "-."), label=label)
@@ -371,13 +411,7 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
             any_failed = True
             ax.plot(bad, [0.015] * len(bad), linestyle="none", marker="x", color="red", ms=8, mew=2,
                     transform=floor, clip_on=False, zorder=6)
-        dist.append([p for _, p in pts])
-        cdf_x = sorted(p for _, p in pts)
-        axc.step(cdf_x, [(i + 1) / len(cdf_x) for i in range(len(cdf_x))], where="post", color=colour, lw=1.4,
-                 linestyle=FAMILY_LINESTYLE.get(e["family"], "-."), label=f"{labels[key]}  p50 {e['p50_pct']:.0f}%")
-        dist_labels.append(labels[key])
-        dist_styles.append(colour)
-        dist_means.append(e["geomean_pct"])
+        curves.append(_Curve(e, labels[key], colour, [p for _, p in pts]))
     ax.axhline(100, color="k", ls="--", lw=2, label="cuBLAS = 100%", zorder=1)
     if any_failed:
         ax.plot([], [], linestyle="none", marker="x", color="red", ms=8, mew=2,
@@ -392,27 +426,41 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     ax.set_xlabel("shape (MxNxK), ordered by cuBLAS TFLOP/s, slowest first")
     ax.set_ylabel("% of cuBLAS (same shape and precision)")
     ax.grid(True, which="major", alpha=0.3)
+    return curves
 
-    # Distribution panel: first kernel at the top, like the legend.
-    ypos = list(range(len(dist), 0, -1))
+
+def _draw_distribution(axd, curves: list, log_y: bool) -> None:
+    """Each kernel's distribution over the shapes (box: quartiles, whiskers: 1.5 IQR, diamond:
+    geomean); the first kernel at the top, like the legend."""
+    ypos = list(range(len(curves), 0, -1))
     box_kw = dict(positions=ypos, widths=0.6, patch_artist=True, showfliers=True, flierprops={"markersize": 3})
+    dist = [c.pcts for c in curves]
     try:
         box = axd.boxplot(dist, orientation="horizontal", **box_kw)
     except TypeError:   # matplotlib < 3.10 (pyproject allows 3.7) spells it vert=False
         box = axd.boxplot(dist, vert=False, **box_kw)
-    for patch, colour in zip(box["boxes"], dist_styles):
-        patch.set_facecolor(colour)
+    for patch, c in zip(box["boxes"], curves):
+        patch.set_facecolor(c.colour)
         patch.set_alpha(0.45)
-    axd.scatter(dist_means, ypos, marker="D", color="k", s=22, zorder=5)
+    axd.scatter([c.entry["geomean_pct"] for c in curves], ypos, marker="D", color="k", s=22, zorder=5)
     axd.axvline(100, color="k", ls="--", lw=1.5)
     if log_y:
         axd.set_xscale("log")
     _percent_axis(axd.xaxis)
     axd.set_yticks(ypos)
-    axd.set_yticklabels(dist_labels, fontsize=7)
+    axd.set_yticklabels([c.label for c in curves], fontsize=7)
     axd.set_xlabel("% of cuBLAS over the shapes (box: quartiles, diamond: geomean)")
     axd.grid(True, axis="x", alpha=0.3)
 
+
+def _draw_cdf(axc, curves: list, log_y: bool) -> None:
+    """Each kernel's empirical cumulative distribution of % of cuBLAS over the shapes."""
+    from .plot import FAMILY_LINESTYLE
+    for c in curves:
+        cdf_x = sorted(c.pcts)
+        axc.step(cdf_x, [(i + 1) / len(cdf_x) for i in range(len(cdf_x))], where="post", color=c.colour, lw=1.4,
+                 linestyle=FAMILY_LINESTYLE.get(c.entry["family"], "-."),
+                 label=f"{c.label}  p50 {c.entry['p50_pct']:.0f}%")
     axc.axvline(100, color="k", ls="--", lw=1.5)
     for q in (0.05, 0.5, 0.95):
         axc.axhline(q, color="grey", lw=0.6, ls=":")
@@ -424,21 +472,6 @@ def plot_sweep(results: Iterable[Any], path: str, title: str = "", env: Optional
     axc.set_ylabel("share of shapes at or below (dotted: p5, p50, p95)")
     axc.legend(fontsize=7, loc="upper left")
     axc.grid(True, alpha=0.3)
-
-    draw_roofline(axr, roofline_points(rows), env or {}, styles=styles, kernel_legend=False)
-    _sol_cdf(axs, rows, summary, styles, labels)
-
-    n_shapes = len(order)
-    fig.suptitle(title or f"% of cuBLAS over {n_shapes} shape{'s' if n_shapes != 1 else ''}, "
-                          f"{n_lines} kernel line{'s' if n_lines != 1 else ''}")
-    handles, texts = ax.get_legend_handles_labels()
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    # Below the figure; the tight bounding box at save time takes it in, however many lines.
-    fig.legend(handles, texts, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8,
-               frameon=False)
-    _save_atomically(fig, path)
-    plt.close(fig)
-    return path
 
 
 def _sol_cdf(ax, rows: list, summary: list[dict], styles: dict, labels: dict) -> None:
