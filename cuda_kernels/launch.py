@@ -170,28 +170,6 @@ def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[in
 # ---------------------------------------------------------------------------------------------
 # options
 
-def _choice(values: tuple) -> Callable[[str], str]:
-    """An option parser for a closed list; ``parse.choices`` declares the list (what
-    ``--variant KERNEL:NAME=*`` expands to, compare.harness.registry.declared_choices)."""
-    def parse(text: str) -> str:
-        t = text.strip()
-        if t not in values:
-            raise ValueError(f"must be one of {', '.join(values)}")
-        return t
-    parse.choices = tuple(values)
-    return parse
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(str(text).strip())
-    except ValueError:
-        raise ValueError("must be an integer") from None
-    if v < 1:
-        raise ValueError("must be >= 1")
-    return v
-
-
 def _options(spec: StageSpec) -> tuple:
     out = []
     if len(spec.tiles) > 1:
@@ -200,27 +178,26 @@ def _options(spec: StageSpec) -> tuple:
             default = "; ".join(f"{pr}: default {TF32_DEFAULT_TILE[pr]}, any of "
                                 f"{', '.join(t for t, v in TF32_TILES.items() if pr in v[-1])}"
                                 for pr in TF32_PRECISIONS)
-        out.append(Option("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", _choice(spec.tiles)))
+        out.append(Option.choice("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", spec.tiles))
     if spec.plan == WGMMA:
-        out.append(Option("b_operand", "registers (the default: B read as stored by TMA, or row-padded first where "
+        out.append(Option.choice("b_operand", "registers (the default: B read as stored by TMA, or row-padded first where "
                                        "N % 4 != 0, its fragments loaded into registers) or copy (a K-major "
-                                       "transposed copy of B each launch)", _choice(B_OPERANDS)))
+                                       "transposed copy of B each launch)", B_OPERANDS))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_"))
-        out.append(Option("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
+        out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
-                                  + ", ".join(gemms), _choice(gemms)))
+                                  + ", ".join(gemms), gemms))
     if spec.plan in (SPLIT_K, WGMMA):
-        out.append(Option("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)",
-                          _positive_int))
+        out.append(Option.count("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)"))
     if spec.plan == STREAM_K:
-        out.append(Option("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
-                                  "data-parallel waves); default from the wave count", _choice(decompose.MODES)))
-        out.append(Option("grid", "stream-K blocks, >= 1 (default: SMs x blocks per SM)", _positive_int))
+        out.append(Option.choice("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
+                                  "data-parallel waves); default from the wave count", decompose.MODES))
+        out.append(Option.count("grid", "stream-K blocks, >= 1 (default: SMs x blocks per SM)"))
         if spec.variant != "atomic":
-            out.append(Option("path", f"auto ({PATH_RULE}; tile where tile, mode or grid is set), tile, gemv "
-                                      f"(M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", _choice(PATHS)))
-            out.append(Option("k_splits", "K ranges of the gemv / skinny_n paths, >= 1 (1 = no split; default: "
-                                          "decompose.skinny_split's bandwidth model)", _positive_int))
+            out.append(Option.choice("path", f"auto ({PATH_RULE}; tile where tile, mode or grid is set), tile, gemv "
+                                      f"(M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", PATHS))
+            out.append(Option.count("k_splits", "K ranges of the gemv / skinny_n paths, >= 1 (1 = no split; default: "
+                                          "decompose.skinny_split's bandwidth model)"))
     return tuple(out)
 
 

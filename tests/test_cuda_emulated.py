@@ -533,7 +533,7 @@ def test_skinny_path_options_refused_in_words(shape, raw, msg):
 def test_path_option_is_declared_on_the_deterministic_kernel_only():
     k, atomic = KERNELS["cuda.11_stream_k"], KERNELS["cuda.11_stream_k_atomic"]
     opt = {o.name: o for o in k.options}
-    assert opt["path"].parse.choices == ("auto", "tile", "gemv", "skinny_n") and "k_splits" in opt
+    assert opt["path"].choices == ("auto", "tile", "gemv", "skinny_n") and "k_splits" in opt
     assert not {"path", "k_splits"} & {o.name for o in atomic.options}
     with pytest.raises(UsageError, match="must be one of auto, tile, gemv, skinny_n"):
         k.parse_options({"path": "fast"})

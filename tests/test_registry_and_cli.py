@@ -237,3 +237,81 @@ def test_unprefixed_opt_refused_where_the_name_means_different_things(capsys):
         "triton.tiled": {"operands": "direct"}, "triton.split_k": {"operands": "direct"}}
     assert cli.main(["--family", "triton", "--opt", "operands=direct", "--shape", "64"]) == 2
     assert "name the kernel" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Typed options: every in-repo option is declared by kind, and each kind has one parser.
+
+DECLARED_KINDS = ("count", "choice", "switch", "tile")
+
+
+def test_every_registered_option_is_of_a_declared_kind():
+    """No kernel of the suite carries a free parse callable: its options' kinds, bounds and
+    closed lists are data (what --opt, --variant NAME=* and --list read)."""
+    seen = set()
+    for k in registry.kernels():
+        for o in k.options:
+            assert o.kind in DECLARED_KINDS, f"{k.name}: option {o.name} is of kind {o.kind!r}"
+            if o.kind in ("choice", "switch"):
+                assert o.choices and registry.declared_choices(o) == o.choices, (k.name, o.name)
+            if o.kind == "count":
+                assert isinstance(o.minimum, int) and o.minimum >= 1, (k.name, o.name)
+            seen.add(o.kind)
+    assert seen == set(DECLARED_KINDS)
+
+
+def _decode_pair(text):
+    a, x, b = str(text).partition("x")
+    if not (x and a.isdigit() and b.isdigit()):
+        raise ValueError("expected AxB, e.g. 2x3")
+    return int(a), int(b)
+
+
+@pytest.mark.parametrize("opt, bad, why", [
+    (registry.Option.count("grid", "h"), "0", "must be >= 1"),
+    (registry.Option.count("grid", "h"), "-3", "must be >= 1"),
+    (registry.Option.count("grid", "h"), "2x", "must be an integer"),
+    (registry.Option.count("grid", "h"), "", "must be an integer"),
+    (registry.Option.count("ws_splits", "h", maximum=64), "65", "must be <= 64"),
+    (registry.Option.choice("mode", "h", ("dp", "sk")), "fast", "must be one of dp, sk"),
+    (registry.Option.switch("hint", "h"), "maybe", "must be one of on, off"),
+    (registry.Option.tile("tile", "h", _decode_pair), "7", "expected AxB, e.g. 2x3"),
+])
+def test_each_kind_refuses_bad_text_naming_the_option(opt, bad, why):
+    with pytest.raises(ValueError) as e:
+        opt.value(bad)
+    assert str(e.value) == f"bad value {bad!r} for option {opt.name!r}: {why}"
+    # Through a kernel: the kernel's name in front, the option named once.
+    k = registry.Kernel("t.k", "plugin", "naive", ("fp32",), prepare=None, options=(opt,))
+    with pytest.raises(UsageError) as e:
+        k.parse_options({opt.name: bad})
+    assert str(e.value) == f"t.k: bad value {bad!r} for option {opt.name!r}: {why}"
+
+
+def test_each_kind_reads_good_text():
+    assert registry.Option.count("grid", "h").value(" 12 ") == 12
+    assert registry.Option.count("ws_splits", "h", maximum=64).value("64") == 64
+    assert registry.Option.choice("mode", "h", ("dp", "sk")).value(" SK") == "sk"
+    assert registry.Option.choice("tile", "h", ("128x128x8s3",)).value("128x128x8s3") == "128x128x8s3"
+    assert registry.Option.switch("hint", "h").value("off") is False
+    assert registry.Option.switch("hint", "h").value("On") is True
+    assert registry.Option.tile("tile", "h", _decode_pair).value("2x3") == (2, 3)
+
+
+def test_a_plugins_old_style_option_still_works():
+    """Option(name, help, parse) with a callable of the plugin's own: kind "free", its message
+    wrapped as before, and a ``parse.choices`` attribute read once as the closed list."""
+    def parse(text):
+        if text not in ("a", "b"):
+            raise ValueError("pick a or b")
+        return text.upper()
+    parse.choices = ("a", "b")
+    o = registry.Option("side", "which side", parse)
+    assert o.kind == "free" and o.choices == ("a", "b") and registry.declared_candidates(o) == ("a", "b")
+    k = registry.Kernel("t.k", "plugin", "naive", ("fp32",), prepare=None, options=(o,))
+    assert k.parse_options({"side": "b"}) == {"side": "B"}
+    with pytest.raises(UsageError, match="t.k: bad value 'c' for option 'side': pick a or b"):
+        k.parse_options({"side": "c"})
+    assert registry.Option("n", "plain text").value("x") == "x"
+    with pytest.raises(ValueError, match="unknown kind"):
+        registry.Option("n", "h", kind="float")

@@ -160,10 +160,10 @@ def test_options_parse_and_refuse():
     assert _gemm.config_name(cfg) == "128x64x32/4/3" and cfg.kwargs["GROUP_M"] == 8
     assert _gemm.config_name(_gemm.parse_config("64x64x64/4/1/2")) == "64x64x64/4/1/2"
     for kernel, raw, msg in [(tiled.KERNEL, {"split_k": "2"}, "has no option 'split_k'"),
-                             (k, {"split_k": "0"}, "not a positive number"),
+                             (k, {"split_k": "0"}, "must be >= 1"),
                              (k, {"split_k": "two"}, "bad value 'two'"),
-                             (tiled.KERNEL, {"operands": "presplit"}, "choose one of direct"),
-                             (tiled.KERNEL, {"autotune": "maybe"}, "choose on or off"),
+                             (tiled.KERNEL, {"operands": "presplit"}, "must be one of direct"),
+                             (tiled.KERNEL, {"autotune": "maybe"}, "must be one of on, off"),
                              (tiled.KERNEL, {"tile": "128x128x32"}, "BMxBNxBK/warps/stages"),
                              (tiled.KERNEL, {"tile": "100x128x32/4/3"}, "BM=100 must be a power of two"),
                              (tiled.KERNEL, {"tile": "128x128x32/3/3"}, "warps=3")]:

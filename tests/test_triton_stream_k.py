@@ -423,7 +423,7 @@ def test_b_transpose_option_errors():
         _plan(64, 64, 64, "fp32", b_transpose="swap")
     with pytest.raises(UsageError, match="contradict"):
         _plan(64, 64, 64, "tf32", b_transpose="swap", operands="k_major_b")
-    with pytest.raises(ValueError, match="choose one of"):
+    with pytest.raises(ValueError, match="must be one of"):
         sk.KERNEL.parse_options({"b_transpose": "regs"})
 
 
@@ -516,7 +516,7 @@ def test_sk_align_option():
         _plan(1024, 1024, 16384, "tf32", sk_align="on", grid=100)
     with pytest.raises(UsageError, match="contradict"):
         _plan(1024, 1024, 16384, "tf32", sk_align="on", mode="dp")
-    with pytest.raises(ValueError, match="choose one of"):
+    with pytest.raises(ValueError, match="must be one of"):
         sk.KERNEL.parse_options({"sk_align": "maybe"})
 
 
@@ -619,7 +619,7 @@ def test_tf32x3_split_option_errors():
         # B given K-major (X.t()) and read as given: no N-major B to swap with.
         A, X, C = torch.empty(256, 512), torch.empty(4096, 512), torch.empty(256, 4096)
         sk._Plan(A, X.t(), C, 1.0, 0.0, "tf32x3", True, {"sms": 132, "tf32x3_split": "a", "operands": "direct"})
-    with pytest.raises(ValueError, match="choose one of"):
+    with pytest.raises(ValueError, match="must be one of"):
         sk.KERNEL.parse_options({"tf32x3_split": "ba"})
     # b implies a K-major copy of B even where the heuristic would swap.
     plan = _plan(256, 4096, 4096, "tf32x3", tf32x3_split="b")

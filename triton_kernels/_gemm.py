@@ -253,38 +253,13 @@ def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int
 # Options (compare.harness.registry.Option): what a user may set; the kernel chooses the rest.
 
 
-def parse_choice(choices: tuple):
-    """An option parser: the text, trimmed and lower-cased, if it is one of ``choices``."""
-    def parse(text: str) -> str:
-        v = str(text).strip().lower()
-        if v not in choices:
-            raise ValueError(f"choose one of {', '.join(choices)}")
-        return v
-    parse.choices = tuple(choices)
-    return parse
-
-
-def parse_on_off(text: str) -> bool:
-    v = str(text).strip().lower()
-    if v not in ("on", "off"):
-        raise ValueError("choose on or off")
-    return v == "on"
-
-
-def parse_split(text) -> int:
-    n = int(text)
-    if n < 1:
-        raise ValueError(f"{n} is not a positive number of splits")
-    return n
-
-
 TILE_OPTIONS = (
-    Option("operands", "how A and B reach tl.dot: direct (as given), k_major (B through a K-major "
+    Option.choice("operands", "how A and B reach tl.dot: direct (as given), k_major (B through a K-major "
            "copy; tf32/tf32x3 default), m_major_a (A through an M-major copy; fp32 default for N >= "
-           f"{M_MAJOR_A_MIN_N})", parse_choice(OPERAND_MODES)),
-    Option("autotune", "on (default): time the candidate configs once per tuning key, on a scratch "
-           "output; off: the first candidate of the precision's list", parse_on_off),
-    Option("tile", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
+           f"{M_MAJOR_A_MIN_N})", OPERAND_MODES),
+    Option.switch("autotune", "on (default): time the candidate configs once per tuning key, on a scratch "
+           "output; off: the first candidate of the precision's list", default=True),
+    Option.tile("tile", "a fixed config BMxBNxBK/warps/stages[/group_m] (no autotuning), e.g. "
            "128x128x32/8/3: reproduces a sweep row or a reported config", parse_config),
 )
 

@@ -56,7 +56,7 @@ from compare.harness.registry import Kernel, Option, register
 from . import _operands as ops
 from ._common import check_gemm_args, sm_count
 from ._gemm import (ConfigChooser, tile_options, all_configs, candidates, cfg,
-                    default_config, even_k, grouped_tile, mac, parse_split, plan_prepare, read_options, wrapped_range)
+                    default_config, even_k, grouped_tile, mac, plan_prepare, read_options, wrapped_range)
 
 MIN_CHUNK = 512          # smallest K chunk the heuristic gives one program
 CHUNK_ALIGN = 64         # chunks are multiples of every BLOCK_K used
@@ -295,15 +295,8 @@ def split_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, alp
     return _matmul("split_k_atomic_matmul", A, B, C, alpha, beta, precision, False, split_k, operands, config)
 
 
-def _parse_split_option(text) -> int:
-    n = parse_split(text)
-    if n > MAX_SPLIT:
-        raise ValueError(f"at most {MAX_SPLIT} splits")
-    return n
-
-
-SPLIT_OPTIONS = (Option("split_k", "number of K chunks (rounded so chunks are multiples of 64; default: a cost "
-                                   "model on the SM count)", _parse_split_option),) + tile_options(CONFIGS)
+SPLIT_OPTIONS = (Option.count("split_k", "number of K chunks (rounded so chunks are multiples of 64; default: a "
+                                         "cost model on the SM count)", maximum=MAX_SPLIT),) + tile_options(CONFIGS)
 _META = {"split": "cost model on SM count and 128x128 tiles (chunk >= 512); option split_k overrides",
          "configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
          "autotune_key": ", ".join(TUNE_KEY)}

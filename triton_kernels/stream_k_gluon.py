@@ -240,11 +240,8 @@ def parse_ws_tile(text) -> WsTile:
     return tile
 
 
-def parse_ws_splits(text) -> int:
-    n = int(text)
-    if not 1 <= n <= 64:
-        raise ValueError(f"{n}: K ranges per tile must be 1..64")
-    return n
+# The most K ranges per tile option ws_splits takes (its default stays at or under WS_MAX_SPLITS_FEW_TILES).
+WS_SPLITS_LIMIT = 64
 
 
 def _tiles(M: int, N: int, tile: WsTile) -> int:

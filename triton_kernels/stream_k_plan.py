@@ -15,7 +15,6 @@ from compare.harness.problem import DOT_PRECISION
 from compare.harness.registry import Option
 
 from ._common import interpreting, l2_bytes, sm_count
-from ._gemm import parse_choice, parse_on_off
 from ._operands import _aligned, _prepare_a, _prepare_b
 from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS,
                                  INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
@@ -23,7 +22,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
 from .stream_k_skinny import SKINNY_MAX_N, SkinnyPlan, parse_skinny_tile
-from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_TILES, WsPlan, parse_ws_splits, parse_ws_tile,
+from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_SPLITS_LIMIT, WS_TILES, WsPlan, parse_ws_tile,
                              ws_pays, ws_unsupported)
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
 
@@ -51,65 +50,58 @@ def parse_tile(text: str) -> Tile:
     return Tile(bm, bn, bk, warps, stages)
 
 
-def _parse_positive(text) -> int:
-    n = int(text)
-    if n < 1:
-        raise ValueError(f"{n} is not a positive number")
-    return n
-
-
 OPTIONS = (
-    Option("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
+    Option.tile("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
-    Option("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
+    Option.choice("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
            f"for the last partial wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
            f"fp32, and tf32x3 through tf32x3_split=ffma), skinny (N <= {SKINNY_MAX_N}: A streamed once "
            "through FFMAs for all columns, K split to fill the SMs; fp32, and tf32x3 through "
            "tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
            "Gluon GEMM, B read as stored, one program per tile and K range); default: the heuristic (gemv for a "
            f"single row and skinny for N <= {SKINNY_MAX_N} in fp32 and tf32x3, ws for tf32 where ws_pays)",
-           parse_choice(DECOMPOSITIONS)),
-    Option("grid", "number of stream-K programs (default: up to the SM count, >= "
-           f"{MIN_SK_ITERS} K-iterations each); implies mode=sk", _parse_positive),
-    Option("sms", "SM count the decomposition assumes (default: the GPU's)", _parse_positive),
-    Option("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
+           DECOMPOSITIONS),
+    Option.count("grid", "number of stream-K programs (default: up to the SM count, >= "
+           f"{MIN_SK_ITERS} K-iterations each); implies mode=sk"),
+    Option.count("sms", "SM count the decomposition assumes (default: the GPU's)"),
+    Option.choice("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
            "grid that is a multiple of the tile count (every tile's k-th range starts at the same "
            "K offset, so tiles sharing A rows or B columns read them from L2 together; at most "
            f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies mode=sk), off: the full grid",
-           parse_choice(("auto", "on", "off"))),
-    Option("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
-           "unhinted, for comparison)", parse_on_off),
-    Option("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
+           ("auto", "on", "off"), default="auto"),
+    Option.switch("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
+           "unhinted, for comparison)", default=True),
+    Option.choice("operands", "auto (default: copy an operand only when it can't be read with 16-byte "
            "loads, plus fp32's M-major A for N >= 2048 and tf32/tf32x3's K-major B for large M; "
            "either only where the GEMM has enough flops per copied byte), "
            "direct (the layouts as given; a copy only where 16-byte loads are impossible), "
            "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
            "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
            "into aligned buffers), copy_a / copy_b (A / B copied wherever it can't be read in the "
-           "layout auto prefers with 16-byte loads, the other never copied)", parse_choice(OPERAND_CHOICES)),
-    Option("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
+           "layout auto prefers with 16-byte loads, the other never copied)", OPERAND_CHOICES, default="auto"),
+    Option.choice("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
            "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
-           "(computes C^T = B^T A^T with B^T as the register operand)", parse_choice(B_TRANSPOSE_CHOICES)),
-    Option("gemv_tile", "mode=gemv: [1x]BNxBK[/warps[/stages]], the B piece a program streams per step "
+           "(computes C^T = B^T A^T with B^T as the register operand)", B_TRANSPOSE_CHOICES, default="auto"),
+    Option.tile("gemv_tile", "mode=gemv: [1x]BNxBK[/warps[/stages]], the B piece a program streams per step "
            "(default 1x64x64/2/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
-    Option("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
-           "(default: enough programs for 8 per SM); implies mode=gemv", _parse_positive),
-    Option("skinny_tile", "mode=skinny: BMxBK[/warps], the piece of A a program streams per step "
+    Option.count("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
+           "(default: enough programs for 8 per SM); implies mode=gemv"),
+    Option.tile("skinny_tile", "mode=skinny: BMxBK[/warps], the piece of A a program streams per step "
            "(default 32x64/4, 64x64/4 for N <= 2); implies mode=skinny", parse_skinny_tile),
-    Option("skinny_splits", "mode=skinny: K ranges per row block, summed in order by a second kernel "
-           "(default: enough programs for 4 per SM); implies mode=skinny", _parse_positive),
-    Option("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
+    Option.count("skinny_splits", "mode=skinny: K ranges per row block, summed in order by a second kernel "
+           "(default: enough programs for 4 per SM); implies mode=skinny"),
+    Option.tile("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),
-    Option("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
+    Option.count("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
            f"kernel (default: 1..{WS_MAX_SPLITS} by the same estimate, up to {WS_MAX_SPLITS_FEW_TILES} for grids of few "
-           "tiles); implies mode=ws", parse_ws_splits),
-    Option("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
+           "tiles); implies mode=ws", maximum=WS_SPLITS_LIMIT),
+    Option.choice("tf32x3_split", "tf32x3 only: where A and B are split into TF32 big and small parts: auto "
            "(default: b where B goes through a K-major copy anyway), in_loop (Triton's built-in: both "
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
            "and B once, by copies), a (A once, by a copy, for the swapped product C^T = B^T A^T; "
            "implies b_transpose=swap), ffma (no split: fp32's plan with IEEE dots on the FFMA pipe; the "
-           "default for outputs of at most 64x64)", parse_choice(X3_SPLIT_CHOICES)),
+           "default for outputs of at most 64x64)", X3_SPLIT_CHOICES, default="auto"),
 )
 
 

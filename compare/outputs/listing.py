@@ -53,4 +53,4 @@ def print_list(file=None) -> None:
         out("  ", f"{k.name:<27} {k.family:<7} {k.stage:<19} {','.join(k.precisions)}", indent=4)
         out("      ", k.idea + extra)
         for o in k.options:
-            out(f"      --opt {k.name}:{o.name}=...  ", o.help, indent=10)
+            out(f"      --opt {k.name}:{o.name}={o.placeholder}  ", o.help, indent=10)
