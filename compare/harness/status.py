@@ -8,6 +8,9 @@ the asv suite whose points the gate judges (compare/ci/suite_cache.py: anything 
 """
 from __future__ import annotations
 
+import math
+from typing import Any, Optional
+
 OK, FAILED, UNSUPPORTED, ERROR, SKIPPED = "ok", "FAILED", "unsupported", "error", "skipped"
 # Set by compare.harness.worker: a sticky CUDA error or a dead worker (FAULT), no row within
 # --kernel-timeout (HUNG). Either way the worker was replaced and the run went on.
@@ -17,3 +20,20 @@ FAULT, HUNG = "FAULT", "HUNG"
 NO_NUMBER = (FAILED, ERROR, FAULT, HUNG)
 NOT_RUN = (UNSUPPORTED, SKIPPED)
 ALL = (OK, *NO_NUMBER, *NOT_RUN)
+
+
+def field(row: Any, key: str):
+    """``key`` of a row given as a dict (a results file) or a Result."""
+    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+
+def usable(row: Any, key: str, *, ok_only: bool = False) -> Optional[float]:
+    """The row's ``key`` (a percentage) when it is a positive finite number, else None; with
+    ``ok_only``, None also for a row whose status is not ok."""
+    if ok_only and field(row, "status") != OK:
+        return None
+    try:
+        p = float(field(row, key))
+    except (TypeError, ValueError):
+        return None
+    return p if math.isfinite(p) and p > 0 else None

@@ -15,33 +15,23 @@ import math
 import textwrap
 from typing import Any, Iterable, Optional
 
-from ..harness.status import ALL, NO_NUMBER, NOT_RUN as _NOT_RUN
+from ..harness.status import ALL, NO_NUMBER, NOT_RUN as _NOT_RUN, field, usable
 
 WIDTH = 120
 _SHORT = {"FAILED": "FAILED", "error": "error", "unsupported": "n/a", "skipped": "skip"}
 
 
-def _get(row: Any, key: str):
-    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+_get = field
 
 
 def _pct(row: Any) -> Optional[float]:
-    p = _get(row, "pct_cublas")
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        return None
-    return p if math.isfinite(p) and p > 0 else None
+    """The row's % of cuBLAS when it is a usable number (a positive finite value), else None."""
+    return usable(row, "pct_cublas")
 
 
 def _sol(row: Any) -> Optional[float]:
-    if _get(row, "status") != "ok":
-        return None
-    try:
-        p = float(_get(row, "pct_sol"))
-    except (TypeError, ValueError):
-        return None
-    return p if math.isfinite(p) and p > 0 else None
+    """The row's % of the speed of light when it is ok and a usable number, else None."""
+    return usable(row, "pct_sol", ok_only=True)
 
 
 def shape_label(shape: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 
 from ..harness.errors import UsageError
 from ..harness.files import write_atomically
-from ..harness.status import NO_NUMBER, NOT_RUN
+from ..harness.status import NO_NUMBER, NOT_RUN, field, usable
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -35,31 +35,17 @@ BOUNDS = ("compute", "memory")
 _BAD, _NOT_RUN = NO_NUMBER, NOT_RUN
 
 
-def _get(row: Any, key: str):
-    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+_get = field
 
 
 def _pct(row: Any) -> Optional[float]:
     """The row's % of cuBLAS when it is a usable number (a positive finite value), else None."""
-    p = _get(row, "pct_cublas")
-    if p is None:
-        return None
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        return None
-    return p if math.isfinite(p) and p > 0 else None
+    return usable(row, "pct_cublas")
 
 
 def _sol(row: Any) -> Optional[float]:
-    """The row's % of the speed of light when it is a usable number, else None."""
-    if _get(row, "status") != "ok":
-        return None
-    try:
-        p = float(_get(row, "pct_sol"))
-    except (TypeError, ValueError):
-        return None
-    return p if math.isfinite(p) and p > 0 else None
+    """The row's % of the speed of light when it is ok and a usable number, else None."""
+    return usable(row, "pct_sol", ok_only=True)
 
 
 def _sol_stats(rows: list) -> dict:
