@@ -139,13 +139,18 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if not 1 <= args.reps <= 50:
         raise UsageError(f"--reps {args.reps}: between 1 and 50")
     if args.out:
-        if os.path.isdir(args.out):
-            raise UsageError(f"--out {args.out}: is a folder")
-        try:
-            files.prove_writable(args.out)
-        except OSError as e:
-            raise UsageError(f"--out {args.out}: cannot be written ({e})") from None
+        check_out(args.out)
     return args
+
+
+def check_out(path: str) -> None:
+    """--out names a file that can be written (a probe's JSON), before anything is measured."""
+    if os.path.isdir(path):
+        raise UsageError(f"--out {path}: is a folder")
+    try:
+        files.prove_writable(path)
+    except OSError as e:
+        raise UsageError(f"--out {path}: cannot be written ({e})") from None
 
 
 # ------------------------------------------------------------------------------------- on the GPU

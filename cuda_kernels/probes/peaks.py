@@ -89,12 +89,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if not 3 <= args.reps <= 50:
         raise UsageError(f"--reps {args.reps}: between 3 and 50")
     if args.out:
-        if os.path.isdir(args.out):
-            raise UsageError(f"--out {args.out}: is a folder")
-        try:
-            files.prove_writable(args.out)
-        except OSError as e:
-            raise UsageError(f"--out {args.out}: cannot be written ({e})") from None
+        mma_peak.check_out(args.out)
     return args
 
 
