@@ -180,3 +180,20 @@ def compile_sm90(fn, args: dict, constexprs: dict, num_warps: int, num_stages: i
             attrs[(i,)] = BaseBackend.parse_attr(attr)
     return triton_compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+# Checks shared by the tile texts every Triton kernel's options take (BMxBNxBK/warps/stages and
+# the GEMV / skinny variants): tl.dot needs block dimensions >= 16 and tl.arange powers of two.
+def check_block(name: str, v: int, hi: int | None = None) -> None:
+    if v < 16 or v & (v - 1) or (hi is not None and v > hi):
+        raise ValueError(f"{name}={v} must be a power of two " + (f"in 16..{hi}" if hi else ">= 16"))
+
+
+def check_warps(warps: int) -> None:
+    if warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+
+
+def check_stages(stages: int) -> None:
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages={stages} must be 1..8")

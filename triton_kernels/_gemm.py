@@ -19,7 +19,7 @@ from compare.harness.problem import PRECISIONS
 from compare.harness.registry import Option
 
 from . import _operands as ops
-from ._common import check_gemm_args, interpreting
+from ._common import check_block, check_gemm_args, check_stages, check_warps, interpreting
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,13 +61,9 @@ def parse_config(text: str) -> triton.Config:
     bm, bn, bk, warps, stages = (int(g) for g in m.groups()[:5])
     group_m = int(m.group(6)) if m.group(6) else DEFAULT_GROUP_M
     for name, v in (("BM", bm), ("BN", bn), ("BK", bk)):
-        # tl.dot needs every block dimension >= 16; tl.arange needs powers of two.
-        if v < 16 or v & (v - 1):
-            raise ValueError(f"{name}={v} must be a power of two >= 16")
-    if warps not in (1, 2, 4, 8, 16):
-        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
-    if not 1 <= stages <= 8:
-        raise ValueError(f"stages={stages} must be 1..8")
+        check_block(name, v)
+    check_warps(warps)
+    check_stages(stages)
     if group_m < 1:
         raise ValueError(f"group_m={group_m} must be >= 1")
     return cfg(bm, bn, bk, warps, stages, group_m)

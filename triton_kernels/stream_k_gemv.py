@@ -31,6 +31,7 @@ import triton.language as tl
 
 from compare.harness.errors import UsageError
 
+from ._common import check_block, check_stages, check_warps
 from ._operands import _aligned, _n_major_hintable
 from .stream_k_kernels import _mult4
 
@@ -164,16 +165,13 @@ def parse_gemv_tile(text) -> GemvTile:
         raise ValueError("expected [1x]BNxBK[/warps[/stages]], e.g. 1x256x32/4/1")
     bn, bk = int(m.group(1)), int(m.group(2))
     for nm, v in (("BN", bn), ("BK", bk)):
-        if v < 16 or v & (v - 1) or v > 1024:
-            raise ValueError(f"{nm}={v} must be a power of two in 16..1024")
+        check_block(nm, v, 1024)
     if bn * bk > 32768:
         raise ValueError(f"BNxBK={bn}x{bk}: the accumulator holds BN*BK floats; at most 32768")
     warps = int(m.group(3)) if m.group(3) else 4
-    if warps not in (1, 2, 4, 8, 16):
-        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    check_warps(warps)
     stages = int(m.group(4)) if m.group(4) else 1
-    if not 1 <= stages <= 8:
-        raise ValueError(f"stages={stages} must be 1..8")
+    check_stages(stages)
     return GemvTile(bn, bk, warps, stages)
 
 

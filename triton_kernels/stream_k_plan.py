@@ -14,7 +14,7 @@ from compare.harness.errors import UsageError
 from compare.harness.problem import DOT_PRECISION
 from compare.harness.registry import Option
 
-from ._common import interpreting, l2_bytes, sm_count
+from ._common import check_block, check_stages, check_warps, interpreting, l2_bytes, sm_count
 from ._operands import _aligned, _prepare_a, _prepare_b
 from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS,
                                  INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
@@ -39,14 +39,11 @@ def parse_tile(text: str) -> Tile:
         raise ValueError("expected BMxBNxBK[/warps[/stages]], e.g. 128x128x32/8/3")
     bm, bn, bk = (int(g) for g in m.groups()[:3])
     for nm, v in (("BM", bm), ("BN", bn), ("BK", bk)):
-        if v < 16 or v & (v - 1) or v > 256:
-            raise ValueError(f"{nm}={v} must be a power of two in 16..256")
+        check_block(nm, v, 256)
     warps = int(m.group(4)) if m.group(4) else (8 if bm * bn >= 128 * 128 else 4)
-    if warps not in (1, 2, 4, 8, 16):
-        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    check_warps(warps)
     stages = int(m.group(5)) if m.group(5) else 3
-    if not 1 <= stages <= 8:
-        raise ValueError(f"stages={stages} must be 1..8")
+    check_stages(stages)
     return Tile(bm, bn, bk, warps, stages)
 
 

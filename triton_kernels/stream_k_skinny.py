@@ -38,6 +38,7 @@ import triton.language as tl
 
 from compare.harness.errors import UsageError
 
+from ._common import check_block, check_warps
 from ._operands import _aligned, _prepare_b
 from .stream_k_gemv import _last_of
 from .stream_k_kernels import _mult4
@@ -226,13 +227,11 @@ def parse_skinny_tile(text) -> SkinnyTile:
         raise ValueError("expected BMxBK[/warps], e.g. 32x64/4")
     bm, bk = int(m.group(1)), int(m.group(2))
     for nm, v in (("BM", bm), ("BK", bk)):
-        if v < 16 or v & (v - 1) or v > 256:
-            raise ValueError(f"{nm}={v} must be a power of two in 16..256")
+        check_block(nm, v, 256)
     if bm * bk > 16384:
         raise ValueError(f"BMxBK={bm}x{bk}: up to 8 accumulators of BM*BK/4 floats; at most 16384")
     warps = int(m.group(3)) if m.group(3) else 4
-    if warps not in (1, 2, 4, 8, 16):
-        raise ValueError(f"warps={warps} must be 1, 2, 4, 8 or 16")
+    check_warps(warps)
     return SkinnyTile(bm, bk, warps)
 
 
