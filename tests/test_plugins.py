@@ -370,3 +370,13 @@ def test_the_tf32_gluon_example_compiles_to_register_operand_wgmma():
     for c in counts.values():
         assert c["wgmma"] > 0 and c["wgmma with A from registers"] == c["wgmma"] and c["tma copies"] > 0, c
         assert not c["ptxas serialisation"].startswith("ptxas failed"), c
+
+
+def test_the_plugin_cli_fixture_runs_nothing_when_a_spawned_worker_imports_it(monkeypatch):
+    """Dask's nanny starts a worker by spawn, which runs the parent's main file again under the name
+    ``__mp_main__``: the fixture the GPU fault tests start must not run the command there (it did: every
+    Dask worker ran the whole sweep again, started its own cluster and printed a spawn traceback)."""
+    import runpy
+    monkeypatch.setattr(sys, "argv", ["plugin_cli.py", "--list"])
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "plugin_cli.py")
+    runpy.run_path(path, run_name="__mp_main__")   # raised SystemExit (the command ran) before the guard
