@@ -61,6 +61,7 @@ def test_distributed_sweep_gives_the_one_process_rows(runs):
     # The checkpoint holds every shape once, each closed by its done line.
     lines = [json.loads(x) for x in open(runs / "dist.json.checkpoint.jsonl")]
     assert lines[0]["kind"] == checkpoint.KIND
+    assert lines[0]["shapes"] == list(dict.fromkeys(r["shape"] for r in one["results"]))
     assert sorted(x["done"] for x in lines if "done" in x) == sorted({r["shape"] for r in one["results"]})
 
 

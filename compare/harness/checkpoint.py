@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -170,7 +171,6 @@ def kept_shapes(path: str, resuming: bool, selection: dict, shapes) -> dict:
     """The shapes a run takes from its checkpoint: with --resume, the ones the file finished
     ({shape: ([row dicts], done line)}, said on stderr); a new checkpoint none, and an existing
     file without --resume is refused (never overwritten)."""
-    import sys
     if resuming and os.path.exists(path):
         kept = resume(path, selection)
         print(f"resume: {len(kept)} finished shapes in {path} ({sum(s in kept for s in shapes)} of this "

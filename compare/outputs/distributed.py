@@ -200,7 +200,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
         for job in jobs.values():
             job.deadline = deadline
     ready, measured = _on_dask(jobs, todo, tally, cluster=cluster, early=early, n=n, interpret=interpret, gpus=gpus,
-                               checkpoint=checkpoint, selection=selection, kept=kept, total=len(by_shape), quiet=quiet)
+                               checkpoint=checkpoint, selection=selection, kept=kept, shapes=list(by_shape), quiet=quiet)
     results = []
     for s in by_shape:
         results += kept[s][0] if s in kept else tally.fresh.get(s, [])
@@ -229,7 +229,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
 
 def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], early: Optional[EarlyCluster],
              n: int, interpret: bool, gpus: list, checkpoint: Optional[str], selection: dict, kept: dict,
-             total: int, quiet: bool):
+             shapes: list, quiet: bool):
     """The shapes of ``todo`` measured on the cluster (joined, or started here and closed after),
     streamed to the checkpoint (opened once the cluster is up, closed whatever happens); returns
     when the cluster was ready and when the last shape came back (None if it never got there)."""
@@ -248,8 +248,8 @@ def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], e
             link = client.dashboard_link if dashboard() or cluster else None
             print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
                   f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
-        ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
-        progress = Progress(total, quiet, done=total - len(todo), bar=False)
+        ckpt = Checkpoint(checkpoint, selection, kept, shapes=shapes) if checkpoint else None
+        progress = Progress(len(shapes), quiet, done=len(shapes) - len(todo), bar=False)
         ready = time.perf_counter()
         _collect(client, jobs, todo, ckpt, progress, tally)
         measured = time.perf_counter()
