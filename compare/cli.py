@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
-import time
 
 from typing import Optional
 
+from .harness import checkpoint
 from .harness.errors import UsageError
-from .harness.files import write_atomically
 from .outputs import selection   # the flags -> (kernel, problem) pairs
 from .outputs import targets   # -o / --plot / --from-json: checked before any GPU work
 # The shape catalogue (every default and named set) is compare/harness/shapes.py.
@@ -42,14 +40,16 @@ EPILOG = "\n".join([
     "@FILE reads arguments from FILE, one per line (# comments), e.g. results/**/*.args.",
     "isolation: kernels run in a worker process; a kernel that poisons the CUDA context (illegal address, trap, "
     "...) or kills the worker is a FAULT row with a compute-sanitizer command that reproduces it, one that gives "
-    "no row within --kernel-timeout a HUNG row; either way a fresh worker runs the next kernel. With -o FILE, "
-    "rows stream to FILE.partial.jsonl as they finish (deleted once FILE is written; kept when the run is "
-    "interrupted or dies).",
+    "no row within --kernel-timeout a HUNG row; either way a fresh worker runs the next kernel.",
+    "checkpoints: every run streams its rows, as they finish, to a checkpoint (--checkpoint FILE; default -o FILE "
+    "+ .checkpoint.jsonl, which a run on one host deletes once FILE is written); an interrupted run keeps it, "
+    "--resume FILE measures only the shapes it lacks (exit 2 if a flag that changes what is measured differs) and "
+    "--from-json FILE renders its rows.",
     "exit codes: 0 every kernel that ran is ok; 1 some kernel FAILED its correctness check, errored (raised, ran "
     "out of memory), faulted (FAULT) or hung (HUNG); 2 the run could not start (bad arguments or files, no GPU, "
     "a shape that does not fit) or would check nothing (every selected kernel unsupported or skipped on every "
-    "shape); 130 interrupted by Ctrl-C (the finished rows are kept in FILE.partial.jsonl; an existing -o FILE "
-    "is never replaced by them). Exit 2 is decided before any GPU work.",
+    "shape); 130 interrupted by Ctrl-C (the finished rows are kept in the checkpoint; an existing -o FILE is "
+    "never replaced by them). Exit 2 is decided before any GPU work.",
 ])
 
 
@@ -120,10 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "visible GPU; with --interpret, N CPU workers, default 2). Needs the extra: pip install -e \".[dist]\"")
     p.add_argument("--cluster", metavar="ADDRESS", help="run the sweep on a running Dask scheduler (tcp://host:8786)")
     p.add_argument("--checkpoint", metavar="FILE.jsonl",
-                   help="distributed sweeps: stream rows here per finished shape (default: -o FILE + .checkpoint.jsonl)")
+                   help="stream the rows here as they finish (default: -o FILE + .checkpoint.jsonl); an existing "
+                        "FILE is continued only by --resume")
     p.add_argument("--resume", metavar="FILE.jsonl",
-                   help="distributed sweeps: keep the shapes FILE finished, measure the rest, append to FILE "
-                        "(a missing FILE starts it)")
+                   help="keep the shapes checkpoint FILE finished, measure the rest, append to FILE (a missing FILE "
+                        "starts it; other flags for what is measured: exit 2)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="distributed sweeps: start no shape SECONDS after the sweep began (compile-ahead and the "
                         "cluster's start count); the output holds the finished shapes and --resume continues")
@@ -216,94 +217,6 @@ def print_list(file=None) -> None:
     show(file)
 
 
-def _progress(enabled: bool, total: int, pairs=()):
-    """What the run says on stderr while it runs (compare.outputs.progress): a bar on a terminal,
-    plain lines when piped, one line per shape under -q."""
-    from .outputs.progress import Progress, per_shape_counts
-    return Progress(total, quiet=not enabled, per_shape=per_shape_counts(pairs))
-
-
-def _emit(text: str, args) -> None:
-    if args.output:
-        def write(tmp):
-            with open(tmp, "w") as f:
-                f.write(text)
-        write_atomically(args.output, write)
-    else:
-        sys.stdout.write(text)
-
-
-def command_line(argv: list) -> str:
-    """The command that reproduces this run (recorded in the JSON), whatever script started it."""
-    return shlex.join(["python", "-m", "compare", *argv])
-
-
-def render(results, env, args, summary=None) -> None:
-    """Results in args.format to -o or stdout, closed by a summary: a sweep's per-kernel summary,
-    else the kernel x shape matrix (compare.outputs.matrix). json: "summary"/"matrix" fields;
-    csv: the summary on stderr, so the file stays one table."""
-    import io
-    from .outputs import matrix, report
-    if getattr(args, "keep_output", False):    # interrupted: -o FILE is not replaced (_interrupted)
-        return
-    mark = f"INTERRUPTED (Ctrl-C): {env['interrupted']}\n" if env and env.get("interrupted") else ""
-    width = report.table_width(None if args.output else sys.stdout)
-    md = args.format == "markdown"
-    if summary is not None:
-        from .outputs import sweep
-        text_summary = sweep.render_summary(summary, "markdown" if md else "table")
-    else:
-        text_summary = matrix.render(results, "markdown" if md else "table", width) or None
-    shown = report.config_view(results, width) if "config" in (args.show or []) else ""
-    if args.format == "json":
-        text = report.to_json(results, env, command_line(args.argv), summary=summary,
-                              matrix=matrix.build(results))
-    elif args.format == "csv":
-        text = report.to_csv(results)
-        if text_summary:
-            sys.stderr.write(text_summary if text_summary.endswith("\n") else text_summary + "\n")
-    elif md:
-        text = mark + report.to_markdown(results, env)
-        if text_summary:
-            text += "\n" + text_summary
-    elif args.output:
-        buf = io.StringIO()
-        report.to_table(results, env, buf)
-        text = buf.getvalue() + ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
-        text = mark + text
-    else:
-        sys.stdout.write(mark)
-        report.to_table(results, env, sys.stdout)
-        text = ("\n" + shown if shown else "") + (("\n" + text_summary) if text_summary else "")
-    if text and text_summary and not text.endswith("\n"):
-        text += "\n"
-    _emit(text, args)
-
-
-def draw(results, env, args) -> bool:
-    """--plot; False (with a message, not a traceback) when the run has nothing to draw."""
-    if not any(r.status == "ok" and r.tflops for r in results):
-        print(f"error: --plot {args.plot} not written: no row has status ok and a time "
-              f"(every kernel FAILED, errored or was not run)", file=sys.stderr)
-        return False
-    if selection.is_sweep(args):
-        from .outputs.plot import default_title
-        from .outputs.sweep import plot_sweep
-        title = default_title([r for r in results if r.status == "ok" and r.tflops], env.get("gpu", ""))
-        write_atomically(args.plot, lambda tmp: plot_sweep(results, tmp, title=title, env=env))
-    else:
-        from .outputs.plot import plot
-        write_atomically(args.plot, lambda tmp: plot(results, tmp, gpu=env.get("gpu", ""), env=env))
-    print(f"plot written to {args.plot}", file=sys.stderr)
-    return True
-
-
-def verdict(results) -> int:
-    """The exit status of a finished (or loaded) run; see the module docstring."""
-    from .harness import runner
-    return runner.exit_status(results)
-
-
 def main(argv: Optional[list] = None) -> int:
     try:
         argv = _expand_arg_files(sys.argv[1:] if argv is None else list(argv))
@@ -324,13 +237,19 @@ def main(argv: Optional[list] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted before the results were written", file=sys.stderr)
+        print("interrupted before the results were written" + _kept_note(args), file=sys.stderr)
         return 130
     finally:
         from .harness.worker import close_for_run
         close_for_run(args)
         if getattr(args, "early_cluster", None):
             args.early_cluster.close()
+
+
+def _kept_note(args) -> str:
+    """Where the rows a run finished before Ctrl-C are: its checkpoint, if it wrote one."""
+    path = None if args.from_json or args.list or args.resources else checkpoint.path_for(args)
+    return f"; the finished rows are in {path} (--resume {path} continues)" if path and os.path.exists(path) else ""
 
 
 def _start_worker_early(args) -> None:
@@ -390,16 +309,16 @@ def _report_files(args) -> int:
     if args.plot and not any(r.status == "ok" and r.tflops for r in results):
         raise UsageError(f"--plot: nothing to plot in {', '.join(args.from_json)}: no row has status ok and a time "
                          f"(a --check or --interpret run?)")
-    return _report(results, env, args)
+    from .outputs import render
+    return render.report(results, env, args)
 
 
 def _run(args) -> int:
-    """The selection measured (or checked): here, in the isolation worker, or on Dask (--workers,
-    --cluster); rendered, with the run's exit status."""
-    from .harness import worker as _worker
-    # A Dask sweep's workers are its processes: no isolation worker of its own.
+    """The selection measured (or checked): here, in the isolation worker (compare/outputs/local.py),
+    or on Dask (--workers, --cluster: compare/outputs/distributed.py); rendered, with the run's
+    exit status."""
+    from .outputs import local, render
     dask_sweep = args.workers is not None or args.cluster
-    pool = getattr(args, "worker", None)      # started by _start_worker_early
     chosen = selection.select(args, interpret=args.interpret)
     selected, options, problems, pairs = chosen.kernels, chosen.options, chosen.problems, chosen.pairs
     if args.interpret:
@@ -413,128 +332,5 @@ def _run(args) -> int:
     _check_something_runs(pairs, skip, selected)
     if dask_sweep:
         from .outputs.distributed import run_from_cli
-        return _report(*run_from_cli(args, pairs, skip, options), args)
-
-    device, timing = _ready_device(args, pool, selected, problems)
-    ahead = None
-    if pool and not args.interpret:
-        from .harness.precompile import compile_ahead
-        ahead = compile_ahead(pairs, pool, options=options, skip=skip, jobs=args.compile_jobs,
-                              plugins=args.plugin or (), kernel_timeout=args.kernel_timeout,
-                              say=lambda s: print(s, file=sys.stderr, flush=True))
-    ckpt = _worker.checkpoint_for_run(args)
-    if timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
-        from cuda_kernels.probes.peaks import ensure as measured_peaks
-        measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
-
-    t_run = time.perf_counter()
-    results, interrupted = _measure(args, pairs, pool, ckpt, skip=skip, options=options, timing=timing, device=device)
-    from .harness import gpuinfo
-    env = gpuinfo.environment().as_dict()
-    if interrupted:
-        env["interrupted"] = f"{len(results)} of {len(pairs)} rows finished; the rest were not run"
-    if args.interpret:
-        env["gpu"] = "none (Triton interpreter on CPU)"
-    if ahead:
-        env["compile_ahead"] = ahead
-    env["run_s"] = round(time.perf_counter() - t_run, 2)     # the pairs, after compile-ahead
-    code = _report(results, env, args, judge=not interrupted)
-    if ckpt and not interrupted:
-        ckpt.finish()
-    return interrupted or code
-
-
-def _ready_device(args, pool, selected, problems) -> tuple:
-    """(device, timing) for runner.run, once the run can start: a GPU there is and every shape
-    fits it (said with the limit named, before any kernel runs); the worker told what runs."""
-    from .harness import worker as _worker
-    from .harness.inputs import gpu_available
-    from .harness.problem import ProblemError
-    if args.interpret:
-        device, timing = "cpu", False
-    else:
-        if not gpu_available():
-            raise UsageError("no CUDA GPU found (torch.cuda.is_available() is False). "
-                             "To check the Triton kernels on the CPU, add --interpret.")
-        device, timing = None, not args.check
-        # Fail early, with the limit named, for a shape that can't fit.
-        from .harness.inputs import check_fits
-        if pool:
-            _worker.ready_for_run(pool, args, selected, problems)
-        else:
-            import torch
-            for p in problems:
-                try:
-                    check_fits(p, torch.device("cuda"))
-                except ProblemError as e:
-                    raise UsageError(str(e)) from None
-    if pool and args.interpret:
-        _worker.ready_for_run(pool, args, selected, [])
-    return device, timing
-
-
-def _measure(args, pairs, pool, ckpt, *, skip, options, timing, device) -> tuple:
-    """runner.run over the pairs, with the progress line; (rows, None) or, after Ctrl-C, (the
-    rows finished, 130) once _interrupted has said where they went."""
-    from .harness import runner
-    prog = _progress(not args.quiet, len(pairs), pairs)
-
-    def progress(k, p):
-        if prog:
-            prog.update(k, p)
-
-    interrupted = None
-    try:
-        results = runner.run(pairs, timing=timing, device=device, skip=skip, progress=progress, options=options,
-                             measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
-                             execute=pool.run_kernel if pool else None, on_row=ckpt.add if ckpt else None)
-    except runner.Interrupted as stop:
-        results, interrupted = stop.results, stop
-    finally:
-        if prog:
-            prog.stop()
-    if interrupted:   # said after the progress bar is gone
-        interrupted = _interrupted(pool, ckpt, args, len(results), len(pairs))
-    return results, interrupted
-
-
-def _interrupted(pool, ckpt, args, done: int, total: int) -> int:
-    """Ctrl-C: stop the worker, keep the checkpoint, and never let the partial rows replace a
-    finished -o FILE: an existing FILE is left as it was, a new one is written marked interrupted
-    (JSON: environment.interrupted; table and markdown: a first line), a CSV one not at all (no
-    place to say it). One line says where the rows went; the exit status is 130."""
-    if pool is not None:
-        pool._kill()
-    where = []
-    if ckpt is not None:
-        ckpt.close()
-        if ckpt.rows:
-            where.append(f"kept in {ckpt.path}")
-    if args.output:
-        if os.path.exists(args.output):
-            args.keep_output = True
-            where.append(f"{args.output} left as it was (a partial run never replaces it)")
-        elif args.format == "csv":
-            args.keep_output = True
-            where.append(f"{args.output} not written (a CSV file can't be marked partial)")
-        else:
-            where.append(f"written to {args.output} marked interrupted")
-    if args.plot:
-        args.keep_plot = True
-        where.append(f"--plot {args.plot} not drawn")
-    print(f"interrupted: {done} of {total} rows finished" + "".join(f"; {w}" for w in where), file=sys.stderr)
-    return 130
-
-
-def _report(results, env: dict, args, judge: bool = True) -> int:
-    """Render (with the sweep summary when shapes came from a set or file), plot, exit code:
-    the same for a measured run and a recorded one (an interrupted one: no exit code, ``judge``
-    False)."""
-    summary = None
-    if selection.is_sweep(args) or getattr(args, "variant", None):
-        from .outputs import sweep
-        summary = sweep.summarize(results)
-    render(results, env, args, summary)
-    if args.plot and not getattr(args, "keep_plot", False):
-        draw(results, env, args)
-    return verdict(results) if judge else 0
+        return render.report(*run_from_cli(args, pairs, skip, options), args)
+    return local.run(args, chosen, skip)

@@ -23,13 +23,13 @@ STAMPS = (
     ('    return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall,',
      '    return {"_enter": _enter, "_wall": wall, "_exit": time.time(),\n'
      '            "index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall,'),
-    ("            res = fut.result() if exc is None else {}",
-     "            _r0 = time.time()\n"
-     "            res = fut.result() if exc is None else {}\n"
-     '            STAMPS.append((res.get("_enter"), res.get("_exit"), res.get("_wall"), _r0, time.time()))'),
+    ("        res = fut.result() if exc is None else {}",
+     "        _r0 = time.time()\n"
+     "        res = fut.result() if exc is None else {}\n"
+     '        STAMPS.append((res.get("_enter"), res.get("_exit"), res.get("_wall"), _r0, time.time()))'),
     ("def run_sweep(", "STAMPS = []\n\n\ndef run_sweep("),
-    ("            progress.shape_done(job.shape, label or worker, note)",
-     "            progress.shape_done(job.shape, label or worker, note)\n"
+    ("            progress.finished(job.shape, who, note)",
+     "            progress.finished(job.shape, who, note)\n"
      "            STAMPS[-1] = STAMPS[-1] + (time.time(),)"),
 )
 

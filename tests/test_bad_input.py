@@ -12,7 +12,7 @@ import pytest
 
 from compare import cli
 from compare.cli import main
-from compare.harness import runner
+from compare.harness import checkpoint, runner
 from compare.harness.errors import UsageError
 from compare.harness.runner import Result
 from compare.outputs import dask_cluster, report, selection
@@ -102,7 +102,7 @@ def test_a_refused_scheduler_port_fails_at_once_without_dask_retrying(no_work, c
     line = _one_line(capsys)
     assert f"127.0.0.1:{port}" in line and "cannot reach the scheduler" in line
     # one connect, with a short timeout (Dask's own Client(timeout="30s") retries for 30 s)
-    assert timeouts == [dist.CONNECT_TIMEOUT_S] and dist.CONNECT_TIMEOUT_S <= 5
+    assert timeouts == [dask_cluster.CONNECT_TIMEOUT_S] and dask_cluster.CONNECT_TIMEOUT_S <= 5
 
 
 def test_in_process_with_workers_is_refused(no_work, capsys):
@@ -122,10 +122,10 @@ def _finished_checkpoint(path, argv) -> int:
     os.environ["TRITON_INTERPRET"] = "1"
     pairs = selection.select(args, interpret=args.interpret).pairs
     kept = {}
-    for shape, group in dist.group_by_shape(pairs).items():
+    for shape, group in checkpoint.group_by_shape(pairs).items():
         rows = [runner.blank_row(k, p, runner.OK) for k, p in group]
         kept[shape] = (rows, {"done": shape, "rows": len(rows), "worker": "tcp://w", "attempts": 1})
-    dist.Checkpoint(str(path), dist.selection_of(args, pairs), kept).close()
+    checkpoint.Checkpoint(str(path), checkpoint.measured(args, pairs), kept).close()
     return len(pairs)
 
 
@@ -144,7 +144,7 @@ def test_resuming_a_finished_checkpoint_starts_no_cluster(no_work, tmp_path, cap
 def _checkpoint_lines(tmp_path):
     sel = {"kernels": ["k"], "mode": "check"}
     path = tmp_path / "ck.jsonl"
-    ck = dist.Checkpoint(str(path), sel, {})
+    ck = checkpoint.Checkpoint(str(path), sel, {})
     row = Result(kernel="k", family="triton", stage="s", group="g", variant="", shape="8x8x8", M=8, N=8, K=8,
                  precision="fp32", alpha=1.0, beta=0.0, status="ok")
     for s in ("1x1x1", "2x2x2"):
@@ -158,13 +158,13 @@ def test_a_checkpoint_with_a_garbage_line_is_refused_not_rewritten(tmp_path):
     text = "".join(lines[:2] + ["this is no JSON\n"] + lines[2:])
     path.write_text(text)
     with pytest.raises(UsageError, match="line 3 is not a checkpoint line"):
-        dist.read_checkpoint(str(path), sel)
+        checkpoint.resume(str(path), sel)
     path.write_text("".join(lines[:2] + ['[1, 2]\n'] + lines[2:]))   # JSON, but no checkpoint line
     with pytest.raises(UsageError, match="line 3"):
-        dist.read_checkpoint(str(path), sel)
+        checkpoint.resume(str(path), sel)
     # a last line cut mid-write is still the one allowed loss
     path.write_text("".join(lines) + '{"shape": "3x3')
-    assert sorted(dist.read_checkpoint(str(path), sel)) == ["1x1x1", "2x2x2"]
+    assert sorted(checkpoint.resume(str(path), sel)) == ["1x1x1", "2x2x2"]
 
 
 def test_a_checkpoint_of_a_future_version_is_refused(tmp_path):
@@ -173,7 +173,7 @@ def test_a_checkpoint_of_a_future_version_is_refused(tmp_path):
     head["version"] = 2
     path.write_text(json.dumps(head) + "\n" + "".join(lines[1:]))
     with pytest.raises(UsageError, match="version 2"):
-        dist.read_checkpoint(str(path), sel)
+        checkpoint.resume(str(path), sel)
 
 
 # ---------------------------------------------------------------- --from-json
@@ -282,9 +282,8 @@ def test_ctrl_c_never_replaces_a_finished_output(ctrl_c_on_the_second_kernel, tm
     out.write_text("the finished run's results\n")
     assert main(INTERRUPTED_RUN + ["-o", str(out)]) == 130
     assert out.read_text() == "the finished run's results\n"
-    partial = str(out) + ".partial.jsonl"
-    from compare.harness.checkpoint import read_rows
-    kept = read_rows(open(partial).read())
+    partial = str(out) + ".checkpoint.jsonl"
+    kept = [row for _, row in checkpoint.read(partial).rows]
     # cuBLAS (skipped under --interpret) 8x8x8, stream-K 8x8x8, cuBLAS 16x8x8; Ctrl-C in stream-K 16x8x8
     assert [(r["kernel"], r["shape"]) for r in kept] == [("cublas", "8x8x8"), ("triton.stream_k", "8x8x8"),
                                                           ("cublas", "16x8x8")]
@@ -299,7 +298,7 @@ def test_ctrl_c_writes_a_new_json_output_marked_interrupted(ctrl_c_on_the_second
     doc = json.loads(out.read_text())
     assert len(doc["results"]) == 3 and doc["environment"]["interrupted"].startswith("3 of 6 rows finished")
     line = _one_line(capsys)
-    assert f"kept in {out}.partial.jsonl" in line and f"written to {out} marked interrupted" in line
+    assert f"kept in {out}.checkpoint.jsonl" in line and f"written to {out} marked interrupted" in line
 
 
 def test_ctrl_c_writes_a_new_table_marked_and_no_csv(ctrl_c_on_the_second_kernel, tmp_path, capsys):
@@ -310,7 +309,7 @@ def test_ctrl_c_writes_a_new_table_marked_and_no_csv(ctrl_c_on_the_second_kernel
     ctrl_c_on_the_second_kernel.clear()
     csv_out = tmp_path / "r.csv"
     assert main(INTERRUPTED_RUN + ["-o", str(csv_out)]) == 130
-    assert not csv_out.exists() and os.path.exists(str(csv_out) + ".partial.jsonl")
+    assert not csv_out.exists() and os.path.exists(str(csv_out) + ".checkpoint.jsonl")
     assert f"{csv_out} not written" in _one_line(capsys)
 
 

@@ -259,8 +259,8 @@ def test_output_is_replaced_atomically(fake_registry, tmp_path, monkeypatch):
         _interpret(["--kernel", "triton.good", "-o", str(out)])
     assert out.read_text() == "the previous run's results\n"
     # no temp file left behind; the rows measured before the write broke stay in the checkpoint
-    assert sorted(os.listdir(tmp_path)) == ["r.txt", "r.txt.partial.jsonl"]
-    assert [r.kernel for r in report.load(str(out) + ".partial.jsonl")[0]] == ["cublas", "triton.good"]
+    assert sorted(os.listdir(tmp_path)) == ["r.txt", "r.txt.checkpoint.jsonl"]
+    assert [r.kernel for r in report.load(str(out) + ".checkpoint.jsonl")[0]] == ["cublas", "triton.good"]
     monkeypatch.undo()
 
 
@@ -453,8 +453,10 @@ def sweep_modules(monkeypatch):
             f.write(b"plot")
     sweep.summarize, sweep.render_summary, sweep.plot_sweep = summarize, render_summary, plot_sweep
     import compare.outputs
+    from compare.outputs import render
     monkeypatch.setitem(sys.modules, "compare.outputs.sweep", sweep)
     monkeypatch.setattr(compare.outputs, "sweep", sweep, raising=False)
+    monkeypatch.setattr(render, "sweep", sweep)      # bound when compare/outputs/render.py was imported
     return seen
 
 

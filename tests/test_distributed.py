@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("distributed", reason='the Dask extra: pip install -e ".[dist]"')
 
 from compare import cli  # noqa: E402
-from compare.harness import registry, runner  # noqa: E402
+from compare.harness import checkpoint, registry, runner  # noqa: E402
 from compare.harness.problem import Problem  # noqa: E402
 from compare.harness.runner import Result  # noqa: E402
 from compare.outputs import dask_cluster  # noqa: E402
@@ -60,7 +60,8 @@ def test_distributed_sweep_gives_the_one_process_rows(runs):
     assert (info["shapes"], info["measured"], info["resumed"], info["retried"]) == (N_SHAPES, N_SHAPES, 0, [])
     # The checkpoint holds every shape once, each closed by its done line.
     lines = [json.loads(x) for x in open(runs / "dist.json.checkpoint.jsonl")]
-    assert lines[0]["kind"] == dist.CHECKPOINT_KIND
+    assert lines[0]["kind"] == checkpoint.KIND
+    assert lines[0]["shapes"] == list(dict.fromkeys(r["shape"] for r in one["results"]))
     assert sorted(x["done"] for x in lines if "done" in x) == sorted({r["shape"] for r in one["results"]})
 
 
@@ -147,7 +148,7 @@ def test_without_dask_workers_exits_2_with_the_install_line():
 @pytest.mark.parametrize("argv, says", [
     (["--interpret", "--kernel", "triton.stream_k", "--workers", "2"], "run a sweep"),
     (SWEEP + ["--workers", "2", "--cluster", "tcp://127.0.0.1:1"], "use one"),
-    (SWEEP + ["--resume", "x.jsonl"], "add --workers"),
+    (SWEEP + ["--workers", "2", "--resume", "x.jsonl", "--checkpoint", "y.jsonl"], "use one"),
     (SWEEP + ["--time-limit", "5"], "add --workers"),
     (SWEEP + ["--workers", "2", "--time-limit", "0"], "> 0"),
 ])
@@ -177,7 +178,7 @@ def test_sticky_cuda_errors_are_recognised(reason, sticky):
 def test_checkpoint_cut_at_any_byte_keeps_only_whole_shapes(tmp_path):
     path = tmp_path / "ck.jsonl"
     sel = {"kernels": ["k"], "mode": "check"}
-    ck = dist.Checkpoint(str(path), sel, {})
+    ck = checkpoint.Checkpoint(str(path), sel, {})
     for s in ("1x1x1", "2x2x2", "3x3x3"):
         ck.add(s, [_row(shape=s), _row("FAILED", "wrong", shape=s)], worker="w", attempts=1)
     ck.close()
@@ -186,9 +187,9 @@ def test_checkpoint_cut_at_any_byte_keeps_only_whole_shapes(tmp_path):
     seen = set()
     for cut in range(header_end, len(text) + 1):
         path.write_text(text[:cut])
-        got = dist.read_checkpoint(str(path), sel)
+        got = checkpoint.resume(str(path), sel)
         for s, (rows, done) in got.items():
-            assert [r.status for r in rows] == ["ok", "FAILED"] and done["rows"] == 2
+            assert [r["status"] for r in rows] == ["ok", "FAILED"] and done["rows"] == 2
         seen.add(len(got))
     assert seen == {0, 1, 2, 3}
 
@@ -200,7 +201,7 @@ def test_time_limit_starts_no_shape_after_it(tmp_path, capsys):
     assert f"{N_SHAPES} of {N_SHAPES} shapes not started" in err and "--resume" in err
     assert rc == 2                      # nothing was checked: the README's exit code for that
     lines = (tmp_path / "t.json.checkpoint.jsonl").read_text().splitlines()
-    assert len(lines) == 1 and json.loads(lines[0])["kind"] == dist.CHECKPOINT_KIND
+    assert len(lines) == 1 and json.loads(lines[0])["kind"] == checkpoint.KIND
 
 
 STICKY_PLUGIN = '''

@@ -232,13 +232,13 @@ _MEASURED = {
 
 def _selection(argv, kernels=("triton.stream_k",)):
     from compare.cli import build_parser
-    from compare.outputs.distributed import selection_of
+    from compare.harness.checkpoint import measured
     args = build_parser().parse_args(argv)
-    return selection_of(args, [(types.SimpleNamespace(name=k), None) for k in kernels])
+    return measured(args, [(types.SimpleNamespace(name=k), None) for k in kernels])
 
 
 def _checkpoint(tmp_path, selection):
-    from compare.outputs.distributed import Checkpoint
+    from compare.harness.checkpoint import Checkpoint
     path = str(tmp_path / "ck.jsonl")
     Checkpoint(path, selection, {}).close()
     return path
@@ -247,7 +247,7 @@ def _checkpoint(tmp_path, selection):
 @pytest.mark.parametrize("key", sorted(_MEASURED) + ["interpret", "kernels"])
 def test_resume_refuses_every_change_of_what_is_measured(key, tmp_path):
     from compare.harness.errors import UsageError
-    from compare.outputs.distributed import read_checkpoint
+    from compare.harness.checkpoint import resume
     path = _checkpoint(tmp_path, _selection(_BASE))
     if key == "kernels":
         now, key = _selection(_BASE, kernels=("triton.stream_k", "triton.tiled")), "kernels"
@@ -256,12 +256,12 @@ def test_resume_refuses_every_change_of_what_is_measured(key, tmp_path):
     else:
         now = _selection(_BASE + _MEASURED[key])
     with pytest.raises(UsageError, match=f"other selection flags \\({key}: file "):
-        read_checkpoint(path, now)
+        resume(path, now)
 
 
 @pytest.mark.parametrize("same", [["-q"], ["--workers", "3"], ["--kernel-timeout", "30"], ["--compile-jobs", "1"],
                                   ["--time-limit", "100"], ["--precision", "fp32"], ["--seed", "0"]])
 def test_resume_takes_flags_that_change_nothing_measured(same, tmp_path):
-    from compare.outputs.distributed import read_checkpoint
+    from compare.harness.checkpoint import resume
     path = _checkpoint(tmp_path, _selection(_BASE))
-    assert read_checkpoint(path, _selection(_BASE + same)) == {}
+    assert resume(path, _selection(_BASE + same)) == {}

@@ -126,14 +126,17 @@ def test_a_dask_sweep_that_traps_prints_nothing_but_the_restart(clean, tmp_path)
 
 
 def test_sigint_keeps_finished_rows_on_the_gpu(tmp_path):
-    from compare.harness.checkpoint import read_rows
+    from compare.harness import checkpoint
+
+    def read_rows(path):
+        return [row for _, row in checkpoint.read(path).rows]
     out = tmp_path / "r.json"
-    ck = str(out) + ".partial.jsonl"
+    ck = str(out) + ".checkpoint.jsonl"
     p = subprocess.Popen([sys.executable, "-m", "compare", "--stage", "tiled", "--shape", "2048", "--shape", "4096",
                           "-q", "-o", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and p.poll() is None:
-        if os.path.exists(ck) and len(read_rows(open(ck).read())) >= 3:
+        if os.path.exists(ck) and len(read_rows(ck)) >= 3:
             break
         time.sleep(0.1)
     assert p.poll() is None, p.communicate()
@@ -144,7 +147,7 @@ def test_sigint_keeps_finished_rows_on_the_gpu(tmp_path):
     # -q still names each shape as it starts ("running ...")
     lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith(("warning:", "running "))]
     assert len(lines) == 1 and lines[0].startswith("interrupted: ") and "Traceback" not in stderr, stderr
-    kept = read_rows(open(ck).read())
+    kept = read_rows(ck)
     written = json.load(open(out))["results"]
     assert len(kept) >= 3 and [r["kernel"] for r in written] == [r["kernel"] for r in kept]
     assert any(r["status"] == "ok" and r["median_ms"] for r in written)

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from compare.harness import runner, worker
-from compare.harness.checkpoint import Checkpoint, read_rows
+from compare.harness import checkpoint
 from compare.harness.problem import Problem
 from compare.harness.registry import Kernel
 
@@ -261,21 +261,29 @@ def test_a_plugin_that_does_not_import_is_a_start_error():
 
 
 # ------------------------------------------------------------------ checkpoint
+def _rows(path) -> list:
+    """The row dicts of the checkpoint at ``path`` (every whole row line)."""
+    return [row for _, row in checkpoint.read(str(path)).rows]
+
+
 def test_checkpoint_streams_rows_and_drops_a_cut_off_last_line(tmp_path):
-    ck = Checkpoint.beside(str(tmp_path / "out.json"))
-    assert ck.path == str(tmp_path / "out.json.partial.jsonl")
+    path = checkpoint.path_beside(str(tmp_path / "out.json"))
+    assert path == str(tmp_path / "out.json.checkpoint.jsonl")
+    ck = checkpoint.Checkpoint(path, {"kernels": ["a", "b"]}, {}, shapes=[P.shape], expect={P.shape: 2})
     rows = [runner.blank_row(_k("a"), P, runner.OK), runner.blank_row(_k("b"), P, runner.HUNG, "slow")]
-    ck.add(rows[0])
-    assert [d["kernel"] for d in read_rows(open(ck.path).read())] == ["a"]   # on disk before the run ends
-    ck.add(rows[1])
+    ck.add_row(rows[0])
+    assert [d["kernel"] for d in _rows(path)] == ["a"]   # on disk before the run ends
+    assert checkpoint.read(path).done == {}               # its shape is not finished yet
+    ck.add_row(rows[1])
     ck.close()
-    text = open(ck.path).read()
-    assert [d["status"] for d in read_rows(text + '{"kernel": "c", "fam')] == ["ok", "HUNG"]
+    text = open(path).read()
+    got = checkpoint.parse(text + '{"shape": "16x8x24", "row": {"kernel": "c", "fam', "test")
+    assert [d["status"] for _, d in got.rows] == ["ok", "HUNG"] and list(got.done) == [P.shape]
     from compare.outputs import report
-    loaded, _ = report.load(ck.path)
+    loaded, _ = report.load(path)
     assert [(r.kernel, r.status, r.reason) for r in loaded] == [("a", "ok", ""), ("b", "HUNG", "slow")]
-    ck.finish()
-    assert not os.path.exists(ck.path)
+    ck.remove()
+    assert not os.path.exists(path)
 
 
 # ------------------------------------------------------------------ the command line
@@ -297,12 +305,12 @@ def test_cli_fault_and_hang_cost_their_rows_exit_1_no_traceback(tmp_path):
     assert rows["test.sticky_fault"]["status"] == "FAULT" and "illegal memory access" in rows["test.sticky_fault"]["reason"]
     assert rows["test.hang"]["status"] == "HUNG" and "--kernel-timeout 5 s" in rows["test.hang"]["reason"]
     assert rows["test.trap_teardown"]["status"] == "FAULT"
-    assert not os.path.exists(str(out) + ".partial.jsonl")   # the run completed: -o holds every row
+    assert not os.path.exists(str(out) + ".checkpoint.jsonl")   # the run completed: -o holds every row
 
 
 def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
     out = tmp_path / "r.json"
-    ck = str(out) + ".partial.jsonl"
+    ck = str(out) + ".checkpoint.jsonl"
     kernels = ",".join(["test.slow"] * 1 + ["test.healthy"])
     # The CLI gets Ctrl-C's default disposition whatever started pytest: a shell running it in the
     # background (`cmd &`) ignores SIGINT, the child inherits that, and Python then installs no
@@ -312,7 +320,7 @@ def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and p.poll() is None:
-        if os.path.exists(ck) and len(read_rows(open(ck).read())) >= 2:
+        if os.path.exists(ck) and len(_rows(ck)) >= 2:
             break
         time.sleep(0.05)
     assert p.poll() is None, p.communicate()
@@ -322,7 +330,7 @@ def test_sigint_keeps_finished_rows_prints_one_line_exits_130(tmp_path):
     # -q still names each shape as it starts (compare/outputs/progress.py); Ctrl-C adds one line
     lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("running ")]
     assert len(lines) == 1 and lines[0].startswith("interrupted: ") and ck in lines[0], stderr
-    kept = read_rows(open(ck).read())
+    kept = _rows(ck)
     written = json.load(open(out))["results"]
     assert len(kept) >= 2 and [r["kernel"] for r in written] == [r["kernel"] for r in kept]
     assert len(written) < 12 and all(r["status"] in ("ok", "skipped") for r in written)
@@ -354,7 +362,7 @@ def test_in_process_flag_runs_without_a_worker(monkeypatch, tmp_path, capsys):
                  "-o", str(out)]) == 0
     rows = json.load(open(out))["results"]
     assert [r["status"] for r in rows if r["kernel"] == "triton.naive_blocked"] == ["ok"]
-    assert not os.path.exists(str(out) + ".partial.jsonl")
+    assert not os.path.exists(str(out) + ".checkpoint.jsonl")
 
 
 def test_a_kernel_the_worker_does_not_know_is_an_error_row_not_a_crash():

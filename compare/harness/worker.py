@@ -400,24 +400,6 @@ def close_for_run(args) -> None:
         args.worker = None
 
 
-def checkpoint_for_run(args):
-    from .checkpoint import Checkpoint
-    return Checkpoint.beside(getattr(args, "output", None))
-
-
-def interrupted(pool: Optional[Worker], ckpt, done: int, total: int) -> int:
-    """Ctrl-C: stop the worker, keep the checkpoint, say so on one line; the exit status 130."""
-    if pool is not None:
-        pool._kill()
-    kept = ""
-    if ckpt is not None:
-        ckpt.close()
-        if ckpt.rows:
-            kept = f"; kept in {ckpt.path}"
-    print(f"interrupted: {done} of {total} rows finished{kept}", file=sys.stderr)
-    return 130
-
-
 # ---------------------------------------------------------------------- the worker process
 def import_plugin(spec: str):
     """Import a plugin module by name or by the path of a .py file (the registry's one loader)."""

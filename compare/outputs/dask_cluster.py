@@ -10,6 +10,8 @@ import functools
 import os
 from typing import Optional
 
+from ..harness.errors import UsageError
+
 
 # ---- clusters -----------------------------------------------------------------------------------
 
@@ -89,6 +91,27 @@ def _local_cluster(n: int, interpret: bool, gpus: list):
                for d in gpus[:n]}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": dashboard(), "port": 0}}
     return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=quiet)
+
+
+def local_gpus(workers: Optional[int]) -> list:
+    """--workers on this host's GPUs: the visible ones, at least one and no fewer than --workers."""
+    from ..harness.inputs import gpu_available
+    if not gpu_available():
+        raise UsageError("--workers: no CUDA GPU found (torch.cuda.is_available() is False); "
+                         "add --interpret to run the Triton kernels on CPU workers")
+    gpus = visible_gpus()
+    if workers and workers > len(gpus):
+        raise UsageError(f"--workers {workers}: only {len(gpus)} GPU(s) visible; one worker per GPU")
+    return gpus
+
+
+def join(cluster: str):
+    """A client of the running scheduler at ``cluster`` (--cluster)."""
+    from distributed import Client
+    try:
+        return Client(cluster, timeout="30s")
+    except (OSError, TimeoutError) as exc:
+        raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
 
 
 def close_quickly(cluster) -> None:
@@ -179,23 +202,13 @@ def resume_is_finished(args) -> bool:
     """``--resume FILE`` already holds a done line for every shape of this sweep (read without
     torch: the shape list and the file's done lines); whether its selection matches is the
     sweep's to check."""
-    import json
-
-    from ..harness.errors import UsageError
+    from ..harness.checkpoint import finished_shapes
     from .selection import shape_texts
     try:
         wanted = set(shape_texts(args, []))
-        with open(args.resume, encoding="utf-8") as f:
-            done = set()
-            for line in f:
-                if line.startswith('{"done"'):
-                    try:
-                        done.add(json.loads(line)["done"])
-                    except (ValueError, KeyError, TypeError):
-                        pass
-    except (OSError, UnicodeDecodeError, UsageError):
+    except UsageError:
         return False
-    return bool(wanted) and wanted <= done
+    return bool(wanted) and wanted <= finished_shapes(args.resume)
 
 
 def _gpus_without_cuda() -> list:
@@ -314,3 +327,43 @@ def wait_until_ready() -> None:
     """Called by a shape's task before it measures: the GPU warm-up thread must not run beside
     a measurement."""
     _GPU_READY.wait()
+
+
+# ---- checks before a cluster starts ------------------------------------------------------------
+
+# A scheduler that does not answer a TCP connect within this is taken to be unreachable: a
+# refused port answers at once, and a scheduler on a busy host still accepts within a second.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def max_interpret_workers() -> int:
+    """--interpret --workers N: one single-threaded interpreter process per CPU core at most (a
+    worker past that only waits for a core, and each holds its own torch and Triton, ~0.5 GiB)."""
+    return max(2, os.cpu_count() or 1)
+
+
+def probe_scheduler(address: str) -> None:
+    """``--cluster ADDRESS``: a well-formed address whose host answers a TCP connect within
+    CONNECT_TIMEOUT_S (a refused port fails at once; Dask's own connect retries for its whole
+    timeout). Schemes other than tcp/tls are left to Dask."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+    try:
+        scheme, loc = parse_address(address.strip())
+        if scheme not in ("tcp", "tls"):
+            return
+        host, port = parse_host_port(loc)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--cluster {address}: not a scheduler address ({exc}); e.g. tcp://host:8786") from None
+    if not (0 < int(port) < 65536):
+        raise UsageError(f"--cluster {address}: port {port} is not 1..65535")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except socket.gaierror as exc:
+        raise UsageError(f"--cluster {address}: unknown host {host!r} ({exc.strerror or exc})") from None
+    except (socket.timeout, TimeoutError):
+        raise UsageError(f"--cluster {address}: no answer from {host}:{port} "
+                         f"within {CONNECT_TIMEOUT_S:g} s") from None
+    except OSError as exc:
+        raise UsageError(f"--cluster {address}: cannot reach the scheduler ({exc.strerror or exc})") from None

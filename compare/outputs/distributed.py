@@ -15,35 +15,31 @@ scheduler keeps queued and hands to a worker only as a thread frees: the worker 
 round trip through this process for its next shape, and a dying worker takes only the one shape
 it was running with it. A shape whose rows show a sticky CUDA error (the context is dead after
 one) is kept and its worker restarted by its nanny; until then that process measures nothing (a
-shape it is handed comes straight back and is sent again, without counting an attempt; three
-a hundred times back makes it error rows). ``--time-limit``: the workers start no shape after the deadline
+shape it is handed comes straight back and is sent again, without counting an attempt; a hundred
+times back makes it error rows). ``--time-limit``: the workers start no shape after the deadline
 (wall-clock time), and those shapes stay unmeasured for --resume.
 
-Checkpoint (JSONL, one JSON object a line, flushed and fsynced per finished shape): a header
-``{"kind": ..., "selection": {...}}`` (kernels, precisions, options, alpha/beta/seed, mode, timing
-budget), then per shape its rows ``{"shape": S, "row": {...}}`` and one ``{"done": S, "rows": n,
-...}`` line. Only shapes with their ``done`` line count when it is read back, so a file cut at
-any byte loses at most the shape being written.
+The checkpoint is the one every run writes (compare/harness/checkpoint.py), a whole shape at a
+time: its rows, then its done line, fsynced.
 """
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..harness.checkpoint import Checkpoint, group_by_shape, kept_shapes, measured, path_for
 from ..harness.errors import UsageError
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
-from .dask_cluster import (EarlyCluster, close_quickly, dashboard, gpu_identity, local_cluster, visible_gpus,
-                           wait_until_ready, worker_environment)
+from .dask_cluster import (EarlyCluster, close_quickly, dashboard, gpu_identity, local_cluster, max_interpret_workers,
+                           join, local_gpus, probe_scheduler, wait_until_ready, worker_environment)
+from .progress import Progress
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
-CHECKPOINT_KIND = "gemm-ladder sweep checkpoint"
-CHECKPOINT_VERSION = 1
 
 
 def require_dask() -> None:
@@ -161,126 +157,7 @@ def died_rows(job: ShapeJob, why: str) -> list[Result]:
     return out
 
 
-# ---- checkpoint ---------------------------------------------------------------------------------
-
-def normalized(selection: dict) -> dict:
-    return json.loads(json.dumps(selection, default=str, sort_keys=True))
-
-
-def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
-    """{shape: (rows, done line)} of the shapes the file finished; a UsageError when it was made
-    with a different selection (or is not a checkpoint). ``selection`` None: the file's form
-    only (header, version, every line a checkpoint line), before the sweep's kernels are known."""
-    from .report import row_from_dict
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--resume {path}: cannot read it: {exc}") from None
-    try:
-        head = json.loads(lines[0])
-    except (json.JSONDecodeError, IndexError):
-        head = None
-    if not isinstance(head, dict) or head.get("kind") != CHECKPOINT_KIND:
-        raise UsageError(f"--resume {path}: not a sweep checkpoint (its first line is no {CHECKPOINT_KIND!r} header)")
-    if head.get("version") != CHECKPOINT_VERSION:
-        raise UsageError(f"--resume {path}: checkpoint version {head.get('version')!r}, and this suite reads "
-                         f"version {CHECKPOINT_VERSION} only (written by another version of gemm-ladder?)")
-    want, have = normalized(selection or {}), head.get("selection") or {}
-    diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-    if diff and selection is not None:
-        shown = "; ".join(f"{k}: file {have.get(k)!r}, now {want.get(k)!r}" for k in diff)
-        raise UsageError(f"--resume {path} was made with other selection flags ({shown}); "
-                         f"rerun with the same flags or start a new checkpoint")
-    rows: dict = {}
-    done: dict = {}
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=0)
-    for i, line in enumerate(lines[1:], start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            if i == last:
-                continue                 # the line being written when the sweep was stopped
-            obj = None
-        if not isinstance(obj, dict) or not ("row" in obj and "shape" in obj or "done" in obj):
-            # resuming would rewrite the file without it: refused instead, the file left as it is
-            raise UsageError(f"--resume {path}: line {i + 1} is not a checkpoint line ({line[:40]!r}); "
-                             f"the file was edited or damaged: fix or remove that line")
-        if "row" in obj:
-            rows.setdefault(obj["shape"], []).append(obj["row"])
-        elif "done" in obj and len(rows.get(obj["done"], [])) == obj.get("rows"):
-            done[obj["done"]] = obj
-    return {s: ([row_from_dict(d) for d in rows[s]], line) for s, line in done.items()}
-
-
-class Checkpoint:
-    """Appends each finished shape (rows, then its done line), flushed and fsynced."""
-
-    def __init__(self, path: str, selection: dict, kept: dict):
-        from ..harness.files import write_atomically
-        self.path = path
-
-        def write(tmp):
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(json.dumps({"kind": CHECKPOINT_KIND, "version": CHECKPOINT_VERSION,
-                                    "selection": normalized(selection)}) + "\n")
-                for shape, (rows, done) in kept.items():
-                    f.write(self._lines(shape, rows, done))
-        write_atomically(path, write)      # a resumed file loses its unfinished shape's lines
-        self.f = open(path, "a", encoding="utf-8")
-
-    @staticmethod
-    def _lines(shape: str, rows, done: dict) -> str:
-        out = [json.dumps({"shape": shape, "row": r.as_dict()}, default=str) for r in rows]
-        return "\n".join(out + [json.dumps(done)]) + "\n"
-
-    def add(self, shape: str, rows, **done) -> None:
-        self.f.write(self._lines(shape, rows, {"done": shape, "rows": len(rows), **done}))
-        self.f.flush()
-        os.fsync(self.f.fileno())
-
-    def close(self) -> None:
-        self.f.close()
-
-
 # ---- the sweep ----------------------------------------------------------------------------------
-
-def group_by_shape(pairs) -> dict:
-    """{shape text: [(kernel, problem)]}, shapes in the sweep's order, pairs in runner order."""
-    out: dict = {}
-    for k, p in pairs:
-        out.setdefault(p.shape, []).append((k, p))
-    return out
-
-
-def _eta(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
-
-
-class Progress:
-    """One stderr line per finished shape: done/total, this worker's count and every worker's (by
-    worker name: gpu0, gpu1, ... on a local GPU cluster), ETA."""
-
-    def __init__(self, total: int, already: int, quiet: bool):
-        self.total, self.done, self.measured, self.quiet = total, already, 0, quiet
-        self.t0 = time.perf_counter()
-        self.per_worker: dict = {}
-
-    def shape_done(self, shape: str, worker: Optional[str], note: str = "") -> None:
-        self.done += 1
-        self.measured += 1
-        w = worker or "?"
-        self.per_worker[w] = self.per_worker.get(w, 0) + 1
-        if self.quiet:
-            return
-        rate = (time.perf_counter() - self.t0) / self.measured
-        counts = " ".join(f"{name}:{n}" for name, n in sorted(self.per_worker.items()))
-        print(f"[{self.done}/{self.total}] {shape} on {w}{note}; shapes per worker {counts}; "
-              f"ETA {_eta(rate * (self.total - self.done))}", file=sys.stderr, flush=True)
-
 
 def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: bool, interpret: bool,
               measure_kw: dict, workers: Optional[int] = None, cluster: Optional[str] = None,
@@ -301,8 +178,8 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
     require_dask()
     t_begin = time.perf_counter()        # the time limit counts from here: compile-ahead included
     by_shape = group_by_shape(pairs)
-    kept = _kept_shapes(checkpoint, resume, selection, by_shape)
-    gpus = _local_gpus(workers) if cluster is None and not interpret else []
+    kept = _kept(checkpoint, resume, selection, by_shape)
+    gpus = local_gpus(workers) if cluster is None and not interpret else []
     n = workers or (2 if interpret else len(gpus))
     todo = [s for s in by_shape if s not in kept]
     jobs = {s: ShapeJob(i, s, [(wire_name(k), p) for k, p in by_shape[s]], options, skipped, timing, interpret,
@@ -323,7 +200,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
         for job in jobs.values():
             job.deadline = deadline
     ready, measured = _on_dask(jobs, todo, tally, cluster=cluster, early=early, n=n, interpret=interpret, gpus=gpus,
-                               checkpoint=checkpoint, selection=selection, kept=kept, total=len(by_shape), quiet=quiet)
+                               checkpoint=checkpoint, selection=selection, kept=kept, shapes=list(by_shape), quiet=quiet)
     results = []
     for s in by_shape:
         results += kept[s][0] if s in kept else tally.fresh.get(s, [])
@@ -352,7 +229,7 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
 
 def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], early: Optional[EarlyCluster],
              n: int, interpret: bool, gpus: list, checkpoint: Optional[str], selection: dict, kept: dict,
-             total: int, quiet: bool):
+             shapes: list, quiet: bool):
     """The shapes of ``todo`` measured on the cluster (joined, or started here and closed after),
     streamed to the checkpoint (opened once the cluster is up, closed whatever happens); returns
     when the cluster was ready and when the last shape came back (None if it never got there)."""
@@ -363,7 +240,7 @@ def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], e
         # A finished checkpoint (no shape to do): no cluster to start, nor to tear down half-started
         # (a Dask close racing its own start printed CommClosedError tracebacks).
         if todo and cluster:
-            client = _join(cluster)
+            client = join(cluster)
         elif todo:
             cl = (early.take(n, interpret, gpus) if early else None) or local_cluster(n, interpret, gpus)
             client = Client(cl)
@@ -371,8 +248,8 @@ def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], e
             link = client.dashboard_link if dashboard() or cluster else None
             print(f"dask: {len(client.nthreads())} workers at {client.scheduler.address}; "
                   f"dashboard: {link or 'not served (needs bokeh)'}", file=sys.stderr, flush=True)
-        ckpt = Checkpoint(checkpoint, selection, kept) if checkpoint else None
-        progress = Progress(total, total - len(todo), quiet)
+        ckpt = Checkpoint(checkpoint, selection, kept, shapes=shapes) if checkpoint else None
+        progress = Progress(len(shapes), quiet, done=len(shapes) - len(todo), bar=False)
         ready = time.perf_counter()
         _collect(client, jobs, todo, ckpt, progress, tally)
         measured = time.perf_counter()
@@ -386,38 +263,11 @@ def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], e
     return ready, measured
 
 
-def _kept_shapes(checkpoint: Optional[str], resume: bool, selection: dict, by_shape: dict) -> dict:
-    """--resume: the shapes the checkpoint finished ({shape: (rows, done line)}); none for a new
-    checkpoint, and a UsageError for an existing one without --resume."""
-    if checkpoint and resume and os.path.exists(checkpoint):
-        kept = read_checkpoint(checkpoint, selection)
-        print(f"resume: {len(kept)} finished shapes in {checkpoint} ({sum(s in by_shape for s in kept)} of this "
-              f"sweep's {len(by_shape)})", file=sys.stderr)
-        return kept
-    if checkpoint and os.path.exists(checkpoint):
-        raise UsageError(f"checkpoint {checkpoint} exists: continue it with --resume {checkpoint}, or remove it")
-    return {}
-
-
-def _local_gpus(workers: Optional[int]) -> list:
-    """--workers on this host's GPUs: the visible ones, at least one and no fewer than --workers."""
-    from ..harness.inputs import gpu_available
-    if not gpu_available():
-        raise UsageError("--workers: no CUDA GPU found (torch.cuda.is_available() is False); "
-                         "add --interpret to run the Triton kernels on CPU workers")
-    gpus = visible_gpus()
-    if workers and workers > len(gpus):
-        raise UsageError(f"--workers {workers}: only {len(gpus)} GPU(s) visible; one worker per GPU")
-    return gpus
-
-
-def _join(cluster: str):
-    """A client of the running scheduler at ``cluster`` (--cluster)."""
-    from distributed import Client
-    try:
-        return Client(cluster, timeout="30s")
-    except (OSError, TimeoutError) as exc:
-        raise UsageError(f"--cluster {cluster}: cannot reach the scheduler ({exc})") from None
+def _kept(checkpoint: Optional[str], resume: bool, selection: dict, by_shape: dict) -> dict:
+    """{shape: (rows, done line)} the checkpoint finished (--resume), rows as Results."""
+    from .report import row_from_dict
+    kept = kept_shapes(checkpoint, resume, selection, list(by_shape)) if checkpoint else {}
+    return {s: ([row_from_dict(d) for d in rows], done) for s, (rows, done) in kept.items()}
 
 
 def _sweep_env(envs: list, interpret: bool) -> dict:
@@ -474,7 +324,7 @@ def _collect(client, jobs: dict, todo: list, ckpt: Optional[Checkpoint], progres
             tally.fresh[job.shape] = rows
             if ckpt:
                 ckpt.add(job.shape, rows, **meta)
-            progress.shape_done(job.shape, who, note)
+            progress.finished(job.shape, who, note)
 
 
 def _outcome(client, job: ShapeJob, res: dict, exc, restarting: set, tally: _Tally):
@@ -552,36 +402,15 @@ def _last_worker(exc) -> Optional[str]:
 
 # ---- the CLI's entry --------------------------------------------------------------------------
 
-def selection_of(args, pairs) -> dict:
-    """What a checkpoint's rows depend on: a --resume with other values is refused."""
-    from ..harness.problem import parse_precisions
-    return {"kernels": list(dict.fromkeys(k.name for k, _ in pairs)),
-            "precisions": parse_precisions(args.precision), "options": args.opt or [],
-            "alpha": args.alpha, "beta": args.beta, "seed": args.seed,
-            "mode": "interpret" if args.interpret else "check" if args.check else "timing",
-            "budget_s": args.budget, "target_noise": args.target_noise}
-
-
-# A scheduler that does not answer a TCP connect within this is taken to be unreachable: a
-# refused port answers at once, and a scheduler on a busy host still accepts within a second.
-CONNECT_TIMEOUT_S = 5.0
-
-
-def max_interpret_workers() -> int:
-    """--interpret --workers N: one single-threaded interpreter process per CPU core at most (a
-    worker past that only waits for a core, and each holds its own torch and Triton, ~0.5 GiB)."""
-    return max(2, os.cpu_count() or 1)
-
-
 def check_flags(args, is_sweep: bool) -> None:
-    """--workers/--cluster/--resume/--checkpoint, before anything else runs (exit 2 on a bad one):
-    called before the early cluster starts and again by the CLI's main path (cheap, no cluster)."""
+    """--workers/--cluster/--time-limit, before anything else runs (exit 2 on a bad one): called
+    before the early cluster starts and again by the CLI's main path (cheap, no cluster). The
+    checkpoint's flags are every run's (compare/outputs/targets.py)."""
     if args.cluster is not None and not args.cluster.strip():
         raise UsageError('--cluster "": give the scheduler\'s address, e.g. --cluster tcp://host:8786')
-    dist = args.workers is not None or args.cluster is not None
-    if not dist:
-        if args.resume or args.checkpoint or args.time_limit is not None:
-            raise UsageError("--resume/--checkpoint/--time-limit belong to a distributed sweep: add --workers N (or --cluster)")
+    if args.workers is None and args.cluster is None:
+        if args.time_limit is not None:
+            raise UsageError("--time-limit belongs to a distributed sweep: add --workers N (or --cluster)")
         return
     if getattr(args, "in_process", False):
         raise UsageError("--in-process runs the kernels in this process and --workers/--cluster on Dask "
@@ -598,72 +427,17 @@ def check_flags(args, is_sweep: bool) -> None:
         raise UsageError("--workers/--cluster run a sweep: add --sweep, --shapes-file or --distribution")
     if args.time_limit is not None and not args.time_limit > 0:      # NaN too
         raise UsageError(f"--time-limit {args.time_limit}: must be > 0 seconds")
-    if args.resume and args.checkpoint and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint):
-        raise UsageError("--resume FILE continues FILE; --checkpoint names another file: use one")
-    for flag, path in (("--resume", args.resume), ("--checkpoint", args.checkpoint)):
-        if path:
-            check_checkpoint_path(path, flag)
-    ckpt = checkpoint_of(args)
-    if ckpt and not args.resume and os.path.exists(ckpt):
-        raise UsageError(f"checkpoint {ckpt} exists: continue it with --resume {ckpt}, or remove it")
     if args.cluster:
         probe_scheduler(args.cluster)
-
-
-def check_checkpoint_path(path: str, flag: str) -> None:
-    """The checkpoint can be read (--resume of an existing file) and written, appended to and
-    replaced (compare/harness/files.py) in its folder: said now, not after the cluster started."""
-    from .targets import writable_target
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path} is a directory")
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-        raise UsageError(f"{flag} {path}: its directory does not exist")
-    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
-        raise UsageError(f"{flag} {path}: the file can't be read and written (permissions)")
-    writable_target(path, flag)
-    if flag == "--resume" and os.path.exists(path):
-        read_checkpoint(path, None)      # a file that is no checkpoint of ours: said before the cluster starts
-
-
-def probe_scheduler(address: str) -> None:
-    """``--cluster ADDRESS``: a well-formed address whose host answers a TCP connect within
-    CONNECT_TIMEOUT_S (a refused port fails at once; Dask's own connect retries for its whole
-    timeout). Schemes other than tcp/tls are left to Dask."""
-    import socket
-
-    from distributed.comm.addressing import parse_address, parse_host_port
-    try:
-        scheme, loc = parse_address(address.strip())
-        if scheme not in ("tcp", "tls"):
-            return
-        host, port = parse_host_port(loc)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"--cluster {address}: not a scheduler address ({exc}); e.g. tcp://host:8786") from None
-    if not (0 < int(port) < 65536):
-        raise UsageError(f"--cluster {address}: port {port} is not 1..65535")
-    try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except socket.gaierror as exc:
-        raise UsageError(f"--cluster {address}: unknown host {host!r} ({exc.strerror or exc})") from None
-    except (socket.timeout, TimeoutError):
-        raise UsageError(f"--cluster {address}: no answer from {host}:{port} "
-                         f"within {CONNECT_TIMEOUT_S:g} s") from None
-    except OSError as exc:
-        raise UsageError(f"--cluster {address}: cannot reach the scheduler ({exc.strerror or exc})") from None
-
-
-def checkpoint_of(args) -> Optional[str]:
-    """The sweep's checkpoint: --resume, --checkpoint, else beside -o FILE, else none."""
-    return args.resume or args.checkpoint or (args.output + ".checkpoint.jsonl" if args.output else None)
 
 
 def run_from_cli(args, pairs, skip, options: dict) -> tuple[list[Result], dict]:
     """``python -m compare ... --workers N | --cluster ADDRESS``: the selection the CLI made, run here."""
     skipped = {k.name: why for k, _ in pairs if (why := skip(k))}
-    checkpoint = checkpoint_of(args)
+    checkpoint = path_for(args)
     if checkpoint is None:
         print("note: no checkpoint (no -o, --checkpoint or --resume): a stopped sweep keeps nothing", file=sys.stderr)
-    return run_sweep(pairs, selection=selection_of(args, pairs), skipped=skipped, options=options,
+    return run_sweep(pairs, selection=measured(args, pairs), skipped=skipped, options=options,
                      timing=not (args.check or args.interpret), interpret=args.interpret,
                      measure_kw={"budget_s": args.budget, "target_noise": args.target_noise},
                      workers=args.workers or None, cluster=args.cluster, checkpoint=checkpoint,

@@ -9,6 +9,7 @@ import math
 import time
 from typing import Iterable, Optional
 
+from ..harness import checkpoint
 from ..harness import sol as _sol
 from ..harness.errors import UsageError
 from ..harness import runner as _runner
@@ -309,7 +310,7 @@ def row_from_dict(d: dict) -> Result:
 
 
 def load(path: str) -> tuple[list[Result], dict]:
-    """Read results written with --format json or csv, or a run's .partial.jsonl checkpoint.
+    """Read results written with --format json or csv, or a run's checkpoint (compare/harness/checkpoint.py).
     Returns (results, environment).
 
     Raises UsageError, naming the file and what is wrong with it, for a file that is missing,
@@ -328,14 +329,11 @@ def load(path: str) -> tuple[list[Result], dict]:
         raise UsageError(f"can't read {path}: {exc}") from None
     if not text.strip():
         raise UsageError(f"{path} is empty (an interrupted run?); expected results written by --format json")
+    from_checkpoint = path.endswith(".jsonl") or checkpoint.is_checkpoint(text)
     if path.endswith(".csv"):
         rows, env = list(csv.DictReader(io.StringIO(text))), {}
-    elif path.endswith(".jsonl"):   # a run's checkpoint (compare/harness/checkpoint.py)
-        from ..harness.checkpoint import read_rows
-        try:
-            rows, env = read_rows(text), {}
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}: a line is not JSON ({exc}); expected a checkpoint of python -m compare -o") from None
+    elif from_checkpoint:   # a run's checkpoint, finished or not
+        rows, env = [row for _, row in checkpoint.parse(text, f"--from-json {path}").rows], {}
     else:
         try:
             doc = json.loads(text)
@@ -365,6 +363,8 @@ def load(path: str) -> tuple[list[Result], dict]:
     # from before peaks were measured) every field is kept as written.
     if isinstance(env.get("peaks"), dict):
         _sol.fill(results, env["peaks"])
+    if from_checkpoint:   # a run on one host checkpoints each row before its % of cuBLAS is known
+        _runner.fill_pct_cublas(results)
     return results, env
 
 

@@ -1,10 +1,11 @@
-"""Where a run's results go and what a recorded run keeps: -o, --plot and --from-json checked
-before any GPU work (a typo in a path never costs a measurement), and --from-json's rows narrowed
-by the same selection flags a measured run takes."""
+"""Where a run's results go and what a recorded run keeps: -o, --plot, --from-json and the
+checkpoint (--checkpoint, --resume) checked before any GPU work (a typo in a path never costs a
+measurement), and --from-json's rows narrowed by the same selection flags a measured run takes."""
 from __future__ import annotations
 
 import os
 
+from ..harness import checkpoint
 from ..harness.errors import UsageError
 from ..harness.files import prove_writable
 from . import selection
@@ -43,6 +44,7 @@ def validate(args) -> None:
             raise UsageError(f"--format {args.format} contradicts -o {args.output} (a {suffix} file holds "
                              f"{implied}); drop --format or change the suffix")
     args.format = args.format or "table"
+    check_checkpoint(args)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -62,6 +64,35 @@ def validate(args) -> None:
             raise UsageError(f"--plot draws times, and {'--check' if args.check else '--interpret'} "
                              f"measures none; drop one of them")
 
+
+def check_checkpoint(args) -> None:
+    """The run's checkpoint (compare/harness/checkpoint.py) can be read (--resume of an existing
+    file: a checkpoint of ours) and written, appended to and replaced in its folder; an existing
+    one is continued only by --resume, never overwritten. Said now, not after the work started."""
+    if args.from_json:
+        if args.resume or args.checkpoint:
+            raise UsageError("--from-json renders recorded rows and --resume/--checkpoint measure: "
+                             "give the checkpoint to --from-json")
+        return
+    if args.resume and args.checkpoint and os.path.abspath(args.resume) != os.path.abspath(args.checkpoint):
+        raise UsageError("--resume FILE continues FILE; --checkpoint names another file: use one")
+    for flag, path in (("--resume", args.resume), ("--checkpoint", args.checkpoint)):
+        if not path:
+            continue
+        if os.path.isdir(path):
+            raise UsageError(f"{flag} {path} is a directory")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise UsageError(f"{flag} {path}: its directory does not exist")
+        if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+            raise UsageError(f"{flag} {path}: the file can't be read and written (permissions)")
+        writable_target(path, flag)
+        if args.output and os.path.abspath(args.output) == os.path.abspath(path):
+            raise UsageError(f"-o and {flag} name the same file {path}")
+    path = checkpoint.path_for(args)
+    if path and os.path.exists(path):
+        if not args.resume:
+            raise UsageError(f"checkpoint {path} exists: continue it with --resume {path}, or remove it")
+        checkpoint.read(path)       # a file that is no checkpoint of ours: said before any work
 
 
 def filter_loaded(results, args) -> list:
