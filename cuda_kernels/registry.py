@@ -264,7 +264,7 @@ WGMMA_THREADS = 384
 # fewer multiply-adds per A byte read from shared memory. Each keeps ~192 KiB of stages in flight.
 # tf32x3 keeps a temporary beside the accumulators: TM <= 128.
 REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
-B_OPERANDS = ("registers", "copy")
+B_TRANSPOSE_CHOICES = ("swap", "copy")   # the option b_transpose: as Triton names them
 PREPARE_BLOCK = (32, 8, 1)
 
 

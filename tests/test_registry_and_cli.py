@@ -209,12 +209,12 @@ def test_front_ends_share_one_set_of_selection_flags():
 
 
 @pytest.mark.parametrize("argv, why", [
-    (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "'config' was renamed: use tile"),
-    (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "'config' was renamed: use tile"),
-    (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "'sk' was renamed: use mode"),
-    (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "'sk' was renamed: use mode"),
-    (["--kernel", "cuda.11_stream_k", "--opt", "sk_grid=6"], "'sk_grid' was renamed: use grid"),
-    (["--kernel", "cuda.11_stream_k", "--opt", "cuda.11_stream_k:sk_grid=6"], "'sk_grid' was renamed: use grid"),
+    (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "`config` was renamed to `tile`"),
+    (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "`config` was renamed to `tile`"),
+    (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "`sk` was renamed to `mode`"),
+    (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "`sk` was renamed to `mode`"),
+    (["--kernel", "cuda.11_stream_k", "--opt", "sk_grid=6"], "`sk_grid` was renamed to `grid`"),
+    (["--kernel", "cuda.11_stream_k", "--opt", "cuda.11_stream_k:sk_grid=6"], "`sk_grid` was renamed to `grid`"),
 ])
 def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
     from compare import cli
@@ -223,19 +223,19 @@ def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
 
 
 def test_unprefixed_opt_refused_where_the_name_means_different_things(capsys):
-    """operands=direct means 'as given' to triton.tiled and 'copy only where 16-byte loads are
-    impossible' to triton.stream_k (their declared values differ): without KERNEL: it is refused;
-    with it, or where every selected kernel shares the declaration, it applies."""
+    """triton.tiled's operands take as_given | k_major_b | m_major_a, triton.stream_k's seven
+    values (their declared values differ): without KERNEL: it is refused; with it, or where every
+    selected kernel shares the declaration, it applies."""
     from compare import cli
     from compare.harness import registry
     both = [registry.get("triton.tiled"), registry.get("triton.stream_k")]
     with pytest.raises(UsageError, match="operands means different things to triton.tiled, triton.stream_k"):
-        registry.opt_flags(["operands=direct"], both)
+        registry.opt_flags(["operands=as_given"], both)
     assert registry.opt_flags(["triton.stream_k:operands=direct"], both) == {"triton.stream_k": {"operands": "direct"}}
     shared = [registry.get("triton.tiled"), registry.get("triton.split_k")]      # one declaration
-    assert registry.opt_flags(["operands=direct"], shared) == {
-        "triton.tiled": {"operands": "direct"}, "triton.split_k": {"operands": "direct"}}
-    assert cli.main(["--family", "triton", "--opt", "operands=direct", "--shape", "64"]) == 2
+    assert registry.opt_flags(["operands=as_given"], shared) == {
+        "triton.tiled": {"operands": "as_given"}, "triton.split_k": {"operands": "as_given"}}
+    assert cli.main(["--family", "triton", "--opt", "operands=as_given", "--shape", "64"]) == 2
     assert "name the kernel" in capsys.readouterr().err
 
 

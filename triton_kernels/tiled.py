@@ -219,6 +219,6 @@ KERNEL = register(Kernel(
     meta={"configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
           "autotune_key": ", ".join(TUNE_KEY),
           "autotune_cache": "triton.autotune(cache_results=True) under TRITON_CACHE_DIR",
-          "operands": {"fp32": f"{ops.M_MAJOR_A} (N >= {M_MAJOR_A_MIN_N}) else {ops.DIRECT}",
-                       "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}},
+          "operands": {"fp32": f"{ops.M_MAJOR_A} (N >= {M_MAJOR_A_MIN_N}) else {ops.AS_GIVEN}",
+                       "tf32": ops.K_MAJOR_B, "tf32x3": ops.K_MAJOR_B}},
 ))

@@ -13,6 +13,9 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+# Option and the renamed-spelling table live in options.py; re-exported here, where kernels are declared.
+from .options import (OPTION_KINDS, RENAMED, Option, OptionValueError, declared_candidates,  # noqa: F401
+                      declared_choices, renamed_message)
 from .problem import PRECISIONS, Problem
 
 GROUPS = ("naive", "tiled", "split_k")
@@ -125,135 +128,6 @@ del _s
 BASELINE_STAGE = "cublas"
 
 
-# Option kinds: each option is one of these, declared as data (its kind, bounds, closed list), and
-# each kind has ONE parser (Option.value). "free" is only the old constructor's way (a ``parse``
-# callable of a plugin's own), kept so third-party plugins written against it still load.
-OPTION_KINDS = ("count", "choice", "switch", "tile", "free")
-
-
-class OptionValueError(ValueError):
-    """A kind's parser refusing a value; its message already names the option and the value."""
-
-
-@dataclass(frozen=True)
-class Option:
-    """One knob of a kernel (tile, split count, operand mode, autotune on/off), declared with it.
-
-    Declare it by kind: :meth:`count` (an integer in bounds), :meth:`choice` (a closed list),
-    :meth:`switch` (on / off) or :meth:`tile` (a family's tile text, e.g. BMxBNxBK/warps/stages,
-    with candidates for ``NAME=*``). :meth:`value` turns the user's text (``--opt name=value``)
-    into the value ``prepare`` receives, or raises ``ValueError`` naming the option and what it
-    takes. A kernel's heuristic chooses every option the user leaves out (``default`` says what,
-    in words or as a value, for --list); whatever was used, chosen or given, is reported in the
-    result row's ``config``.
-
-    ``Option(name, help, parse)`` (a callable of your own, kind "free") still works for plugins.
-    """
-
-    name: str
-    help: str
-    # kind "free": the plugin's own text -> value callable; kind "tile": the tile text's decoder
-    # (a family's format, e.g. BMxBNxBK/warps/stages); unused by count, choice and switch.
-    parse: Optional[Callable[[str], object]] = str
-    # The values a user may pick from, as text, when the option has a closed list (a CUDA stage's
-    # compiled tiles, an operand mode): what ``--variant KERNEL:NAME=*`` expands to.
-    choices: tuple = ()
-    # Values worth trying when the option takes more than a closed list (a Triton kernel's
-    # autotune configs for its free-form tile): with ``choices``, what NAME=* expands to.
-    candidates: tuple = ()
-    kind: str = "free"
-    minimum: Optional[int] = None    # count: the least value allowed
-    maximum: Optional[int] = None    # count: the largest value allowed (None: no bound)
-    default: object = None           # what an unset option means (None: the kernel's heuristic)
-
-    def __post_init__(self):
-        if self.kind not in OPTION_KINDS:
-            raise ValueError(f"option {self.name!r}: unknown kind {self.kind!r}; known: {', '.join(OPTION_KINDS)}")
-        if self.kind == "free" and not self.choices and getattr(self.parse, "choices", None):
-            # An old-style choice parser declaring its list as an attribute: read it once, here.
-            object.__setattr__(self, "choices", tuple(self.parse.choices))
-        if self.kind == "choice" and not self.choices:
-            raise ValueError(f"option {self.name!r}: a choice needs its values")
-        if self.kind in ("free", "tile") and not callable(self.parse):
-            raise ValueError(f"option {self.name!r}: kind {self.kind} needs a parse callable")
-
-    @classmethod
-    def count(cls, name: str, help: str, default=None, minimum: int = 1,
-              maximum: Optional[int] = None) -> "Option":
-        """An integer in ``minimum..maximum`` (a split count, a grid size, an SM count)."""
-        return cls(name, help, None, kind="count", minimum=minimum, maximum=maximum, default=default)
-
-    @classmethod
-    def choice(cls, name: str, help: str, values, default=None) -> "Option":
-        """One of a closed list of words (an operand mode, a compiled tile's label)."""
-        return cls(name, help, None, choices=tuple(values), kind="choice", default=default)
-
-    @classmethod
-    def switch(cls, name: str, help: str, default: bool = True) -> "Option":
-        """on / off, as True / False."""
-        return cls(name, help, None, choices=("on", "off"), kind="switch", default=default)
-
-    @classmethod
-    def tile(cls, name: str, help: str, decode: Callable[[str], object], candidates=(), default=None) -> "Option":
-        """A tile the family's format describes (``decode`` reads it, raising ValueError with what
-        the format is); ``candidates`` are the values worth trying (``NAME=*``)."""
-        return cls(name, help, decode, candidates=tuple(candidates), kind="tile", default=default)
-
-    def value(self, text):
-        """The user's text -> the value ``prepare`` receives; ValueError names the option."""
-        if self.kind == "free":
-            return self.parse(text)
-        t = str(text).strip()
-        if self.kind == "count":
-            try:
-                n = int(t)
-            except ValueError:
-                raise self._bad(text, "must be an integer") from None
-            if self.minimum is not None and n < self.minimum:
-                raise self._bad(text, f"must be >= {self.minimum}")
-            if self.maximum is not None and n > self.maximum:
-                raise self._bad(text, f"must be <= {self.maximum}")
-            return n
-        if self.kind in ("choice", "switch"):
-            if t not in self.choices and t.lower() in self.choices:
-                t = t.lower()
-            if t not in self.choices:
-                raise self._bad(text, f"must be one of {', '.join(self.choices)}")
-            return t == "on" if self.kind == "switch" else t
-        try:
-            return self.parse(text)
-        except (ValueError, TypeError) as e:
-            raise self._bad(text, str(e)) from None
-
-    @property
-    def placeholder(self) -> str:
-        """What the option takes, as --list writes it after ``NAME=``."""
-        if self.kind == "count":
-            return "N" if self.maximum is None else f"{self.minimum}..{self.maximum}"
-        if self.kind in ("choice", "switch") and len(self.choices) <= 4:
-            return "|".join(self.choices)
-        return "..."
-
-    def _bad(self, text, why: str) -> OptionValueError:
-        return OptionValueError(f"bad value {str(text)!r} for option {self.name!r}: {why}")
-
-
-def declared_candidates(option: Optional[Option]) -> tuple:
-    """What ``--variant KERNEL:NAME=*`` runs: the option's candidates, else its closed list."""
-    if option is not None and option.candidates:
-        return tuple(option.candidates)
-    return declared_choices(option)
-
-
-def declared_choices(option: Optional[Option]) -> tuple:
-    """An option's declared closed list of values (``Option.choices``; () for none)."""
-    return tuple(option.choices) if option is not None else ()
-
-
-# One concept, one option name across families. Old spellings are refused with the new one named.
-RENAMED = {"config": "tile", "sk": "mode", "sk_grid": "grid"}
-
-
 @dataclass(frozen=True)
 class Kernel:
     """One row of the comparison.
@@ -294,8 +168,9 @@ class Kernel:
         known = {o.name: o for o in self.options}
         out = {}
         for name, text in raw.items():
-            if name not in known and RENAMED.get(name) in known:
-                raise UsageError(f"{self.name}: option {name!r} was renamed: use {RENAMED[name]}")
+            renamed = renamed_message(name, text, self.options)
+            if renamed:
+                raise UsageError(f"{self.name}: {renamed}")
             if name not in known:
                 have = ", ".join(sorted(known)) or "none"
                 raise UsageError(f"{self.name} has no option {name!r} (its options: {have})")
@@ -415,6 +290,14 @@ def get(name: str) -> Kernel:
         raise KeyError(f"unknown kernel {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
 
 
+def options_of(name: str) -> tuple:
+    """The options kernel ``name`` declares; () for a kernel not registered here."""
+    try:
+        return get(name).options
+    except KeyError:
+        return ()
+
+
 def stage_choices() -> list[str]:
     return ["all", *GROUPS, *[s.name for s in STAGES if s.name not in GROUPS]]
 
@@ -475,9 +358,11 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
             targets = [by_name[kname]]
         else:
             targets = [k for k in selected if any(o.name == name for o in k.options)]
-            renamed = RENAMED.get(name)
-            if not targets and renamed and any(o.name == renamed for k in selected for o in k.options):
-                raise UsageError(f"--opt {text!r}: option {name!r} was renamed: use {renamed}")
+            # an old spelling: of a name no selected kernel has, or of a value a target's option had
+            for k in targets or selected:
+                renamed = renamed_message(name, value, k.options)
+                if renamed:
+                    raise UsageError(f"--opt {text!r}: {renamed}" + (f" ({k.name})" if targets else ""))
             meanings = {declared_choices(next(o for o in k.options if o.name == name)) for k in targets}
             if len(meanings) > 1:
                 raise UsageError(f"--opt {text!r}: {name} means different things to "

@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..harness import registry
+from ..harness.options import renamed_selection
 from ..harness.errors import UsageError
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
@@ -187,6 +189,8 @@ def read_checkpoint(path: str, selection: Optional[dict]) -> dict:
         raise UsageError(f"--resume {path}: checkpoint version {head.get('version')!r}, and this suite reads "
                          f"version {CHECKPOINT_VERSION} only (written by another version of gemm-ladder?)")
     want, have = normalized(selection or {}), head.get("selection") or {}
+    if selection is not None:   # a file from before an option was renamed: its flags as spelled now
+        have = renamed_selection(have, registry.options_of)
     diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
     if diff and selection is not None:
         shown = "; ".join(f"{k}: file {have.get(k)!r}, now {want.get(k)!r}" for k in diff)
