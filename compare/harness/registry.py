@@ -51,8 +51,9 @@ class Stage:
 
 
 # The ladder: the one description of every stage (a family's kernels name their stage; number,
-# group and idea come from here). The CUDA ladder (numbered like cuda_kernels/NN_*.cu) is
-# followed by the Triton-only stages. A family adding a stage calls declare_stage.
+# group and idea come from here), filled as the families load: each declares its stages with
+# declare_stage (the CUDA ladder beside its StageSpecs in cuda_kernels/registry.py, numbered like
+# its NN_*.cu; then the Triton-only stages; then a plugin's). Read it through stages() / stage().
 STAGES: list[Stage] = []
 STAGE_BY_NAME: dict[str, Stage] = {}
 
@@ -74,58 +75,20 @@ def declare_stage(stage: Stage) -> Stage:
     return stage
 
 
-for _s in (
-    Stage(1, "naive", "naive", "one thread per C element; threadIdx.x walks M, so A and C accesses are strided"),
-    Stage(2, "coalesced", "tiled", "threadIdx.x walks N: a warp reads B and writes C in 128-byte lines",
-          (Claim("coalesced", "sectors_per_req", "<", "a warp's loads are 128-byte lines", than="naive"),)),
-    Stage(3, "smem_tiled", "tiled", "32x32 tiles of A and B staged in shared memory; each global value read once "
-                                    "per block",
-          (Claim("smem_tiled", "ldg_mb", "<", "each global value read once per block, not once per thread",
-                 than="coalesced"),)),
-    Stage(4, "blocktile_1d", "tiled", "64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs",
-          (Claim("blocktile_1d", "fma_pct", ">", "one smem value feeds TM FMAs", than="smem_tiled"),)),
-    Stage(5, "blocktile_2d", "tiled", "128x128x8 block tile, 8x8 outer product per thread",
-          (Claim("blocktile_2d", "fma_pct", ">", "TMxTN outer product: fewer smem loads per FMA",
-                 than="blocktile_1d"),)),
-    Stage(6, "vectorized", "tiled", "float4 global and shared loads; A stored transposed in shared memory",
-          (Claim("vectorized", "load_width", ">", "float4 global loads: 128-bit loads appear", than="blocktile_2d"),)),
-    Stage(7, "bank_conflict_free", "tiled", "padded transposed A tile and 4-wide thread patches: no shared-memory "
-                                            "bank conflicts",
-          (Claim("bank_conflict_free", "conflicts_ld_pct", "~0", "no bank conflicts on the fragment loads", limit=1.0),
-           # 7.4% of store wavefronts still conflict at 2048^3 on an H100, down from stage 06's 36.6%.
-           Claim("bank_conflict_free", "conflicts_st_pct", "<",
-                 "padding cuts the transposed-A store conflicts of stage 06 (not to zero)", than="vectorized"))),
-    Stage(8, "warptile", "tiled", "32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape",
-          (Claim("warptile", "fma_pct", ">", "warp tiles: fragments reused, the FMA pipe busier",
-                 than="bank_conflict_free"),)),
-    Stage(9, "double_buffered", "tiled", "two smem stages filled by cp.async: next tile's loads overlap this tile's "
-                                         "FFMAs, one barrier per step",
-          (Claim("double_buffered", "barrier_pct", "<", "one barrier per step: fewer barrier stalls",
-                 than="warptile"),)),
-    Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; partials "
-                                    "reduced after"),
-    Stage(11, "stream_k", "split_k", "stream-K: every tile's K iterations spread evenly over a grid sized to the "
-                                     "SMs, so no wave is left partly empty; any shape (the general-purpose kernel)"),
-    Stage(12, "tf32_mma", "tiled", "TF32 tensor cores: warp-level mma.sync m16n8k8 from padded (conflict-free) "
-                                   "shared memory, 3-stage cp.async pipeline; tf32, or tf32x3 (3 products of "
-                                   "big/small TF32 parts, fp32-class error)",
-          # An FFMA kernel reads ~0 tensor pipe; 30% is well under stage 12's 45-52% on the H100.
-          (Claim("tf32_mma", "tensor_pct", ">=", "the work runs on the tensor cores (mma.sync); FFMA stages show ~0",
-                 at_least=30.0),
-           Claim("tf32_mma", "conflicts_ld_pct", "~0", "padded A and B rows: conflict-free fragment reads (ldmatrix, LDS)",
-                 limit=1.0))),
-    Stage(13, "wgmma_tma", "tiled", "Hopper warpgroup MMA (wgmma m64nNk8 TF32) from 128B-swizzled shared memory "
-                                    "filled by TMA + mbarriers; producer / consumer warpgroups; B read as stored "
-                                    "(C^T = B^T A^T, B^T from registers) or copied K-major; tf32 or tf32x3; sm_90a only",
-          # Stage 13 removes stage 12's latency bound: the same tf32 / tf32x3 problem, a busier tensor pipe.
-          (Claim("wgmma_tma", "tensor_pct", ">", "wgmma from TMA-filled shared memory keeps the tensor pipe busier "
-                 "than mma.sync", than="tf32_mma"),)),
-    Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
-    Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
-):
-    declare_stage(_s)
-del _s
 BASELINE_STAGE = "cublas"
+
+
+def stages() -> list[Stage]:
+    """Every stage of the ladder, in order (the families loaded first: they declare them)."""
+    _load_families()
+    return list(STAGES)
+
+
+def stage(name: str) -> Stage:
+    """The stage called ``name`` (KeyError for none), the families loaded first where needed."""
+    if name not in STAGE_BY_NAME:
+        _load_families()
+    return STAGE_BY_NAME[name]
 
 
 @dataclass(frozen=True)
@@ -184,11 +147,11 @@ class Kernel:
 
     @property
     def group(self) -> str:
-        return "all" if self.stage == BASELINE_STAGE else STAGE_BY_NAME[self.stage].group
+        return "all" if self.stage == BASELINE_STAGE else stage(self.stage).group
 
     @property
     def number(self) -> int:
-        return 0 if self.stage == BASELINE_STAGE else STAGE_BY_NAME[self.stage].number
+        return 0 if self.stage == BASELINE_STAGE else stage(self.stage).number
 
     def why_not(self, problem: Problem) -> Optional[str]:
         if problem.precision not in self.precisions:
@@ -205,6 +168,8 @@ LOAD_ERRORS: dict[str, str] = {}
 def register(kernel: Kernel) -> Kernel:
     if kernel.family not in FAMILIES:
         raise ValueError(f"kernel {kernel.name!r}: unknown family {kernel.family!r}; known: {FAMILIES}")
+    if kernel.stage != BASELINE_STAGE and kernel.stage not in STAGE_BY_NAME:
+        _load_families()    # a plugin registering before the families declared the ladder
     if kernel.stage != BASELINE_STAGE and kernel.stage not in STAGE_BY_NAME:
         raise ValueError(f"kernel {kernel.name!r}: unknown stage {kernel.stage!r}")
     bad = set(kernel.precisions) - set(PRECISIONS)
@@ -299,7 +264,7 @@ def options_of(name: str) -> tuple:
 
 
 def stage_choices() -> list[str]:
-    return ["all", *GROUPS, *[s.name for s in STAGES if s.name not in GROUPS]]
+    return ["all", *GROUPS, *[s.name for s in stages() if s.name not in GROUPS]]
 
 
 def select(stage: str = "all", families: Optional[list[str]] = None) -> list[Kernel]:
@@ -327,7 +292,7 @@ def _shows(k: Kernel, stage: str) -> bool:
         return k.group == stage
     if k.stage == stage:
         return True
-    st = STAGE_BY_NAME[stage]
+    st = STAGE_BY_NAME[stage]     # select() checked it against stage_choices()
     # A CUDA-only stage is shown next to the Triton kernels of its group (its counterparts); a
     # stage Triton implements too shows the Triton kernels of that stage only.
     triton_stages = {x.stage for x in _REGISTRY.values() if x.family == "triton"}
