@@ -26,6 +26,7 @@ from compare.outputs import report
     (["--family", "triton", "--opt", "operands=direct"], "operands=direct", "operands=as_given"),
     (["--variant", "cuda.13_wgmma_tma:b_operand=*"], "b_operand", "b_transpose"),
     (["--variant", "triton.tiled:operands=k_major|direct"], "operands=k_major", "operands=k_major_b"),
+    (["--kernel", "triton.stream_k", "--opt", "mode=sk"], "mode=sk", "mode=hybrid"),
     (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "config", "tile"),
     (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "sk", "mode"),
     (["--kernel", "cuda.11_stream_k", "--opt", "sk_grid=6"], "sk_grid", "grid"),
@@ -38,10 +39,13 @@ def test_an_old_spelling_is_refused_in_one_line_naming_the_new_one(argv, old, ne
 
 def test_a_value_is_renamed_only_where_the_kernel_lost_it():
     """triton.stream_k's operands=direct (copy only where 16-byte loads are impossible) is its own
-    value, not triton.tiled's old direct (never copy, now as_given)."""
+    value, not triton.tiled's old direct (never copy, now as_given); so is CUDA's mode=sk."""
     assert registry.get("triton.stream_k").parse_options({"operands": "direct"}) == {"operands": "direct"}
     assert registry.get("triton.tiled").parse_options({"operands": "as_given"}) == {"operands": "as_given"}
     assert registry.get("cuda.13_wgmma_tma").parse_options({"b_transpose": "swap"}) == {"b_transpose": "swap"}
+    # CUDA's mode=sk (every tile stream-K) is its own; triton.stream_k's old sk was the hybrid
+    assert registry.get("cuda.11_stream_k").parse_options({"mode": "sk"}) == {"mode": "sk"}
+    assert registry.get("triton.stream_k").parse_options({"mode": "hybrid"}) == {"mode": "hybrid"}
     with pytest.raises(UsageError, match="`operands=direct` was renamed to `operands=as_given`"):
         registry.get("triton.tiled").parse_options({"operands": "direct"})
 

@@ -144,6 +144,7 @@ RENAMED = {
     "b_transpose=registers": "b_transpose=swap",
     "operands=direct": "operands=as_given",
     "operands=k_major": "operands=k_major_b",
+    "mode=sk": "mode=hybrid",   # triton.stream_k: the shared model's hybrid; CUDA's sk (every tile) stays
 }
 
 
