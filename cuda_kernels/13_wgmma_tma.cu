@@ -10,7 +10,7 @@
 //    sgemm_wgmma_regb (the default): C^T = B^T A^T, A's tile the K-major shared-memory operand,
 //    B^T the register operand, loaded from B's tile as TMA stored it (4 conflict-free LDS per k8,
 //    rounded to TF32), in 256-, 128- or 64-row tiles of C; where N % 4 != 0 B's rows are padded
-//    to 16 bytes by one copy first. sgemm_wgmma_tma (b_operand=copy): a K-major copy of B.
+//    to 16 bytes by one copy first. sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
 //  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0, its
 //    address is unaligned or tf32x3 needs its split: then it is copied.
 //  * tf32x3: big = tf32(x), small = tf32(x - big) (A's from the copy, B's made in registers);

@@ -34,7 +34,7 @@ from . import loader
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, GEMV_COLS, GEMV_UNROLL, GEMV_WARPS,
                        PIPELINE_TILES, SINGLE, SKINNY_KC, SKINNY_NB, SKINNY_SUM, SKINNY_SUM_MANY_RANGES, SPECS,
                        SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, Config,
-                       StageSpec, expressions, skinny_rows, WGMMA, WGMMA_TILES, REGB_TILES, B_OPERANDS, regb_label)
+                       StageSpec, expressions, skinny_rows, WGMMA, WGMMA_TILES, REGB_TILES, B_TRANSPOSE_CHOICES, regb_label)
 
 
 def _function(spec: StageSpec, cfg: Config):
@@ -180,9 +180,10 @@ def _options(spec: StageSpec) -> tuple:
                                 for pr in TF32_PRECISIONS)
         out.append(Option.choice("tile", f"block tile, one of {', '.join(spec.tiles)} ({default})", spec.tiles))
     if spec.plan == WGMMA:
-        out.append(Option.choice("b_operand", "registers (the default: B read as stored by TMA, or row-padded first where "
-                                       "N % 4 != 0, its fragments loaded into registers) or copy (a K-major "
-                                       "transposed copy of B each launch)", B_OPERANDS))
+        out.append(Option.choice("b_transpose", "how B (N-major) reaches the tensor cores: swap (the default: "
+                                 "C^T = B^T A^T, B read as stored by TMA, or row-padded first where N % 4 != 0, "
+                                 "its fragments loaded into registers) or copy (a K-major transposed copy of B "
+                                 "each launch)", B_TRANSPOSE_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_"))
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
@@ -539,7 +540,7 @@ def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Opt
 
 
 def _wgmma_prepare(spec: StageSpec):
-    """Stage 13: the operand copies (B's rows padded where N % 4 != 0, or B^T with b_operand=copy; A
+    """Stage 13: the operand copies (B's rows padded where N % 4 != 0, or B^T with b_transpose=copy; A
     where K % 4 != 0, its address is not 16-byte aligned, or for the tf32x3 split), their tensor
     maps, the GEMM (tile and K splits from the shared split-K model), the split-K reduction; all
     in one timed launch."""
@@ -573,7 +574,7 @@ def _wgmma_prepare(spec: StageSpec):
             return big, small
 
         b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
-        b_path = opts.get("b_operand") or "registers"
+        b_path = opts.get("b_transpose") or "swap"
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
@@ -585,7 +586,7 @@ def _wgmma_prepare(spec: StageSpec):
             lda = kp
         else:
             a, a_s, lda = A, A, K
-        if b_path == "registers":
+        if b_path == "swap":
             tm = cfg.tile[0]
             b, ldb = B, N
             if not b_as_stored:
@@ -601,7 +602,7 @@ def _wgmma_prepare(spec: StageSpec):
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
         plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=opts.get("split_k"),
-                                regb_rows=cfg.tile[0] if b_path == "registers" else 256)
+                                regb_rows=cfg.tile[0] if b_path == "swap" else 256)
         grid = (_tiles(problem, cfg), plan.splits, 1)
         partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
         if partials is not None:
@@ -631,7 +632,7 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
     another is refused)."""
     from compare.harness.errors import UsageError
     M, N, K = problem.M, problem.N, problem.K
-    if b_path == "registers":
+    if b_path == "swap":
         labels = [regb_label(tm, st, split3) for tm, st in REGB_TILES[problem.precision]]
         if opts.get("tile") and opts["tile"] not in labels:
             raise UsageError(f"{spec.name}: tile={opts['tile']} is not a {problem.precision} tile of the "
@@ -653,12 +654,12 @@ def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool,
             "split_k": plan.splits, "k_chunk": plan.chunk,
             "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
                           if plan.splits > 1 else "none (one split)"),
-            "b_operand": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
-                          f"{' and split' if split3 else ''}" if b_path == "copy"
-                          else ("B read by TMA as stored" if b_as_stored else
-                                f"B's rows padded to {_cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
-                               + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
-                                 "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
+            "b_transpose": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
+                            f"{' and split' if split3 else ''}" if b_path == "copy"
+                            else ("B read by TMA as stored" if b_as_stored else
+                                  f"B's rows padded to {_cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
+                                 + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
+                                   "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
             "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
                           else "read by TMA as given (the tensor cores truncate to TF32)"),
             "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "

@@ -1,7 +1,7 @@
 """The CUDA stages: one declaration per kernel, read by everything else.
 
-Each :class:`StageSpec` names its stage of the ladder (number, group and idea live in
-``compare.harness.registry.STAGES``, the one description of the ladder), its .cu file, the kernel
+The ladder's CUDA stages are declared here (``LADDER``: number, group, idea, profile claims; into
+``compare.harness.registry.STAGES``). Each :class:`StageSpec` names its stage, its .cu file, the kernel
 configurations (template arguments, block shape) that file is compiled for, and what the kernel
 needs: its operand path (``float4`` only, or float4 where rows are 16-byte aligned and
 predicated scalar elsewhere), its ``plan`` (one launch over a grid of tiles, split-K, or
@@ -18,7 +18,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Optional
 
-from compare.harness.registry import STAGE_BY_NAME
+from compare.harness.registry import STAGE_BY_NAME, Claim, Stage, declare_stage
 
 FAMILY = "cuda"
 
@@ -264,7 +264,7 @@ WGMMA_THREADS = 384
 # fewer multiply-adds per A byte read from shared memory. Each keeps ~192 KiB of stages in flight.
 # tf32x3 keeps a temporary beside the accumulators: TM <= 128.
 REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
-B_OPERANDS = ("registers", "copy")
+B_TRANSPOSE_CHOICES = ("swap", "copy")   # the option b_transpose: as Triton names them
 PREPARE_BLOCK = (32, 8, 1)
 
 
@@ -301,6 +301,57 @@ def _wgmma_configs():
     out.append(Config("splitk_reduce", (), (256, 1, 1), label="splitk_reduce"))
     out.append(Config("pad_rows", (), (256, 1, 1), label="pad_rows"))
     return tuple(out)
+
+
+# The CUDA ladder, one row a stage (numbered like its NN_*.cu), declared before the StageSpecs that
+# name them. A new stage is a row here, a StageSpec below, its .cu and a row of README.md's table.
+LADDER: tuple[Stage, ...] = tuple(declare_stage(s) for s in (
+    Stage(1, "naive", "naive", "one thread per C element; threadIdx.x walks M, so A and C accesses are strided"),
+    Stage(2, "coalesced", "tiled", "threadIdx.x walks N: a warp reads B and writes C in 128-byte lines",
+          (Claim("coalesced", "sectors_per_req", "<", "a warp's loads are 128-byte lines", than="naive"),)),
+    Stage(3, "smem_tiled", "tiled", "32x32 tiles of A and B staged in shared memory; each global value read once "
+                                    "per block",
+          (Claim("smem_tiled", "ldg_mb", "<", "each global value read once per block, not once per thread",
+                 than="coalesced"),)),
+    Stage(4, "blocktile_1d", "tiled", "64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs",
+          (Claim("blocktile_1d", "fma_pct", ">", "one smem value feeds TM FMAs", than="smem_tiled"),)),
+    Stage(5, "blocktile_2d", "tiled", "128x128x8 block tile, 8x8 outer product per thread",
+          (Claim("blocktile_2d", "fma_pct", ">", "TMxTN outer product: fewer smem loads per FMA",
+                 than="blocktile_1d"),)),
+    Stage(6, "vectorized", "tiled", "float4 global and shared loads; A stored transposed in shared memory",
+          (Claim("vectorized", "load_width", ">", "float4 global loads: 128-bit loads appear", than="blocktile_2d"),)),
+    Stage(7, "bank_conflict_free", "tiled", "padded transposed A tile and 4-wide thread patches: no shared-memory "
+                                            "bank conflicts",
+          (Claim("bank_conflict_free", "conflicts_ld_pct", "~0", "no bank conflicts on the fragment loads", limit=1.0),
+           # 7.4% of store wavefronts still conflict at 2048^3 on an H100, down from stage 06's 36.6%.
+           Claim("bank_conflict_free", "conflicts_st_pct", "<",
+                 "padding cuts the transposed-A store conflicts of stage 06 (not to zero)", than="vectorized"))),
+    Stage(8, "warptile", "tiled", "32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape",
+          (Claim("warptile", "fma_pct", ">", "warp tiles: fragments reused, the FMA pipe busier",
+                 than="bank_conflict_free"),)),
+    Stage(9, "double_buffered", "tiled", "two smem stages filled by cp.async: next tile's loads overlap this tile's "
+                                         "FFMAs, one barrier per step",
+          (Claim("double_buffered", "barrier_pct", "<", "one barrier per step: fewer barrier stalls",
+                 than="warptile"),)),
+    Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; partials "
+                                    "reduced after"),
+    Stage(11, "stream_k", "split_k", "stream-K: every tile's K iterations spread evenly over a grid sized to the "
+                                     "SMs, so no wave is left partly empty; any shape (the general-purpose kernel)"),
+    Stage(12, "tf32_mma", "tiled", "TF32 tensor cores: warp-level mma.sync m16n8k8 from padded (conflict-free) "
+                                   "shared memory, 3-stage cp.async pipeline; tf32, or tf32x3 (3 products of "
+                                   "big/small TF32 parts, fp32-class error)",
+          # An FFMA kernel reads ~0 tensor pipe; 30% is well under stage 12's 45-52% on the H100.
+          (Claim("tf32_mma", "tensor_pct", ">=", "the work runs on the tensor cores (mma.sync); FFMA stages show ~0",
+                 at_least=30.0),
+           Claim("tf32_mma", "conflicts_ld_pct", "~0", "padded A and B rows: conflict-free fragment reads (ldmatrix, LDS)",
+                 limit=1.0))),
+    Stage(13, "wgmma_tma", "tiled", "Hopper warpgroup MMA (wgmma m64nNk8 TF32) from 128B-swizzled shared memory "
+                                    "filled by TMA + mbarriers; producer / consumer warpgroups; B read as stored "
+                                    "(C^T = B^T A^T, B^T from registers) or copied K-major; tf32 or tf32x3; sm_90a only",
+          # Stage 13 removes stage 12's latency bound: the same tf32 / tf32x3 problem, a busier tensor pipe.
+          (Claim("wgmma_tma", "tensor_pct", ">", "wgmma from TMA-filled shared memory keeps the tensor pipe busier "
+                 "than mma.sync", than="tf32_mma"),)),
+))
 
 
 SPECS: tuple[StageSpec, ...] = (

@@ -462,7 +462,7 @@ def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
         M, N, K, prec = r["M"], r["N"], r["K"], r["precision"]
         cls = "M = 1" if M == 1 else "N <= 8"
         deco = (r.get("config") or {}).get("decomposition", "?")
-        want = ("dp", "sk", "ws") if prec == "tf32" else ("gemv",) if M == 1 else ("skinny",)
+        want = ("dp", "hybrid", "ws") if prec == "tf32" else ("gemv",) if M == 1 else ("skinny",)
         if r["status"] != "ok" or r.get("pct_cublas") is None:
             why = f"status {r['status']} {r.get('reason', '')}" if r["status"] != "ok" else "not timed (--check or --interpret?)"
             lines.append(f"FAIL {prec:6s} {r['shape']}: {why}")
@@ -497,12 +497,15 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     from triton_kernels.stream_k_skinny import SKINNY_MAX_N
     from triton_kernels.stream_k_skinny import default_tile as skinny_tile
     from triton_kernels.stream_k_heuristic import choose_plan, x3_uses_ffma
+    from compare.harness.options import RENAMED
     measured: dict = {}
     with open(path) as f:
         for r in csv.DictReader(f):
             if r["status"] == "ok" and r["pct_cublas"] and r["kernel"].startswith("triton.stream_k"):
                 key = (r["precision"], int(r["M"]), int(r["N"]), int(r["K"]))
-                measured.setdefault(key, {})[(r["tile"], r["decomposition"])] = float(r["pct_cublas"])
+                # a row recorded before triton.stream_k's mode=sk became mode=hybrid, spelled as now
+                dec = RENAMED.get(f"mode={r['decomposition']}", f"={r['decomposition']}").partition("=")[2]
+                measured.setdefault(key, {})[(r["tile"], dec)] = float(r["pct_cublas"])
                 if r["kernel"] == "triton.stream_k":
                     measured[key]["run's heuristic"] = float(r["pct_cublas"])
     groups: dict = {}

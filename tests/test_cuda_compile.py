@@ -519,19 +519,19 @@ class _Inputs:
         return self.bufs[name]
 
 
-@pytest.mark.parametrize("shape, precision, b_operand, want", [
-    ((256, 256, 256), "tf32", None, (["256x128x32s4.regb"], "registers", False)),
+@pytest.mark.parametrize("shape, precision, b_transpose, want", [
+    ((256, 256, 256), "tf32", None, (["256x128x32s4.regb"], "swap", False)),
     ((300, 260, 4096), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
     ((256, 255, 256), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
-    ((256, 255, 256), "tf32", None, (["pad_rows", "256x128x32s4.regb"], "registers", False)),
-    ((300, 1003, 997), "tf32x3", None, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "registers", True)),
-    ((256, 256, 255), "tf32", None, (["prepare.copy", "256x128x32s4.regb"], "registers", True)),
+    ((256, 255, 256), "tf32", None, (["pad_rows", "256x128x32s4.regb"], "swap", False)),
+    ((300, 1003, 997), "tf32x3", None, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
+    ((256, 256, 255), "tf32", None, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
     ((1000, 1003, 997), "tf32x3", "copy",
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
-    ((256, 256, 256), "tf32x3", None, (["prepare.copy.split", "128x128x32s4.regb.x3"], "registers", True)),
-    ((300, 260, 256), "tf32x3", None, (["prepare.copy.split", "64x128x32s6.regb.x3"], "registers", True)),
+    ((256, 256, 256), "tf32x3", None, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", True)),
+    ((300, 260, 256), "tf32x3", None, (["prepare.copy.split", "64x128x32s6.regb.x3"], "swap", True)),
 ])
-def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, b_operand, want):
+def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, b_transpose, want):
     """Stage 13's prepare on a recording device: which copies run before the GEMM, in order, the
     GEMM's grid, and the tensor maps' geometry (rows, columns, row stride in floats, box rows)
     for the path it picked: B read as stored (tf32, N % 4 == 0), else copied K-major with rows
@@ -549,8 +549,8 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     dev, inputs = _Sm90Recorder(), _Inputs(p)
     k = _REGISTRY["cuda.13_wgmma_tma"]
     with loader.use_backend(dev):
-        opts = {"split_k": 1, **({"b_operand": b_operand} if b_operand else {})}
-        if b_path == "registers":
+        opts = {"split_k": 1, **({"b_transpose": b_transpose} if b_transpose else {})}
+        if b_path == "swap":
             opts["tile"] = labels[-1]   # the tile rule has its own test
         launch = k.prepare(p, inputs, opts)
         launch()
@@ -567,16 +567,16 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     a_map = maps[0]
     assert a_map[1:3] == (M, K) and a_map[3] == (kp if a_copied else K)
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
-    if b_path == "registers" and N % 4:
+    if b_path == "swap" and N % 4:
         # Rows padded to a multiple of 4 floats first (one pass over B), TMA reads the padded copy.
         ldb = -(-N // 4) * 4
         pad = next(l for l in dev.launches if l[0] == "pad_rows")
         assert pad[0] == "pad_rows" and pad[3][0] is inputs.bufs["B"] and pad[3][1:3] == (K, N) and pad[3][4] == ldb
         assert pad[3][3].n == K * ldb and maps[1] == (pad[3][3].addr, K, N, ldb, 32)
-        assert launch.config["b_operand"].startswith(f"B's rows padded to {ldb} floats")
-    elif b_path == "registers":
+        assert launch.config["b_transpose"].startswith(f"B's rows padded to {ldb} floats")
+    elif b_path == "swap":
         assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32)
-    if b_path == "registers":
+    if b_path == "swap":
         assert a_map[4] == bm and len(maps) == 3
         split3 = precision == "tf32x3"
         assert (maps[2][0] != a_map[0]) == split3 and maps[2][1:] == a_map[1:]   # A's small part: its own copy
@@ -585,7 +585,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         t = dev.launches[0]
         assert t[0].startswith("prepare.transpose") and t[1] == (-(-N // 32), -(-K // 32), 1)
         assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
-    assert launch.config["b_operand"].startswith("B copied" if b_path == "copy" else
+    assert launch.config["b_transpose"].startswith("B copied" if b_path == "copy" else
                                                  "B's rows padded" if N % 4 else "B read by TMA as stored")
     assert launch.config["a_operand"].startswith("copied") == a_copied
 
@@ -672,4 +672,4 @@ def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):
             k.prepare(p, _Inputs(p), {"tile": "256x128x32s4.regb"})
         p = Problem(256, 255, 256, precision="tf32")
         with pytest.raises(UsageError, match="copy path of tf32 has the one tile 128x256x32s4"):
-            k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb", "b_operand": "copy"})
+            k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb", "b_transpose": "copy"})

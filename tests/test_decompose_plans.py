@@ -28,7 +28,7 @@ def plans() -> dict:
                 p = D.choose_split(M, N, K, sms, deterministic=det)
                 out["cuda_choose_split"].append([M, N, K, sms, det, [p.splits, p.chunk]])
         for tile in (tsm.Tile(128, 128, 32, 8, 3), tsm.Tile(64, 128, 16, 4, 4), tsm.Tile(16, 64, 32, 4, 3)):
-            for mode, prog, align in ((None, None, False), ("sk", None, False), ("sk", 7, False), ("sk", None, True)):
+            for mode, prog, align in ((None, None, False), ("hybrid", None, False), ("hybrid", 7, False), ("hybrid", None, True)):
                 d = tsm.decompose(M, N, K, tile, 132, mode, prog, align)
                 out["triton_decompose"].append([M, N, K, tile.name, 132, mode, prog, align,
                                                 [d.tiles, d.iters, d.sk_tiles, d.sk_programs, d.max_segments,

@@ -265,7 +265,7 @@ def test_interpret_defaults_split_the_split_k_kernels(tmp_path):
     splits = {(r["kernel"], r["shape"]): r["config"].get("split_k") for r in rows if "split_k" in r["kernel"]}
     for kernel in ("triton.split_k", "triton.split_k_atomic"):
         assert max(v for (k, _), v in splits.items() if k == kernel) > 1, splits
-    sk = [r for r in rows if r["kernel"] == "triton.stream_k" and r["config"].get("decomposition") == "sk"]
+    sk = [r for r in rows if r["kernel"] == "triton.stream_k" and r["config"].get("decomposition") == "hybrid"]
     assert sk and max(r["config"]["grid"] for r in sk) > 1
     assert all(r["status"] == "ok" for r in rows if r["family"] == "triton")
 

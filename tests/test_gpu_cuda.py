@@ -263,8 +263,8 @@ def test_wgmma_launch_config_names_the_operand_paths():
                                           ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", False, True),
                                           ((256, 255, 256), "tf32x3", True, True)):
         p = Problem(*shape, precision=pr)
-        cfg = k.prepare(p, make_inputs(p), {"b_operand": "copy"} if b_copied else {}).config
-        assert cfg["b_operand"].startswith("B copied to K-major B^T") == b_copied, cfg
+        cfg = k.prepare(p, make_inputs(p), {"b_transpose": "copy"} if b_copied else {}).config
+        assert cfg["b_transpose"].startswith("B copied to K-major B^T") == b_copied, cfg
         assert cfg["a_operand"].startswith("copied") == a_copied, cfg
         assert cfg["precision_path"].startswith("3xTF32" if pr == "tf32x3" else "TF32"), cfg
         if b_copied:
@@ -277,11 +277,11 @@ def test_wgmma_launch_config_names_the_operand_paths():
 @pytest.mark.parametrize("shape", [(255, 1000, 1023), (1001, 1004, 1012), (300, 260, 4096)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
-    """The K-major copy path (b_operand=copy) stays right where registers is the default."""
+    """The K-major copy path (b_transpose=copy) stays right where swap is the default."""
     p = Problem(*shape, alpha=0.5, beta=-1.5, precision="tf32")
-    res = check_kernel(KERNELS[WGMMA], p, options={"b_operand": "copy"})
+    res = check_kernel(KERNELS[WGMMA], p, options={"b_transpose": "copy"})
     assert res.ok, res.message
-    assert "copied" in KERNELS[WGMMA].prepare(p, make_inputs(p), {"b_operand": "copy"}).config["b_operand"]
+    assert "copied" in KERNELS[WGMMA].prepare(p, make_inputs(p), {"b_transpose": "copy"}).config["b_transpose"]
 
 
 @needs_sm90
@@ -293,7 +293,7 @@ def test_wgmma_register_path_pads_unaligned_b_rows(precision):
         res = check_kernel(KERNELS[WGMMA], p)
         assert res.ok, (shape, res.message)
         cfg = KERNELS[WGMMA].prepare(p, make_inputs(p), {}).config
-        assert cfg["b_operand"].startswith("B's rows padded") and ".regb" in cfg["tile"], cfg
+        assert cfg["b_transpose"].startswith("B's rows padded") and ".regb" in cfg["tile"], cfg
 
 
 @pytest.mark.skipif(IS_SM90, reason="the refusal is for GPUs without wgmma")

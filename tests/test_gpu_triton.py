@@ -151,14 +151,14 @@ def test_tf32_fails_fp32_tolerance():
     assert not as_fp32.ok and as_fp32.rel_err > 1e-4, as_fp32
 
 
-@pytest.mark.parametrize("operands", ["k_major", "direct"])
+@pytest.mark.parametrize("operands", ["k_major_b", "as_given"])
 def test_tf32x3_accuracy_2048(operands):
     res = _ok(tiled.KERNEL, Problem(2048, 2048, 2048, precision="tf32x3"), operands=operands)
     assert res.rel_err <= 1e-5, res
 
 
-@pytest.mark.parametrize("precision,operands", [("tf32", "direct"), ("tf32", "k_major"), ("tf32x3", "direct"),
-                                                ("tf32x3", "k_major"), ("fp32", "k_major"), ("fp32", "m_major_a")])
+@pytest.mark.parametrize("precision,operands", [("tf32", "as_given"), ("tf32", "k_major_b"), ("tf32x3", "as_given"),
+                                                ("tf32x3", "k_major_b"), ("fp32", "k_major_b"), ("fp32", "m_major_a")])
 def test_operand_modes(precision, operands):
     for kernel in (tiled.KERNEL, split_k.KERNEL):
         r = run_kernel(kernel, Problem(1000, 1030, 2050, precision=precision, alpha=0.5, beta=-1.5), timing=False,

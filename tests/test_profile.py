@@ -132,11 +132,11 @@ def test_stage_07_store_conflicts_on_the_recording():
 
 
 def test_bank_conflict_claims_use_wavefront_share():
-    claim = next(c for c in P.CLAIMS if c.metric == "conflicts_ld_pct")   # "~0": under 1%
+    claim = next(c for c in P.claims() if c.metric == "conflicts_ld_pct")   # "~0": under 1%
     assert P.evaluate_claim(claim, 7.4, None) is False
     assert P.evaluate_claim(claim, 0.02, None) is True
     assert P.evaluate_claim(claim, None, None) is None
-    store = next(c for c in P.CLAIMS if c.metric == "conflicts_st_pct")   # "<" stage 06
+    store = next(c for c in P.claims() if c.metric == "conflicts_st_pct")   # "<" stage 06
     assert P.evaluate_claim(store, 7.4, 36.6) is True
     assert P.evaluate_claim(store, 40.0, 36.6) is False
     value = P.METRIC_BY_KEY["conflicts_st_pct"].value({"conflicts_st": 25, "wavefronts_st": 1000}, {})
@@ -364,7 +364,7 @@ def gpu_profile(tmp_path_factory):
 
 def _claim_params():
     out = []
-    for c in P.CLAIMS:
+    for c in P.claims():
         marks = ()
         why = KNOWN_FAILING.get((c.stage, c.metric))
         if why:
@@ -393,12 +393,12 @@ def test_every_cuda_launch_was_captured(gpu_profile):
 def test_tensor_core_stage_claims_are_absolute():
     """Stage 12 runs tf32 problems no FFMA stage runs: its claims need no base row. The tensor
     pipe claim holds from its floor up and fails on an FFMA-like reading; missing is 'not measured'."""
-    tc = next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "tensor_pct")
+    tc = next(c for c in P.claims() if c.stage == "tf32_mma" and c.metric == "tensor_pct")
     assert P.evaluate_claim(tc, tc.at_least + 1, None) is True
     assert P.evaluate_claim(tc, 0.1, None) is False
     assert P.evaluate_claim(tc, None, None) is None
     assert P.claim_text(tc, 55.0, None, True).startswith("holds: TC % 55.0 >= ")
-    conf = next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "conflicts_ld_pct")
+    conf = next(c for c in P.claims() if c.stage == "tf32_mma" and c.metric == "conflicts_ld_pct")
     assert P.evaluate_claim(conf, 0.2, None) is True and P.evaluate_claim(conf, 5.0, None) is False
 
 
@@ -414,7 +414,7 @@ def test_stage_12_claims_hold_on_the_h100_recording():
     P.fill_metrics(rows)
     assert {r["precision"] for r in rows} == {"tf32", "tf32x3"}
     for r in rows:
-        assert r["metrics"]["tensor_pct"] >= next(c for c in P.CLAIMS if c.stage == "tf32_mma" and c.metric == "tensor_pct").at_least
+        assert r["metrics"]["tensor_pct"] >= next(c for c in P.claims() if c.stage == "tf32_mma" and c.metric == "tensor_pct").at_least
         assert [c["holds"] for c in r["claims"]] == [True, True], r["claims"]
 
 

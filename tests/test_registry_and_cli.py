@@ -181,6 +181,53 @@ def test_cuda_readme_table_matches_the_ladder():
         assert os.path.exists(os.path.join(root, "cuda_kernels", cu)), cu
 
 
+def _literal_stage_lists(path: str, names: set) -> list:
+    """Tuples, lists, sets and dict keys in a Python file that spell three or more CUDA stages or
+    CUDA kernel names (cuda.NN_...) as string literals: a hand-kept second list of the ladder."""
+    import ast
+    import re
+    kernel = re.compile(r"cuda\.\d\d_\w+$")
+    found = []
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            elts = node.keys if isinstance(node, ast.Dict) else node.elts
+            texts = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if sum(1 for t in texts if t in names or kernel.match(t)) >= 3:
+                found.append(f"{path}:{node.lineno}")
+    return found
+
+
+def test_a_new_cuda_stage_is_three_files(tmp_path):
+    """docs/design.md: a CUDA stage is its .cu, its declaration in cuda_kernels/registry.py (the
+    ladder row and its StageSpec) and its row in cuda_kernels/README.md. Every declared CUDA stage
+    has a StageSpec whose .cu exists and is numbered like the stage (README rows: the test above),
+    and no other module lists the stages by name: a fourth hand-kept list fails here."""
+    import os
+    from cuda_kernels import registry as cuda_registry
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = {s.name for s in cuda_registry.LADDER}
+    assert [s.name for s in registry.stages()][:len(cuda_registry.LADDER)] == [s.name for s in cuda_registry.LADDER]
+    for st in cuda_registry.LADDER:
+        specs = [sp for sp in cuda_registry.SPECS if sp.stage == st.name]
+        assert specs, f"stage {st.name} has no StageSpec"
+        for sp in specs:
+            assert sp.file.startswith(f"{st.number:02d}_"), (st.name, sp.file)
+            assert os.path.exists(os.path.join(root, "cuda_kernels", sp.file)), sp.file
+    lists = []
+    for top in ("compare", "cuda_kernels", "triton_kernels", "benchmarks", "reproduce"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                path = os.path.join(dirpath, f)
+                if f.endswith(".py") and path != cuda_registry.__file__:
+                    lists += _literal_stage_lists(path, names)
+    assert not lists, f"the CUDA stages listed by hand outside cuda_kernels/registry.py: {lists}"
+    planted = tmp_path / "extra.py"                       # the check itself sees such a list
+    planted.write_text('BENCHED = ("naive", "warptile", "cuda.13_wgmma_tma")\n')
+    assert _literal_stage_lists(str(planted), names) == [f"{planted}:1"]
+
+
 def test_front_ends_share_one_set_of_selection_flags():
     """python -m compare and its --profile read the same selection flags from one module: the
     profile takes --sweep now, and both refuse the same bad selection with the same message."""
@@ -209,12 +256,12 @@ def test_front_ends_share_one_set_of_selection_flags():
 
 
 @pytest.mark.parametrize("argv, why", [
-    (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "'config' was renamed: use tile"),
-    (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "'config' was renamed: use tile"),
-    (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "'sk' was renamed: use mode"),
-    (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "'sk' was renamed: use mode"),
-    (["--kernel", "cuda.11_stream_k", "--opt", "sk_grid=6"], "'sk_grid' was renamed: use grid"),
-    (["--kernel", "cuda.11_stream_k", "--opt", "cuda.11_stream_k:sk_grid=6"], "'sk_grid' was renamed: use grid"),
+    (["--kernel", "triton.tiled", "--opt", "config=128x128x32/8/3"], "`config` was renamed to `tile`"),
+    (["--kernel", "triton.tiled", "--opt", "triton.tiled:config=128x128x32/8/3"], "`config` was renamed to `tile`"),
+    (["--kernel", "triton.stream_k", "--opt", "sk=dp"], "`sk` was renamed to `mode`"),
+    (["--kernel", "triton.stream_k", "--opt", "triton.stream_k:sk=dp"], "`sk` was renamed to `mode`"),
+    (["--kernel", "cuda.11_stream_k", "--opt", "sk_grid=6"], "`sk_grid` was renamed to `grid`"),
+    (["--kernel", "cuda.11_stream_k", "--opt", "cuda.11_stream_k:sk_grid=6"], "`sk_grid` was renamed to `grid`"),
 ])
 def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
     from compare import cli
@@ -223,19 +270,19 @@ def test_old_option_spellings_are_refused_with_the_new_name(argv, why, capsys):
 
 
 def test_unprefixed_opt_refused_where_the_name_means_different_things(capsys):
-    """operands=direct means 'as given' to triton.tiled and 'copy only where 16-byte loads are
-    impossible' to triton.stream_k (their declared values differ): without KERNEL: it is refused;
-    with it, or where every selected kernel shares the declaration, it applies."""
+    """triton.tiled's operands take as_given | k_major_b | m_major_a, triton.stream_k's seven
+    values (their declared values differ): without KERNEL: it is refused; with it, or where every
+    selected kernel shares the declaration, it applies."""
     from compare import cli
     from compare.harness import registry
     both = [registry.get("triton.tiled"), registry.get("triton.stream_k")]
     with pytest.raises(UsageError, match="operands means different things to triton.tiled, triton.stream_k"):
-        registry.opt_flags(["operands=direct"], both)
+        registry.opt_flags(["operands=as_given"], both)
     assert registry.opt_flags(["triton.stream_k:operands=direct"], both) == {"triton.stream_k": {"operands": "direct"}}
     shared = [registry.get("triton.tiled"), registry.get("triton.split_k")]      # one declaration
-    assert registry.opt_flags(["operands=direct"], shared) == {
-        "triton.tiled": {"operands": "direct"}, "triton.split_k": {"operands": "direct"}}
-    assert cli.main(["--family", "triton", "--opt", "operands=direct", "--shape", "64"]) == 2
+    assert registry.opt_flags(["operands=as_given"], shared) == {
+        "triton.tiled": {"operands": "as_given"}, "triton.split_k": {"operands": "as_given"}}
+    assert cli.main(["--family", "triton", "--opt", "operands=as_given", "--shape", "64"]) == 2
     assert "name the kernel" in capsys.readouterr().err
 
 

@@ -98,13 +98,13 @@ def _plan(M, N, K, precision, **options):
     (1, "tf32", {}, "tiles"),           # tf32's label promises tensor-core rounding
     (2, "fp32", {}, "tiles"),
     (1, "fp32", {"tile": "16x128x32"}, "tiles"),   # a tile asks for the GEMM
-    (1, "fp32", {"mode": "sk"}, "sk"),
+    (1, "fp32", {"mode": "hybrid"}, "hybrid"),
     (1, "tf32x3", {"tf32x3_split": "in_loop"}, "tiles"),
     (1, "fp32", {"k_splits": 2}, "gemv"),
 ])
 def test_gemv_heuristic(M, precision, options, want):
     got = _plan(M, 8192, 8192, precision, **options).config["decomposition"]
-    assert got == want if want != "tiles" else got in ("dp", "sk"), got
+    assert got == want if want != "tiles" else got in ("dp", "hybrid"), got
 
 
 def test_gemv_default_splits_fill_the_gpu():

@@ -154,15 +154,15 @@ def test_split_k_keyword_and_errors():
 
 def test_options_parse_and_refuse():
     k = split_k.KERNEL
-    assert k.parse_options({"split_k": "4", "operands": "k_major", "autotune": "off"}) == \
-        {"split_k": 4, "operands": "k_major", "autotune": False}
+    assert k.parse_options({"split_k": "4", "operands": "k_major_b", "autotune": "off"}) == \
+        {"split_k": 4, "operands": "k_major_b", "autotune": False}
     cfg = tiled.KERNEL.parse_options({"tile": "128x64x32/4/3"})["tile"]
     assert _gemm.config_name(cfg) == "128x64x32/4/3" and cfg.kwargs["GROUP_M"] == 8
     assert _gemm.config_name(_gemm.parse_config("64x64x64/4/1/2")) == "64x64x64/4/1/2"
     for kernel, raw, msg in [(tiled.KERNEL, {"split_k": "2"}, "has no option 'split_k'"),
                              (k, {"split_k": "0"}, "must be >= 1"),
                              (k, {"split_k": "two"}, "bad value 'two'"),
-                             (tiled.KERNEL, {"operands": "presplit"}, "must be one of direct"),
+                             (tiled.KERNEL, {"operands": "presplit"}, "must be one of as_given"),
                              (tiled.KERNEL, {"autotune": "maybe"}, "must be one of on, off"),
                              (tiled.KERNEL, {"tile": "128x128x32"}, "BMxBNxBK/warps/stages"),
                              (tiled.KERNEL, {"tile": "100x128x32/4/3"}, "BM=100 must be a power of two"),
@@ -199,12 +199,12 @@ def test_user_config_is_what_runs_and_what_is_reported(kernel, chooser, monkeypa
                          ids=lambda x: getattr(x, "name", ""))
 def test_reported_config_is_the_launched_one(kernel, chooser, monkeypatch):
     seen = _spy_launches(monkeypatch, chooser)
-    r = _ok(kernel, Problem(77, 65, 300, precision="tf32", alpha=1.0, beta=0.0), operands="direct")
-    assert r.config["chosen_by"] == "heuristic" and r.config["operands"] == "direct"
+    r = _ok(kernel, Problem(77, 65, 300, precision="tf32", alpha=1.0, beta=0.0), operands="as_given")
+    assert r.config["chosen_by"] == "heuristic" and r.config["operands"] == "as_given"
     assert r.config["operands_chosen_by"] == "user"
     assert {name for name, _ in seen} == {r.config["config"]}
     r = _ok(kernel, Problem(77, 65, 300, precision="tf32", alpha=1.0, beta=0.0))
-    assert r.config["operands"] == "k_major" and r.config["operands_chosen_by"] == "heuristic"
+    assert r.config["operands"] == "k_major_b" and r.config["operands_chosen_by"] == "heuristic"
 
 
 # --- autotuning: keyed on everything that changes the kernel, never on the real C ---------------
@@ -281,8 +281,8 @@ def test_transpose_copy_of_a_strided_source():
     assert torch.equal(dst, src.t())
 
 
-@pytest.mark.parametrize("precision,mode", [("tf32", "direct"), ("tf32x3", "k_major"), ("tf32x3", "direct"),
-                                            ("fp32", "k_major"), ("fp32", "m_major_a")])
+@pytest.mark.parametrize("precision,mode", [("tf32", "as_given"), ("tf32x3", "k_major_b"), ("tf32x3", "as_given"),
+                                            ("fp32", "k_major_b"), ("fp32", "m_major_a")])
 def test_operand_mode_overrides(precision, mode):
     torch.manual_seed(1)
     A, B, C0 = torch.randn(40, 100), torch.randn(100, 30), torch.randn(40, 30)
@@ -300,9 +300,9 @@ def test_operand_mode_overrides(precision, mode):
 
 def test_fp32_takes_the_m_major_copy_of_a_only_for_wide_outputs():
     assert tiled.operand_mode("fp32", N=tiled.M_MAJOR_A_MIN_N) == _operands.M_MAJOR_A
-    assert tiled.operand_mode("fp32", N=tiled.M_MAJOR_A_MIN_N - 1) == _operands.DIRECT
-    assert tiled.operand_mode("fp32") == _operands.DIRECT          # split-K: no N, no copy
-    assert tiled.operand_mode("tf32", N=4096) == _operands.K_MAJOR
+    assert tiled.operand_mode("fp32", N=tiled.M_MAJOR_A_MIN_N - 1) == _operands.AS_GIVEN
+    assert tiled.operand_mode("fp32") == _operands.AS_GIVEN          # split-K: no N, no copy
+    assert tiled.operand_mode("tf32", N=4096) == _operands.K_MAJOR_B
 
 
 @pytest.mark.parametrize("shape", [(7, 33, 127), (77, 65, 300), (255, 129, 1023)], ids=str)
@@ -339,7 +339,7 @@ def test_k_major_b_is_read_in_place():
     """B handed over as the transpose of a contiguous N x K matrix is already K-major: no copy."""
     X = torch.randn(24, 64)                      # N x K
     A = torch.randn(10, 64)
-    o = _operands.make_operands(A, X.t(), _operands.K_MAJOR)
+    o = _operands.make_operands(A, X.t(), _operands.K_MAJOR_B)
     assert not o.copy_b and o.b.data_ptr() == X.data_ptr() and o.workspace_bytes() == 0
     C = torch.empty(10, 24)
     tiled.tiled_matmul(A, X.t(), C, precision="tf32")

@@ -49,7 +49,7 @@ def test_skinny_every_n(N, precision):
     if precision == "tf32":
         # tf32 keeps the tile GEMM (tensor cores), as at M = 1.
         r = _row(sk.KERNEL, problem, "cpu")
-        assert r.config["decomposition"] in ("dp", "sk") and r.config["input_precision"] == "tf32", r.config
+        assert r.config["decomposition"] in ("dp", "hybrid") and r.config["input_precision"] == "tf32", r.config
         return
     r = _row(sk.KERNEL, problem, "cpu", skinny_tile="16x16", skinny_splits=3)
     c = r.config
@@ -121,7 +121,7 @@ def test_skinny_reads_either_layout(layout):
     (4096, 8, "tf32x3", {}, "skinny"),  # through tf32x3_split=ffma
     (4096, 8, "tf32", {}, "tiles"),     # tf32's label promises tensor-core rounding
     (4096, 8, "fp32", {"tile": "64x16x32"}, "tiles"),  # a tile asks for the GEMM
-    (4096, 8, "fp32", {"mode": "sk"}, "sk"),
+    (4096, 8, "fp32", {"mode": "hybrid"}, "hybrid"),
     (4096, 8, "tf32x3", {"tf32x3_split": "in_loop"}, "tiles"),
     (4096, 8, "fp32", {"skinny_splits": 2}, "skinny"),
     (1, 8, "fp32", {"mode": "skinny"}, "skinny"),
@@ -130,7 +130,7 @@ def test_skinny_reads_either_layout(layout):
 def test_skinny_rule(M, N, precision, options, want):
     c = _plan(M, N, 8192, precision, **options).config
     got = c["decomposition"]
-    assert got == want if want != "tiles" else got in ("dp", "sk"), got
+    assert got == want if want != "tiles" else got in ("dp", "hybrid"), got
     if want == "skinny" and precision == "tf32x3":
         assert c["tf32x3_split"] == "ffma" and c["input_precision"] == "ieee"
     if want == "tiles" and precision == "tf32" or "in_loop" in options.values():
@@ -230,7 +230,7 @@ SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), 
 @pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
 def test_gpu_skinny_shapes(shape, precision):
     r = _row(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
-    want = ("dp", "sk") if precision == "tf32" else ("skinny",)
+    want = ("dp", "hybrid") if precision == "tf32" else ("skinny",)
     assert r.config["decomposition"] in want, r.config
 
 
@@ -271,14 +271,14 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
             _result("cublas", "1x8x999", "fp32", 0.01, 100.0, ""),
             _result("triton.stream_k", "1x8x999", "fp32", 0.01, 100.0, "gemv"),
             _result("triton.stream_k", "4096x8x4096", "tf32x3", 0.02, 99.0, "skinny"),
-            _result("triton.stream_k", "2048x5x2048", "fp32", 0.02, 100.0, "sk")]
+            _result("triton.stream_k", "2048x5x2048", "fp32", 0.02, 100.0, "hybrid")]
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"results": rows}))
     lines, ok = stream_k_study.skinny_check([str(path)])
     text = "\n".join(lines)
     assert not ok
     assert " 3369 GB/s (cuBLAS    3743)" in text, text          # 67371008 / 0.018 ms = 3743 GB/s
-    assert "FAIL fp32   2048x5x2048: ran sk, the rule says skinny" in text, text
+    assert "FAIL fp32   2048x5x2048: ran hybrid, the rule says skinny" in text, text
     assert "FAIL fp32   N <= 8    2 shapes: geomean   94.9%, worst   90.0% (4096x8x4096)" in text, text
     assert "PASS fp32   M = 1     1 shapes" in text, text
     assert "FAIL tf32x3 N <= 8    1 shapes: geomean   99.0%, worst   99.0%" in text, text

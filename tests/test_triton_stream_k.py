@@ -55,7 +55,7 @@ CASES = {
     "k_below_one_block": ((40, 50, 7), dict(tile="16x16x16", grid=3)),
     "tiny_m": ((1, 200, 300), dict(tile="16x64x32", grid=6)),
     "tiny_n": ((300, 1, 200), dict(tile="64x16x32", grid=6)),
-    "one": ((1, 1, 1), dict(mode="sk")),
+    "one": ((1, 1, 1), dict(mode="hybrid")),
     "hybrid": ((223, 30, 256), dict(tile="32x32x32", sms=3)),
     "many_segments": ((48, 48, 45), dict(tile="16x16x16", grid=2)),
 }
@@ -149,7 +149,7 @@ def test_decomposition_covers_every_iteration_once():
                                      (65, 33, 1000, sk.Tile(64, 32, 32, 4, 3), 132, 7),
                                      (48, 48, 45, sk.Tile(16, 16, 16, 4, 3), 132, 2),
                                      (3001, 2999, 3003, sk.Tile(128, 128, 16, 8, 4), 132, None)]:
-        d = sk.decompose(M, N, K, tile, sms, "sk", grid)
+        d = sk.decompose(M, N, K, tile, sms, "hybrid", grid)
         covered = []
         for g in range(d.sk_programs):
             lo, hi = d.range_of(g)
@@ -160,7 +160,7 @@ def test_decomposition_covers_every_iteration_once():
         assert covered == list(range(d.sk_tiles * d.iters))
         A = torch.empty(M, K)
         plan = sk._Plan(A, torch.empty(K, N), torch.empty(M, N), 1.0, 0.0, "fp32", True,
-                        {"tile": tile, "mode": "sk", "sms": sms, **({"grid": grid} if grid else {})})
+                        {"tile": tile, "mode": "hybrid", "sms": sms, **({"grid": grid} if grid else {})})
         for i in range(0, d.sk_tiles * d.iters, max(1, d.iters // 3)):
             lo, hi = d.range_of(plan._owner(i))
             assert lo <= i < hi
@@ -170,7 +170,7 @@ def test_heuristic_table():
     # Below one wave: everything stream-K, one program per SM (128x4096x11008: 32 tiles of
     # 128x128, whose 64-row halves would not fill a data-parallel wave either).
     t, d = sk.choose_plan(128, 4096, 11008, "fp32", 132)
-    assert (t.bm, t.bn, d.mode, d.sk_tiles, d.sk_programs) == (128, 128, "sk", 32, 132)
+    assert (t.bm, t.bn, d.mode, d.sk_tiles, d.sk_programs) == (128, 128, "hybrid", 32, 132)
     # Full waves: data-parallel only.
     t, d = sk.choose_plan(4096, 4096, 4096, "tf32", 132)
     assert (t.bm, t.bn, d.mode) == (128, 256, "dp")
@@ -181,18 +181,18 @@ def test_heuristic_table():
     assert sk.choose_plan(1024, 1024, 16384, "tf32", 132)[0].bn == 128      # long K
     assert sk.choose_plan(512, 1024, 1024, "tf32", 132)[0].bn == 128        # few rows: swapped
     assert sk.choose_plan(2048, 2048, 2048, "tf32", 132)[0].bn == 256       # a wave of 128x256
-    assert sk.choose_plan(4096, 64, 4096, "tf32", 132)[1].mode == "sk"
+    assert sk.choose_plan(4096, 64, 4096, "tf32", 132)[1].mode == "hybrid"
     # Skinny outputs get skinny tiles.
     assert sk.choose_plan(16, 8192, 8192, "fp32", 132)[0].bm == 16
     assert sk.choose_plan(8192, 16, 8192, "fp32", 132)[0].bn == 16
     # 4.4 waves (3001x2999 in 128x128 tiles = 576): the partial last wave goes stream-K.
     t, d = sk.choose_plan(3001, 2999, 3003, "fp32", 132)
-    assert d.mode == "sk" and d.sk_tiles == 576 % 132 and d.dp_tiles == 576 - 576 % 132
+    assert d.mode == "hybrid" and d.sk_tiles == 576 % 132 and d.dp_tiles == 576 - 576 % 132
 
 
 def test_options_parse_and_refuse():
     k = sk.KERNEL
-    opts = k.parse_options({"tile": "64x128x32/4/4", "mode": "sk", "grid": "100", "operands": "copy"})
+    opts = k.parse_options({"tile": "64x128x32/4/4", "mode": "hybrid", "grid": "100", "operands": "copy"})
     assert opts["tile"] == sk.Tile(64, 128, 32, 4, 4) and opts["grid"] == 100
     for bad in ({"tile": "100x128x32"}, {"tile": "8x8x8"}, {"mode": "maybe"}, {"grid": "0"},
                 {"operands": "sideways"}, {"nonsense": "1"}):
@@ -335,7 +335,7 @@ def test_programs_per_sm_and_the_data_parallel_wave():
     """4-warp tiles run 2 stream-K programs per SM (1 left 6% of warps active at 64x8192x28672);
     a data-parallel wave counts as full on SMs or on program slots (128 tiles on 132 SMs: dp)."""
     tile, d = sk.choose_plan(64, 8192, 28672, "fp32", 132)
-    assert tile.warps == 4 and sk.programs_per_sm(tile) == 2 and d.mode == "sk" and d.grid == 264
+    assert tile.warps == 4 and sk.programs_per_sm(tile) == 2 and d.mode == "hybrid" and d.grid == 264
     tile, d = sk.choose_plan(32, 16384, 4096, "tf32", 132)
     assert tile.warps == 4 and d.mode == "dp" and d.grid == 128
     tile, d = sk.choose_plan(128, 4096, 11008, "fp32", 132)
@@ -355,14 +355,14 @@ def test_tf32_tiny_outputs_run_one_program_per_sm():
     fp32, outputs past 64 rows and any grid, mode or tile the user gives keep the rule before it."""
     for M, N in ((56, 56), (40, 48), (64, 36), (56, 20), (24, 40), (30, 50)):
         tile, d = sk.choose_plan(M, N, 300000, "tf32", 132)
-        assert tile.bm * tile.bn >= 64 * 32 and d.mode == "sk" and d.grid == d.sk_programs == 132, (M, N, tile)
+        assert tile.bm * tile.bn >= 64 * 32 and d.mode == "hybrid" and d.grid == d.sk_programs == 132, (M, N, tile)
         tile, d = sk.choose_plan(M, N, 300000, "fp32", 132)
         assert d.grid == 264, (M, N, tile)
     for M, N in ((36, 16), (28, 28), (17, 30), (16, 24)):       # 64x16, 32x32, 16x32 tiles
         tile, d = sk.choose_plan(M, N, 600000, "tf32", 132)
         assert tile.bm * tile.bn < 64 * 32 and d.grid == 264, (M, N, tile)
     assert sk.choose_plan(65, 64, 300000, "tf32", 132)[1].grid == 264   # a 128-row tile
-    assert sk.choose_plan(56, 56, 300000, "tf32", 132, mode="sk")[1].grid == 264
+    assert sk.choose_plan(56, 56, 300000, "tf32", 132, mode="hybrid")[1].grid == 264
     assert sk.choose_plan(56, 56, 300000, "tf32", 132, sk_programs=200)[1].grid == 200
     # Short K: one slot per SM, not a forced grid, so each program keeps MIN_SK_ITERS iterations.
     tile, d = sk.choose_plan(56, 56, 1000, "tf32", 132)
@@ -511,7 +511,7 @@ def test_sk_align_option():
     assert (cfg["sk_align"], cfg["sk_programs"]) == ("on", 128)
     # Alignment asks for stream-K even where the heuristic would run data-parallel (1024^3 tf32).
     cfg = _plan(1024, 1024, 1024, "tf32", sk_align="on").config
-    assert (cfg["decomposition"], cfg["sk_align"]) == ("sk", "on"), cfg
+    assert (cfg["decomposition"], cfg["sk_align"]) == ("hybrid", "on"), cfg
     with pytest.raises(UsageError, match="contradict"):
         _plan(1024, 1024, 16384, "tf32", sk_align="on", grid=100)
     with pytest.raises(UsageError, match="contradict"):
@@ -755,11 +755,11 @@ def test_unaligned_loads_walk_the_contiguous_axis():
 @pytest.mark.parametrize("shape,tile,mode", [
     ((127, 8191, 1021), sk.FP32_FEW_ROWS_TILE, "dp"),      # 64 tiles of 128x128: 128 of 64x128, one wave
     ((1000, 1000, 1000), sk.FP32_FEW_ROWS_TILE, "dp"),
-    ((128, 4096, 11008), sk.Tile(128, 128, 16, 8, 4), "sk"),  # 64-row tiles would not fill a wave
+    ((128, 4096, 11008), sk.Tile(128, 128, 16, 8, 4), "hybrid"),  # 64-row tiles would not fill a wave
     ((2048, 2048, 2048), sk.Tile(128, 128, 16, 8, 4), "dp"),  # a wave or more of 128x128 tiles
-    ((257, 255, 65537), sk.FP32_FEW_ROWS_TILE, "sk"),      # long K, 320 padded rows instead of 384
-    ((256, 256, 131072), sk.Tile(128, 128, 32, 8, 3), "sk"),  # long K, no padding either way
-    ((1000, 1000, 20000), sk.Tile(128, 128, 32, 8, 3), "sk"),
+    ((257, 255, 65537), sk.FP32_FEW_ROWS_TILE, "hybrid"),      # long K, 320 padded rows instead of 384
+    ((256, 256, 131072), sk.Tile(128, 128, 32, 8, 3), "hybrid"),  # long K, no padding either way
+    ((1000, 1000, 20000), sk.Tile(128, 128, 32, 8, 3), "hybrid"),
 ])
 def test_fp32_few_rows_tile(shape, tile, mode):
     t, d = sk.choose_plan(*shape, "fp32", 132)
@@ -884,8 +884,8 @@ def test_every_declared_conflict_refuses(options, precision):
 
 def test_implications_complete_the_options():
     from triton_kernels import stream_k_plan as plan
-    assert plan.resolve_options({"grid": 4}, "fp32")["mode"] == "sk"
-    assert plan.resolve_options({"sk_align": "on"}, "tf32")["mode"] == "sk"
+    assert plan.resolve_options({"grid": 4}, "fp32")["mode"] == "hybrid"
+    assert plan.resolve_options({"sk_align": "on"}, "tf32")["mode"] == "hybrid"
     assert plan.resolve_options({"tf32x3_split": "b"}, "tf32x3")["b_transpose"] == "copy"
     assert plan.resolve_options({"tf32x3_split": "a"}, "tf32x3")["b_transpose"] == "swap"
     assert plan.resolve_options({}, "fp32") == plan.DEFAULTS

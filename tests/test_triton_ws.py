@@ -48,7 +48,7 @@ RULE = [((960, 8192, 8192), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), (
 def test_ws_rule(as_if_hopper, shape, want):
     c = _plan(*shape, "tf32").config
     if want is None:
-        assert c["decomposition"] in ("dp", "sk"), c
+        assert c["decomposition"] in ("dp", "hybrid"), c
     else:
         assert c["decomposition"] == "ws" and c["tile"] == want and "ws_tile" not in c["chosen_by"], c
         assert c["operand_copy_bytes"] == 0 and c["wave_fill"] >= ws.WS_MIN_FILL
@@ -107,7 +107,7 @@ def test_ws_sum_kernel_adds_the_ranges_in_order(alpha, beta):
 @pytest.mark.parametrize("precision,options", [
     ("fp32", {}), ("tf32x3", {}),                       # the Gluon kernel is tf32 only
     ("tf32", {"tile": "128x128x32"}), ("tf32", {"operands": "copy"}), ("tf32", {"b_transpose": "copy"}),
-    ("tf32", {"mode": "sk"}),
+    ("tf32", {"mode": "hybrid"}),
 ])
 def test_ws_not_taken(as_if_hopper, precision, options):
     assert _plan(960, 8192, 8192, precision, **options).config["decomposition"] != "ws"

@@ -46,9 +46,9 @@ def test_kernel_alone_is_the_registered_kernel():
 def test_grid_is_the_cross_product_in_order():
     assert _names(["cuda.10_split_k:split_k=1|2|4,tile=128x128x16"]) == [
         f"cuda.10_split_k[split_k={s},tile=128x128x16]" for s in (1, 2, 4)]
-    names = _names(["triton.stream_k:mode=dp|sk,grid=132|264"])
+    names = _names(["triton.stream_k:mode=dp|hybrid,grid=132|264"])
     assert names == ["triton.stream_k[mode=dp,grid=132]", "triton.stream_k[mode=dp,grid=264]",
-                     "triton.stream_k[mode=sk,grid=132]", "triton.stream_k[mode=sk,grid=264]"]
+                     "triton.stream_k[mode=hybrid,grid=132]", "triton.stream_k[mode=hybrid,grid=264]"]
 
 
 def test_star_expands_to_the_declared_values():

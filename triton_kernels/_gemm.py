@@ -215,7 +215,7 @@ def mac(acc, a_ptr, b_ptr, offs_am, offs_bn, k_lo, k_hi,
 # N = 4096 but 11% at N = 256 (measured in split-K: 86% -> 80% of cuBLAS at 256x256x131072).
 # It is used from this N up, where it was measured to pay (2048..8192: +8..11%).
 M_MAJOR_A_MIN_N = 2048
-OPERAND_MODES = (ops.DIRECT, ops.K_MAJOR, ops.M_MAJOR_A)
+OPERAND_MODES = (ops.AS_GIVEN, ops.K_MAJOR_B, ops.M_MAJOR_A)
 
 
 @triton.jit
@@ -233,11 +233,11 @@ def store_c(acc, c_ptr, offs_cm, offs_cn, M, N, stride_cm, stride_cn, alpha, bet
 def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int] = None) -> str:
     """How A and B reach the kernel (see _operands.py): fp32 reads A through an M-major copy
     (when ``N`` is given and >= M_MAJOR_A_MIN_N) and B as given; tf32 and tf32x3 read B through
-    a K-major copy. ``override`` picks another mode: direct | k_major | m_major_a (fp32 only)."""
+    a K-major copy. ``override`` picks another mode: as_given | k_major_b | m_major_a (fp32 only)."""
     mode = override
     if mode is None:
-        fp32 = ops.M_MAJOR_A if N is not None and N >= M_MAJOR_A_MIN_N else ops.DIRECT
-        mode = {"fp32": fp32, "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}[precision]
+        fp32 = ops.M_MAJOR_A if N is not None and N >= M_MAJOR_A_MIN_N else ops.AS_GIVEN
+        mode = {"fp32": fp32, "tf32": ops.K_MAJOR_B, "tf32x3": ops.K_MAJOR_B}[precision]
     if mode not in OPERAND_MODES:
         raise UsageError(f"unknown operand mode {mode!r}; choose {', '.join(OPERAND_MODES)}")
     if mode == ops.M_MAJOR_A and precision != "fp32":
@@ -250,7 +250,7 @@ def operand_mode(precision: str, override: Optional[str] = None, N: Optional[int
 
 
 TILE_OPTIONS = (
-    Option.choice("operands", "how A and B reach tl.dot: direct (as given), k_major (B through a K-major "
+    Option.choice("operands", "how A and B reach tl.dot: as_given (never copied), k_major_b (B through a K-major "
            "copy; tf32/tf32x3 default), m_major_a (A through an M-major copy; fp32 default for N >= "
            f"{M_MAJOR_A_MIN_N})", OPERAND_MODES),
     Option.switch("autotune", "on (default): time the candidate configs once per tuning key, on a scratch "

@@ -40,8 +40,8 @@ import triton
 import triton.language as tl
 
 # How the GEMM kernels get their operands.
-DIRECT = "direct"       # A and B as given (any strides)
-K_MAJOR = "k_major"     # A as given, B through a K-major copy (tf32, tf32x3)
+AS_GIVEN = "as_given"    # A and B as given (any strides), never copied
+K_MAJOR_B = "k_major_b"  # A as given, B through a K-major copy (tf32, tf32x3)
 M_MAJOR_A = "m_major_a"  # A through an M-major copy (A^T contiguous), B as given (fp32 FFMA)
 
 
@@ -180,19 +180,19 @@ class Operands:
     @property
     def b_strides(self) -> tuple[int, int]:
         """(stride along K, stride along N)."""
-        if self.mode == K_MAJOR:
+        if self.mode == K_MAJOR_B:
             return self.b.stride(1), self.b.stride(0)   # b is N x K
         return self.b.stride(0), self.b.stride(1)
 
     def fill(self) -> None:
         """Launch the copy for the current contents of A and B (no sync)."""
-        if self.mode == K_MAJOR and self.copy_b:
+        if self.mode == K_MAJOR_B and self.copy_b:
             transpose_into(self.B, self.b)
         elif self.mode == M_MAJOR_A:
             transpose_into(self.A, self.a)
 
     def workspace_bytes(self) -> int:
-        if self.mode == K_MAJOR and self.copy_b:
+        if self.mode == K_MAJOR_B and self.copy_b:
             return 4 * self.b.shape[0] * self.b.stride(0)
         if self.mode == M_MAJOR_A:
             return 4 * self.a.shape[0] * self.a.stride(0)
@@ -203,16 +203,16 @@ def make_operands(A: torch.Tensor, B: torch.Tensor, mode: str) -> Operands:
     """Allocate the workspace for ``mode`` (once); call ``.fill()`` in every launch."""
     K, N = B.shape
     M = A.shape[0]
-    if mode == DIRECT:
+    if mode == AS_GIVEN:
         return Operands(mode, A, B, A, B, copy_b=False)
-    if mode == K_MAJOR:
+    if mode == K_MAJOR_B:
         if B.stride(0) == 1 and B.stride(1) % 4 == 0:
             # B is already K-major (e.g. B = X.t() of a contiguous N x K X): read it as it is.
             return Operands(mode, A, B, A, B.t(), copy_b=False)
         return Operands(mode, A, B, A, _buffer(N, K, B))
     if mode == M_MAJOR_A:
         return Operands(mode, A, B, _buffer(K, M, A), B, copy_b=False)
-    raise ValueError(f"unknown operand mode {mode!r}; known: {DIRECT}, {K_MAJOR}, {M_MAJOR_A}")
+    raise ValueError(f"unknown operand mode {mode!r}; known: {AS_GIVEN}, {K_MAJOR_B}, {M_MAJOR_A}")
 
 
 # ---------------------------------------------------------------------------------------------

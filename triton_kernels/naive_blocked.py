@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from compare.harness.registry import Kernel, register
+from compare.harness.registry import Kernel, Stage, declare_stage, register
 
 from ._common import check_gemm_args
 
@@ -92,8 +92,12 @@ def _prepare(problem, inputs, options=None):
     return launch
 
 
+# A Triton-only stage: numbered after its group's first CUDA stage (naive, 1).
+STAGE = declare_stage(Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in "
+                                                          "IEEE fp32"))
+
 KERNEL = register(Kernel(
-    name="triton.naive_blocked", family="triton", stage="naive_blocked", precisions=PRECISIONS,
+    name="triton.naive_blocked", family="triton", stage=STAGE.name, precisions=PRECISIONS,
     prepare=_prepare, interpretable=True,
     idea="one program per 32x32 C tile, K loop of tl.dot (ieee), masks on every edge, no tuning",
     meta={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "num_warps": NUM_WARPS},

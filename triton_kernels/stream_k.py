@@ -63,7 +63,7 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
     return _matmul("stream_k_atomic_matmul", A, B, C, alpha, beta, precision, False, options)
 
 
-STAGE = "stream_k"   # stage 11 of the ladder (declared in compare/harness/registry.py)
+STAGE = "stream_k"   # stage 11 of the ladder (declared with the CUDA stages, cuda_kernels/registry.py)
 _META = {"heuristic": "M = 1 in fp32/tf32x3: a GEMV (mode=gemv); N <= 8 in fp32/tf32x3: A read once for all "
                       "columns, K split to fill the SMs (mode=skinny); tf32 on sm_90 with 128 < M < 6144, N >= 64 and "
                       "TMA-readable operands where tiles x K ranges fill the SMs: the warp-specialised Gluon GEMM (mode=ws); else tile by M (16/32/64/128 rows x 128 x 32), "

@@ -18,7 +18,7 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  less lost on held-out shapes: docs/findings.md); outputs of at most 64x64:
                  fp32's plan (tf32x3_split=ffma).
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
-                 programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "sk"
+                 programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "hybrid"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
                  tf32 tiny outputs on one tile of at least 64x32 or 32x64: one stream-K
                  program per SM, not programs_per_sm (tiny_output_per_sm).
@@ -59,7 +59,7 @@ MIN_SK_ITERS = 4
 DP_WAVE_EFFICIENCY = model.TRITON_STREAM_K.dp_fill
 # Aligned stream-K ranges (align_pays) may leave at most this share of the programs idle.
 ALIGN_MAX_IDLE = 0.05
-DECOMPOSITIONS = ("dp", "sk", "gemv", "skinny", "ws")
+DECOMPOSITIONS = ("dp", "hybrid", "gemv", "skinny", "ws")
 # The fixup kernel: partials loaded per step (the next power of two of a tile's most partials,
 # at most FIX_SEGS_MAX) and elements of a split tile per program (FIX_ELEMS / segs, within
 # [FIX_PIECE_MIN, FIX_PIECE_MAX], at most FIX_N wide): a 16-partial step where one tile has
@@ -115,7 +115,7 @@ class Decomposition:
 
     @property
     def mode(self) -> str:
-        return "sk" if self.sk_tiles else "dp"
+        return "hybrid" if self.sk_tiles else "dp"
 
     @property
     def dp_tiles(self) -> int:
@@ -142,17 +142,17 @@ def programs_per_sm(tile: Tile) -> int:
 def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] = None,
               sk_programs: Optional[int] = None, align: bool = False,
               per_sm: Optional[int] = None) -> Decomposition:
-    """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "sk" | None (heuristic);
+    """The decomposition for ``tile`` on ``sms`` SMs: ``mode`` "dp" | "hybrid" | None (heuristic);
     ``sk_programs`` overrides G. Waves and the stream-K grid count ``per_sm`` slots per SM
     (default ``programs_per_sm``). ``align``: when every tile is a stream-K tile, shrink G to a
     multiple of the tile count (at most ALIGN_MAX_IDLE of it left idle) so the ranges line up
     across tiles (``align_pays``)."""
     T = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn)
     I = triton.cdiv(K, tile.bk)
-    # The shared model (compare/families/decompose.py) with this family's rule: "sk" here is
-    # its hybrid (the last partial wave's tiles stream-K, all of them below one wave).
+    # The shared model (compare/families/decompose.py)'s hybrid with this family's rule: the last
+    # partial wave's tiles stream-K, all of them below one wave.
     per_sm = per_sm or programs_per_sm(tile)
-    plan = model.stream_k_plan(T, I, sms, per_sm, mode={"sk": "hybrid"}.get(mode, mode),
+    plan = model.stream_k_plan(T, I, sms, per_sm, mode=mode,
                                    sk_blocks=sk_programs or None, min_iters_per_block=MIN_SK_ITERS,
                                    rule=model.TRITON_STREAM_K)
     if plan.sk_tiles == 0:

@@ -50,8 +50,8 @@ def parse_tile(text: str) -> Tile:
 OPTIONS = (
     Option.tile("tile", "BMxBNxBK[/warps[/stages]] (default: the per-shape heuristic), e.g. 128x128x32/8/3",
            parse_tile),
-    Option.choice("mode", "decomposition: dp (one program per tile), sk (hybrid data-parallel + stream-K "
-           f"for the last partial wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
+    Option.choice("mode", "decomposition: dp (one program per tile), hybrid (data-parallel waves + stream-K "
+           f"for the last partial wave, all of it below one wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
            f"fp32, and tf32x3 through tf32x3_split=ffma), skinny (N <= {SKINNY_MAX_N}: A streamed once "
            "through FFMAs for all columns, K split to fill the SMs; fp32, and tf32x3 through "
            "tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
@@ -59,12 +59,12 @@ OPTIONS = (
            f"single row and skinny for N <= {SKINNY_MAX_N} in fp32 and tf32x3, ws for tf32 where ws_pays)",
            DECOMPOSITIONS),
     Option.count("grid", "number of stream-K programs (default: up to the SM count, >= "
-           f"{MIN_SK_ITERS} K-iterations each); implies mode=sk"),
+           f"{MIN_SK_ITERS} K-iterations each); implies mode=hybrid"),
     Option.count("sms", "SM count the decomposition assumes (default: the GPU's)"),
     Option.choice("sk_align", "auto (default: on for tf32 when A and B overflow the L2), on: a stream-K "
            "grid that is a multiple of the tile count (every tile's k-th range starts at the same "
            "K offset, so tiles sharing A rows or B columns read them from L2 together; at most "
-           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies mode=sk), off: the full grid",
+           f"{ALIGN_MAX_IDLE:.0%} of the programs idle, else the full grid; implies mode=hybrid), off: the full grid",
            ("auto", "on", "off"), default="auto"),
     Option.switch("hint", "on (default): 16-byte alignment hints where true; off: none (what Triton does "
            "unhinted, for comparison)", default=True),
@@ -105,7 +105,7 @@ OPTIONS = (
 # Options that contradict each other: (when, message), checked in this order on the options as
 # given (``o``: every option, None or its default where unset; ``p``: the precision).
 CONFLICTS = (
-    (lambda o, p: (o["gemv_tile"] is not None or o["k_splits"] is not None) and o["mode"] in ("dp", "sk", "skinny", "ws"),
+    (lambda o, p: (o["gemv_tile"] is not None or o["k_splits"] is not None) and o["mode"] in ("dp", "hybrid", "skinny", "ws"),
      "options gemv_tile / k_splits (the single-row GEMV) and mode={mode} contradict each other"),
     (lambda o, p: o["mode"] == "gemv" and p == "tf32",
      "mode=gemv multiplies on the FFMA pipe (fp32, or tf32x3 with tf32x3_split=ffma); tf32 keeps the tensor cores"),
@@ -115,7 +115,7 @@ CONFLICTS = (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=gemv reads A and B as given and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
-    (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and o["mode"] in ("dp", "sk", "gemv", "ws"),
+    (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and o["mode"] in ("dp", "hybrid", "gemv", "ws"),
      "options skinny_tile / skinny_splits (the matrix-times-vectors kernel) and mode={mode} contradict each other"),
     (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
         o["gemv_tile"] is not None or o["k_splits"] is not None),
@@ -128,7 +128,7 @@ CONFLICTS = (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=skinny reads A as given and B K-major and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
-    (lambda o, p: (o["ws_tile"] is not None or o["ws_splits"] is not None) and o["mode"] in ("dp", "sk", "gemv", "skinny"),
+    (lambda o, p: (o["ws_tile"] is not None or o["ws_splits"] is not None) and o["mode"] in ("dp", "hybrid", "gemv", "skinny"),
      "options ws_tile / ws_splits (the warp-specialised Gluon GEMM) and mode={mode} contradict each other"),
     (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None or o["ws_splits"] is not None) and p != "tf32",
      "mode=ws (the tensor-core GEMM with B^T in wgmma's registers) applies to tf32, not {precision}"),
@@ -173,8 +173,8 @@ IMPLIES = (
     (lambda o: o["skinny_tile"] is not None or o["skinny_splits"] is not None, "mode", "skinny"),
     (lambda o: o["mode"] == "skinny", "tf32x3_split", "ffma"),  # so does the N <= 8 kernel
     (lambda o: o["ws_tile"] is not None or o["ws_splits"] is not None, "mode", "ws"),
-    (lambda o: o["grid"] is not None, "mode", "sk"),          # grid is the stream-K program count
-    (lambda o: o["sk_align"] == "on", "mode", "sk"),          # alignment shapes the stream-K grid
+    (lambda o: o["grid"] is not None, "mode", "hybrid"),        # grid is the stream-K program count
+    (lambda o: o["sk_align"] == "on", "mode", "hybrid"),        # alignment shapes the stream-K grid
     (lambda o: o["tf32x3_split"] in ("b", "ab"), "b_transpose", "copy"),   # B split by its K-major copy
     (lambda o: o["tf32x3_split"] == "a", "b_transpose", "swap"),          # the swapped product
 )

@@ -70,7 +70,7 @@ import triton
 import triton.language as tl
 
 from compare.harness.problem import DOT_PRECISION, PRECISIONS
-from compare.harness.registry import Kernel, register
+from compare.harness.registry import Kernel, Stage, declare_stage, register
 
 from . import _operands as ops
 from ._common import check_gemm_args
@@ -211,14 +211,19 @@ def _prepare(problem, inputs, options=None):
     return launch
 
 
+# A Triton-only stage, the counterpart of CUDA's stages 02-09 (Triton's compiler does their steps):
+# numbered after its group's first CUDA stage (coalesced, 2).
+STAGE = declare_stage(Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining "
+                                                 "(num_stages)"))
+
 KERNEL = register(Kernel(
-    name="triton.tiled", family="triton", stage="tiled", precisions=PRECISIONS,
+    name="triton.tiled", family="triton", stage=STAGE.name, precisions=PRECISIONS,
     prepare=_prepare, interpretable=True, options=tile_options(CONFIGS),
     idea="autotuned tiles, GROUP_M launch order, num_stages pipelining; tf32/tf32x3 read a K-major copy "
          "of B, fp32 an M-major copy of A for wide outputs",
     meta={"configs_per_precision": {p: len(v) for p, v in CONFIGS.items()},
           "autotune_key": ", ".join(TUNE_KEY),
           "autotune_cache": "triton.autotune(cache_results=True) under TRITON_CACHE_DIR",
-          "operands": {"fp32": f"{ops.M_MAJOR_A} (N >= {M_MAJOR_A_MIN_N}) else {ops.DIRECT}",
-                       "tf32": ops.K_MAJOR, "tf32x3": ops.K_MAJOR}},
+          "operands": {"fp32": f"{ops.M_MAJOR_A} (N >= {M_MAJOR_A_MIN_N}) else {ops.AS_GIVEN}",
+                       "tf32": ops.K_MAJOR_B, "tf32x3": ops.K_MAJOR_B}},
 ))

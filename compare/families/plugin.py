@@ -21,14 +21,15 @@ import os
 from typing import Callable, Optional
 
 from ..harness.problem import DOT_PRECISION
-from ..harness.registry import GROUPS, STAGE_BY_NAME, STAGES, Kernel, Stage, declare_stage, register
+from ..harness.registry import GROUPS, Kernel, Stage, declare_stage, register, stages
 
 FAMILY = "plugin"
 
 
 def _stage(name: str, stage: Optional[str], group: Optional[str], idea: str) -> str:
     """The kernel's stage: an existing one (its group must agree) or a new one in ``group``."""
-    have = STAGE_BY_NAME.get(stage or name)
+    ladder = stages()     # the families' stages first: a plugin's stage is numbered after them
+    have = next((s for s in ladder if s.name == (stage or name)), None)
     if have is not None:
         if group is not None and group != have.group:
             raise ValueError(f"kernel {name!r}: stage {have.name!r} is in group {have.group!r}, not {group!r}")
@@ -37,7 +38,7 @@ def _stage(name: str, stage: Optional[str], group: Optional[str], idea: str) -> 
     if group not in GROUPS:
         raise ValueError(f"kernel {name!r}: unknown group {group!r}; known: {', '.join(GROUPS)}")
     # numbered after every stage so far: the ladder's come first in tables and plots
-    return declare_stage(Stage(1 + max(s.number for s in STAGES), stage or name, group,
+    return declare_stage(Stage(1 + max(s.number for s in ladder), stage or name, group,
                                idea or f"plugin kernel {name}")).name
 
 

@@ -30,8 +30,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import registry
 from .errors import UsageError
 from .files import write_atomically
+from .options import renamed_selection
 
 KIND = "gemm-ladder checkpoint"
 # Sweeps wrote version 1 under this kind before plain runs shared the format: the same lines.
@@ -152,6 +154,8 @@ def read(path: str, flag: str = "--resume") -> Contents:
 def refuse_changes(path: str, contents: Contents, selection: dict) -> None:
     """A UsageError naming every field of ``selection`` that differs from the file's header."""
     want, have = _normalized(selection), contents.header.get("selection") or {}
+    # a file from before an option was renamed: its flags as spelled now
+    have = renamed_selection(have, registry.options_of)
     diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
     if diff:
         shown = "; ".join(f"{k}: file {have.get(k)!r}, now {want.get(k)!r}" for k in diff)

@@ -13,6 +13,9 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+# Option and the renamed-spelling table live in options.py; re-exported here, where kernels are declared.
+from .options import (OPTION_KINDS, RENAMED, Option, OptionValueError, declared_candidates,  # noqa: F401
+                      declared_choices, renamed_message)
 from .problem import PRECISIONS, Problem
 
 GROUPS = ("naive", "tiled", "split_k")
@@ -48,8 +51,9 @@ class Stage:
 
 
 # The ladder: the one description of every stage (a family's kernels name their stage; number,
-# group and idea come from here). The CUDA ladder (numbered like cuda_kernels/NN_*.cu) is
-# followed by the Triton-only stages. A family adding a stage calls declare_stage.
+# group and idea come from here), filled as the families load: each declares its stages with
+# declare_stage (the CUDA ladder beside its StageSpecs in cuda_kernels/registry.py, numbered like
+# its NN_*.cu; then the Triton-only stages; then a plugin's). Read it through stages() / stage().
 STAGES: list[Stage] = []
 STAGE_BY_NAME: dict[str, Stage] = {}
 
@@ -71,187 +75,20 @@ def declare_stage(stage: Stage) -> Stage:
     return stage
 
 
-for _s in (
-    Stage(1, "naive", "naive", "one thread per C element; threadIdx.x walks M, so A and C accesses are strided"),
-    Stage(2, "coalesced", "tiled", "threadIdx.x walks N: a warp reads B and writes C in 128-byte lines",
-          (Claim("coalesced", "sectors_per_req", "<", "a warp's loads are 128-byte lines", than="naive"),)),
-    Stage(3, "smem_tiled", "tiled", "32x32 tiles of A and B staged in shared memory; each global value read once "
-                                    "per block",
-          (Claim("smem_tiled", "ldg_mb", "<", "each global value read once per block, not once per thread",
-                 than="coalesced"),)),
-    Stage(4, "blocktile_1d", "tiled", "64x64x8 block tile, 8 results per thread: one B value from smem feeds 8 FMAs",
-          (Claim("blocktile_1d", "fma_pct", ">", "one smem value feeds TM FMAs", than="smem_tiled"),)),
-    Stage(5, "blocktile_2d", "tiled", "128x128x8 block tile, 8x8 outer product per thread",
-          (Claim("blocktile_2d", "fma_pct", ">", "TMxTN outer product: fewer smem loads per FMA",
-                 than="blocktile_1d"),)),
-    Stage(6, "vectorized", "tiled", "float4 global and shared loads; A stored transposed in shared memory",
-          (Claim("vectorized", "load_width", ">", "float4 global loads: 128-bit loads appear", than="blocktile_2d"),)),
-    Stage(7, "bank_conflict_free", "tiled", "padded transposed A tile and 4-wide thread patches: no shared-memory "
-                                            "bank conflicts",
-          (Claim("bank_conflict_free", "conflicts_ld_pct", "~0", "no bank conflicts on the fragment loads", limit=1.0),
-           # 7.4% of store wavefronts still conflict at 2048^3 on an H100, down from stage 06's 36.6%.
-           Claim("bank_conflict_free", "conflicts_st_pct", "<",
-                 "padding cuts the transposed-A store conflicts of stage 06 (not to zero)", than="vectorized"))),
-    Stage(8, "warptile", "tiled", "32x64 warp tiles with a 4x8 lane grid: one wavefront per operand load; any shape",
-          (Claim("warptile", "fma_pct", ">", "warp tiles: fragments reused, the FMA pipe busier",
-                 than="bank_conflict_free"),)),
-    Stage(9, "double_buffered", "tiled", "two smem stages filled by cp.async: next tile's loads overlap this tile's "
-                                         "FFMAs, one barrier per step",
-          (Claim("double_buffered", "barrier_pct", "<", "one barrier per step: fewer barrier stalls",
-                 than="warptile"),)),
-    Stage(10, "split_k", "split_k", "K split over gridDim.z to fill the SMs when M*N has few tiles; partials "
-                                    "reduced after"),
-    Stage(11, "stream_k", "split_k", "stream-K: every tile's K iterations spread evenly over a grid sized to the "
-                                     "SMs, so no wave is left partly empty; any shape (the general-purpose kernel)"),
-    Stage(12, "tf32_mma", "tiled", "TF32 tensor cores: warp-level mma.sync m16n8k8 from padded (conflict-free) "
-                                   "shared memory, 3-stage cp.async pipeline; tf32, or tf32x3 (3 products of "
-                                   "big/small TF32 parts, fp32-class error)",
-          # An FFMA kernel reads ~0 tensor pipe; 30% is well under stage 12's 45-52% on the H100.
-          (Claim("tf32_mma", "tensor_pct", ">=", "the work runs on the tensor cores (mma.sync); FFMA stages show ~0",
-                 at_least=30.0),
-           Claim("tf32_mma", "conflicts_ld_pct", "~0", "padded A and B rows: conflict-free fragment reads (ldmatrix, LDS)",
-                 limit=1.0))),
-    Stage(13, "wgmma_tma", "tiled", "Hopper warpgroup MMA (wgmma m64nNk8 TF32) from 128B-swizzled shared memory "
-                                    "filled by TMA + mbarriers; producer / consumer warpgroups; B read as stored "
-                                    "(C^T = B^T A^T, B^T from registers) or copied K-major; tf32 or tf32x3; sm_90a only",
-          # Stage 13 removes stage 12's latency bound: the same tf32 / tf32x3 problem, a busier tensor pipe.
-          (Claim("wgmma_tma", "tensor_pct", ">", "wgmma from TMA-filled shared memory keeps the tensor pipe busier "
-                 "than mma.sync", than="tf32_mma"),)),
-    Stage(1, "naive_blocked", "naive", "one program per output tile, fixed small tiles, tl.dot in IEEE fp32"),
-    Stage(2, "tiled", "tiled", "autotuned tiles, grouped launch order, software pipelining (num_stages)"),
-):
-    declare_stage(_s)
-del _s
 BASELINE_STAGE = "cublas"
 
 
-# Option kinds: each option is one of these, declared as data (its kind, bounds, closed list), and
-# each kind has ONE parser (Option.value). "free" is only the old constructor's way (a ``parse``
-# callable of a plugin's own), kept so third-party plugins written against it still load.
-OPTION_KINDS = ("count", "choice", "switch", "tile", "free")
+def stages() -> list[Stage]:
+    """Every stage of the ladder, in order (the families loaded first: they declare them)."""
+    _load_families()
+    return list(STAGES)
 
 
-class OptionValueError(ValueError):
-    """A kind's parser refusing a value; its message already names the option and the value."""
-
-
-@dataclass(frozen=True)
-class Option:
-    """One knob of a kernel (tile, split count, operand mode, autotune on/off), declared with it.
-
-    Declare it by kind: :meth:`count` (an integer in bounds), :meth:`choice` (a closed list),
-    :meth:`switch` (on / off) or :meth:`tile` (a family's tile text, e.g. BMxBNxBK/warps/stages,
-    with candidates for ``NAME=*``). :meth:`value` turns the user's text (``--opt name=value``)
-    into the value ``prepare`` receives, or raises ``ValueError`` naming the option and what it
-    takes. A kernel's heuristic chooses every option the user leaves out (``default`` says what,
-    in words or as a value, for --list); whatever was used, chosen or given, is reported in the
-    result row's ``config``.
-
-    ``Option(name, help, parse)`` (a callable of your own, kind "free") still works for plugins.
-    """
-
-    name: str
-    help: str
-    # kind "free": the plugin's own text -> value callable; kind "tile": the tile text's decoder
-    # (a family's format, e.g. BMxBNxBK/warps/stages); unused by count, choice and switch.
-    parse: Optional[Callable[[str], object]] = str
-    # The values a user may pick from, as text, when the option has a closed list (a CUDA stage's
-    # compiled tiles, an operand mode): what ``--variant KERNEL:NAME=*`` expands to.
-    choices: tuple = ()
-    # Values worth trying when the option takes more than a closed list (a Triton kernel's
-    # autotune configs for its free-form tile): with ``choices``, what NAME=* expands to.
-    candidates: tuple = ()
-    kind: str = "free"
-    minimum: Optional[int] = None    # count: the least value allowed
-    maximum: Optional[int] = None    # count: the largest value allowed (None: no bound)
-    default: object = None           # what an unset option means (None: the kernel's heuristic)
-
-    def __post_init__(self):
-        if self.kind not in OPTION_KINDS:
-            raise ValueError(f"option {self.name!r}: unknown kind {self.kind!r}; known: {', '.join(OPTION_KINDS)}")
-        if self.kind == "free" and not self.choices and getattr(self.parse, "choices", None):
-            # An old-style choice parser declaring its list as an attribute: read it once, here.
-            object.__setattr__(self, "choices", tuple(self.parse.choices))
-        if self.kind == "choice" and not self.choices:
-            raise ValueError(f"option {self.name!r}: a choice needs its values")
-        if self.kind in ("free", "tile") and not callable(self.parse):
-            raise ValueError(f"option {self.name!r}: kind {self.kind} needs a parse callable")
-
-    @classmethod
-    def count(cls, name: str, help: str, default=None, minimum: int = 1,
-              maximum: Optional[int] = None) -> "Option":
-        """An integer in ``minimum..maximum`` (a split count, a grid size, an SM count)."""
-        return cls(name, help, None, kind="count", minimum=minimum, maximum=maximum, default=default)
-
-    @classmethod
-    def choice(cls, name: str, help: str, values, default=None) -> "Option":
-        """One of a closed list of words (an operand mode, a compiled tile's label)."""
-        return cls(name, help, None, choices=tuple(values), kind="choice", default=default)
-
-    @classmethod
-    def switch(cls, name: str, help: str, default: bool = True) -> "Option":
-        """on / off, as True / False."""
-        return cls(name, help, None, choices=("on", "off"), kind="switch", default=default)
-
-    @classmethod
-    def tile(cls, name: str, help: str, decode: Callable[[str], object], candidates=(), default=None) -> "Option":
-        """A tile the family's format describes (``decode`` reads it, raising ValueError with what
-        the format is); ``candidates`` are the values worth trying (``NAME=*``)."""
-        return cls(name, help, decode, candidates=tuple(candidates), kind="tile", default=default)
-
-    def value(self, text):
-        """The user's text -> the value ``prepare`` receives; ValueError names the option."""
-        if self.kind == "free":
-            return self.parse(text)
-        t = str(text).strip()
-        if self.kind == "count":
-            try:
-                n = int(t)
-            except ValueError:
-                raise self._bad(text, "must be an integer") from None
-            if self.minimum is not None and n < self.minimum:
-                raise self._bad(text, f"must be >= {self.minimum}")
-            if self.maximum is not None and n > self.maximum:
-                raise self._bad(text, f"must be <= {self.maximum}")
-            return n
-        if self.kind in ("choice", "switch"):
-            if t not in self.choices and t.lower() in self.choices:
-                t = t.lower()
-            if t not in self.choices:
-                raise self._bad(text, f"must be one of {', '.join(self.choices)}")
-            return t == "on" if self.kind == "switch" else t
-        try:
-            return self.parse(text)
-        except (ValueError, TypeError) as e:
-            raise self._bad(text, str(e)) from None
-
-    @property
-    def placeholder(self) -> str:
-        """What the option takes, as --list writes it after ``NAME=``."""
-        if self.kind == "count":
-            return "N" if self.maximum is None else f"{self.minimum}..{self.maximum}"
-        if self.kind in ("choice", "switch") and len(self.choices) <= 4:
-            return "|".join(self.choices)
-        return "..."
-
-    def _bad(self, text, why: str) -> OptionValueError:
-        return OptionValueError(f"bad value {str(text)!r} for option {self.name!r}: {why}")
-
-
-def declared_candidates(option: Optional[Option]) -> tuple:
-    """What ``--variant KERNEL:NAME=*`` runs: the option's candidates, else its closed list."""
-    if option is not None and option.candidates:
-        return tuple(option.candidates)
-    return declared_choices(option)
-
-
-def declared_choices(option: Optional[Option]) -> tuple:
-    """An option's declared closed list of values (``Option.choices``; () for none)."""
-    return tuple(option.choices) if option is not None else ()
-
-
-# One concept, one option name across families. Old spellings are refused with the new one named.
-RENAMED = {"config": "tile", "sk": "mode", "sk_grid": "grid"}
+def stage(name: str) -> Stage:
+    """The stage called ``name`` (KeyError for none), the families loaded first where needed."""
+    if name not in STAGE_BY_NAME:
+        _load_families()
+    return STAGE_BY_NAME[name]
 
 
 @dataclass(frozen=True)
@@ -294,8 +131,9 @@ class Kernel:
         known = {o.name: o for o in self.options}
         out = {}
         for name, text in raw.items():
-            if name not in known and RENAMED.get(name) in known:
-                raise UsageError(f"{self.name}: option {name!r} was renamed: use {RENAMED[name]}")
+            renamed = renamed_message(name, text, self.options)
+            if renamed:
+                raise UsageError(f"{self.name}: {renamed}")
             if name not in known:
                 have = ", ".join(sorted(known)) or "none"
                 raise UsageError(f"{self.name} has no option {name!r} (its options: {have})")
@@ -309,11 +147,11 @@ class Kernel:
 
     @property
     def group(self) -> str:
-        return "all" if self.stage == BASELINE_STAGE else STAGE_BY_NAME[self.stage].group
+        return "all" if self.stage == BASELINE_STAGE else stage(self.stage).group
 
     @property
     def number(self) -> int:
-        return 0 if self.stage == BASELINE_STAGE else STAGE_BY_NAME[self.stage].number
+        return 0 if self.stage == BASELINE_STAGE else stage(self.stage).number
 
     def why_not(self, problem: Problem) -> Optional[str]:
         if problem.precision not in self.precisions:
@@ -330,6 +168,8 @@ LOAD_ERRORS: dict[str, str] = {}
 def register(kernel: Kernel) -> Kernel:
     if kernel.family not in FAMILIES:
         raise ValueError(f"kernel {kernel.name!r}: unknown family {kernel.family!r}; known: {FAMILIES}")
+    if kernel.stage != BASELINE_STAGE and kernel.stage not in STAGE_BY_NAME:
+        _load_families()    # a plugin registering before the families declared the ladder
     if kernel.stage != BASELINE_STAGE and kernel.stage not in STAGE_BY_NAME:
         raise ValueError(f"kernel {kernel.name!r}: unknown stage {kernel.stage!r}")
     bad = set(kernel.precisions) - set(PRECISIONS)
@@ -415,8 +255,16 @@ def get(name: str) -> Kernel:
         raise KeyError(f"unknown kernel {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
 
 
+def options_of(name: str) -> tuple:
+    """The options kernel ``name`` declares; () for a kernel not registered here."""
+    try:
+        return get(name).options
+    except KeyError:
+        return ()
+
+
 def stage_choices() -> list[str]:
-    return ["all", *GROUPS, *[s.name for s in STAGES if s.name not in GROUPS]]
+    return ["all", *GROUPS, *[s.name for s in stages() if s.name not in GROUPS]]
 
 
 def select(stage: str = "all", families: Optional[list[str]] = None) -> list[Kernel]:
@@ -444,7 +292,7 @@ def _shows(k: Kernel, stage: str) -> bool:
         return k.group == stage
     if k.stage == stage:
         return True
-    st = STAGE_BY_NAME[stage]
+    st = STAGE_BY_NAME[stage]     # select() checked it against stage_choices()
     # A CUDA-only stage is shown next to the Triton kernels of its group (its counterparts); a
     # stage Triton implements too shows the Triton kernels of that stage only.
     triton_stages = {x.stage for x in _REGISTRY.values() if x.family == "triton"}
@@ -475,9 +323,11 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
             targets = [by_name[kname]]
         else:
             targets = [k for k in selected if any(o.name == name for o in k.options)]
-            renamed = RENAMED.get(name)
-            if not targets and renamed and any(o.name == renamed for k in selected for o in k.options):
-                raise UsageError(f"--opt {text!r}: option {name!r} was renamed: use {renamed}")
+            # an old spelling: of a name no selected kernel has, or of a value a target's option had
+            for k in targets or selected:
+                renamed = renamed_message(name, value, k.options)
+                if renamed:
+                    raise UsageError(f"--opt {text!r}: {renamed}" + (f" ({k.name})" if targets else ""))
             meanings = {declared_choices(next(o for o in k.options if o.name == name)) for k in targets}
             if len(meanings) > 1:
                 raise UsageError(f"--opt {text!r}: {name} means different things to "

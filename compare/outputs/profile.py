@@ -37,8 +37,8 @@ from ..harness.errors import UsageError
 from ..harness.files import write_atomically as _write_atomically, write_text_atomically
 from ..harness.shapes import PROFILE_DEFAULT as DEFAULT_SHAPE
 from .profile_counters import (  # noqa: F401  (re-exported: the profile's one namespace)
-    CLAIMS, COUNTERS, MARKER, METRIC_BY_KEY, METRICS, Claim, Counter, Metric, build_rows, choose_metrics,
-    claim_text, claims_text, evaluate_claim, fill_metrics, join_window, min_dram_bytes, parse_query_metrics,
+    COUNTERS, MARKER, METRIC_BY_KEY, METRICS, Claim, Counter, Metric, build_rows, choose_metrics,
+    claim_text, claims, claims_text, evaluate_claim, fill_metrics, join_window, min_dram_bytes, parse_query_metrics,
     parse_raw_csv, split_windows)
 from .selection import SUFFIX_FORMATS
 from .profile_render import info_lines, legend_lines, plot, to_csv, to_json, to_markdown, to_table  # noqa: F401

@@ -1,6 +1,6 @@
 """Nsight Compute's counters for ``python -m compare --profile``: what is read (``COUNTERS``), the
-metrics derived from it (``METRICS``), the ladder's claims checked on them (``CLAIMS``, a view of
-compare/harness/registry.py's STAGES), and how ncu's raw CSV becomes one row per profiled launch.
+metrics derived from it (``METRICS``), the ladder's claims checked on them (``claims()``, read from
+compare/harness/registry.py's stages()), and how ncu's raw CSV becomes one row per profiled launch.
 Pure functions of text and dicts: no GPU, no ncu."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import io
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..harness.registry import STAGES, Claim
+from ..harness.registry import Claim, stages
 
 MARKER = "gemm_ladder_profile_marker"
 
@@ -229,8 +229,9 @@ METRICS: tuple[Metric, ...] = (
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
 
-# The stage ladder's claims (compare/harness/registry.py STAGES), in ladder order.
-CLAIMS: tuple[Claim, ...] = tuple(c for st in STAGES for c in st.claims)
+def claims() -> tuple[Claim, ...]:
+    """The stage ladder's claims, in ladder order (declared with the stages, as the families load)."""
+    return tuple(c for st in stages() for c in st.claims)
 
 
 def evaluate_claim(claim: Claim, value: Optional[float], base: Optional[float]) -> Optional[bool]:
@@ -415,7 +416,7 @@ def fill_metrics(rows: list[dict]) -> None:
         row["claims"] = []
         if row["family"] != "cuda" or row["status"] != "ok":
             continue
-        for claim in (c for c in CLAIMS if c.stage == row["stage"]):
+        for claim in (c for c in claims() if c.stage == row["stage"]):
             base = next((r for r in rows if r["family"] == "cuda" and r["stage"] == claim.than and r["status"] == "ok"
                          and (r["shape"], r["precision"], r["beta"]) == (row["shape"], row["precision"], row["beta"])),
                         None)

@@ -7,7 +7,7 @@ import json
 import math
 
 from ..harness.errors import UsageError
-from .profile_counters import CLAIMS, COUNTERS, METRIC_BY_KEY, METRICS, Metric, claims_text
+from .profile_counters import COUNTERS, METRIC_BY_KEY, METRICS, Metric, claims, claims_text
 
 
 # --- output ------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ def plot(rows: list[dict], path: str, title: str = "") -> None:
     shape = ok[0]["shape"]
     ok = [r for r in ok if r["shape"] == shape]
     panels = [("engine_ms" if any(r["metrics"].get("engine_ms") for r in ok) else "ncu_ms", None)]
-    for cl in CLAIMS:
+    for cl in claims():
         if not any(p[0] == cl.metric for p in panels):
             panels.append((cl.metric, cl))
     panels = [p for p in panels if any(r["metrics"].get(p[0]) is not None for r in ok)]
@@ -113,8 +113,8 @@ def plot(rows: list[dict], path: str, title: str = "") -> None:
     for ax, (key, _) in zip(axes, panels):
         m = METRIC_BY_KEY[key]
         vals = [r["metrics"].get(key) for r in ok]
-        claimers = {c.stage for c in CLAIMS if c.metric == key}
-        bases = {c.than for c in CLAIMS if c.metric == key and c.than}
+        claimers = {c.stage for c in claims() if c.metric == key}
+        bases = {c.than for c in claims() if c.metric == key and c.than}
         colours = ["black" if r["family"] == "cuda" and r["stage"] in claimers else
                    ("tab:orange" if r["family"] == "triton" else "tab:gray" if r["family"] == "cublas" else "tab:blue")
                    for r in ok]

@@ -12,6 +12,7 @@ from typing import Iterable, Optional
 from ..harness import checkpoint
 from ..harness import sol as _sol
 from ..harness.errors import UsageError
+from ..harness.options import renamed_config
 from ..harness import runner as _runner
 from ..harness.runner import Result
 
@@ -303,6 +304,8 @@ def row_from_dict(d: dict) -> Result:
             v = {}
         if k == "config" and not isinstance(v, dict):
             raise ValueError(f"config is {type(v).__name__}, not an object")
+        if k == "config":   # a row saved before an option was renamed shows it under its new name
+            v = renamed_config(v)
         if k in _TEXT and v is None:
             v = ""
         kw[k] = v

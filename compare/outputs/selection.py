@@ -23,10 +23,10 @@ SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown"
 def add_flags(p: argparse.ArgumentParser, *, default_shapes: str, variants: bool = True) -> None:
     """The selection flags on ``p``; ``default_shapes`` says in --shape's help what runs without it."""
     from ..harness.problem import PRECISIONS
-    from ..harness.registry import FAMILIES, GROUPS, stage_choices
+    from ..harness.registry import FAMILIES, GROUPS
     from ..harness.shapes import SHAPE_SETS
     p.add_argument("--stage", default="all", metavar="STAGE",
-                   help=f"a group ({', '.join(GROUPS)}), a stage name, or all; one of: {', '.join(stage_choices())}")
+                   help=f"a group ({', '.join(GROUPS)}), a stage name (--list shows the ladder), or all")
     p.add_argument("--shape", action="append", metavar="MxNxK",
                    help=f"problem shape, repeatable; one number means a cube (default: {default_shapes})")
     p.add_argument("--sweep", action="append", metavar="NAME",
@@ -209,7 +209,7 @@ def default_shape_texts(args, selected: list, *, interpret: bool = False) -> lis
     if interpret:
         return list(INTERPRET_DEFAULTS)
     groups = {k.group for k in selected if k.family != "cublas"}
-    if args.stage in STAGE_BY_NAME:
+    if args.stage in STAGE_BY_NAME:    # the families are loaded: the kernels are selected
         groups.add(STAGE_BY_NAME[args.stage].group)
     defaults: list[str] = []
     for g in GROUPS:
