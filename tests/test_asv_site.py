@@ -173,14 +173,15 @@ PCT = "gemm.TiledPctCublas.track_pct_cublas"
 
 
 def _planted(tmp_path):
-    """The committed H100 results (two commits of main) with one % of cuBLAS that drops 80 -> 40
-    and one that rises 40 -> 80 from base to head."""
+    """The committed H100 results (the history of main) with one % of cuBLAS that drops 80 -> 40
+    and one that rises 40 -> 80 at the newest commit (every older commit planted at 80 / 40)."""
     dst = tmp_path / "planted"
     shutil.copytree(H100, dst)
     files = [(json.load(open(os.path.join(dst, "h100", f))), f) for f in os.listdir(dst / "h100")
              if f != "machine.json" and f.endswith(".json")]
     files.sort(key=lambda df: df[0]["date"])
-    for (data, fn), (drop, rise) in zip(files, ((80.0, 40.0), (40.0, 80.0))):
+    for i, (data, fn) in enumerate(files):
+        drop, rise = (40.0, 80.0) if i == len(files) - 1 else (80.0, 40.0)
         row = data["results"][PCT]
         kernels = row[1][0]
         row[0][kernels.index("'cuda.08_warptile'")] = drop
