@@ -247,7 +247,7 @@ def _error_row(kernel: Kernel, problem: Problem, exc: BaseException, launch) -> 
         except Exception:
             pass
         msg = "out of GPU memory: " + msg
-    from .worker import quiet_dead_context_teardown, sticky_cuda_error
+    from .cuda_faults import quiet_dead_context_teardown, sticky_cuda_error
     if sticky_cuda_error(msg):     # this process's context is dead: its teardown must print nothing
         quiet_dead_context_teardown()
     r = _base(kernel, problem, ERROR, msg[:300])
