@@ -22,8 +22,7 @@ import time
 from benchmarks.params import SWEEP_CLASS_NAMES, precisions, shapes, suites, sweep_kernels, sweep_shape_texts
 from compare.ci import failure_notes
 from compare.ci import suite_cache  # the measuring half of the suite
-from compare.harness import registry
-from compare.harness.inputs import gpu_available
+from compare.harness import inputs, registry
 from compare.harness.problem import Problem, parse_shape
 
 _T_MODULE = time.perf_counter()
@@ -33,7 +32,7 @@ measure_points = suite_cache.measure_points
 def _precision_or_na(kernel_name: str, precision: str, check_gpu: bool = True) -> None:
     """n/a only without a GPU or without the precision: a kernel that refuses some shapes of a
     geometric mean's set fails (geomean_pct_cublas says which), it is not n/a."""
-    if check_gpu and not gpu_available():
+    if check_gpu and not inputs.gpu_available():
         raise NotImplementedError("no CUDA GPU")
     k = registry.get(kernel_name)
     if precision not in k.precisions:

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .timing import HOLD_FACTOR, HOLD_FLOOR_S, HOLD_MAX_S, TorchGPU, was_busy
+from . import timing
 
 
 @dataclass
@@ -41,7 +41,7 @@ def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
     """Batch time of ``launch`` (see the module doc). ``per_launch_s``: its cold median, which
     sizes the batch: n = target_s / per_launch_s launches, at least 1, at most ``max_n``."""
     if gpu is None:
-        gpu = TorchGPU(flush=False)
+        gpu = timing.TorchGPU(flush=False)
     if not (per_launch_s and per_launch_s > 0 and math.isfinite(per_launch_s)):
         return Batch(None, "n/a: no cold time to size the batch")
     n = max(1, min(max_n, math.ceil(target_s / per_launch_s)))
@@ -56,7 +56,7 @@ def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
     dispatch_s = gpu.now() - t
     gpu.synchronize()
     gpu.calibrate_hold()
-    hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * dispatch_s)
+    hold_s = min(timing.HOLD_MAX_S, timing.HOLD_FLOOR_S + timing.HOLD_FACTOR * dispatch_s)
     pending = []
     for _ in range(reps):
         gpu.hold(hold_s)
@@ -67,5 +67,5 @@ def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
         pending.append((s, e))
     gpu.synchronize()
     times = [gpu.elapsed_s(s, e) / n for s, e in pending]
-    was_busy(gpu, start, sum(times) * n)
+    timing.was_busy(gpu, start, sum(times) * n)
     return Batch(statistics.median(times), f"graph x{n}", n=n, reps=reps, times_s=times)
