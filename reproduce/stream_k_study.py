@@ -34,21 +34,37 @@ beta) over its median time, GB/s, for ours and cuBLAS's. Exit 1 on a FAIL.
 """
 from __future__ import annotations
 
+import csv
+import io
+import json
+import os
 import re
 import sys
+from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
 from typing import Optional
 
 import torch
 import triton
+from triton._C.libtriton import native_specialize_impl
+from triton.backends.compiler import BaseBackend
 
+from compare.harness.options import RENAMED
 from compare.harness.problem import DOT_PRECISION
+from compare.harness.shapes import distribution_shapes
 
+from triton_kernels import _gemm, stream_k_gemv, stream_k_plan, stream_k_skinny, tiled
 from triton_kernels import _operands as ops
-from triton_kernels.stream_k_heuristic import STAGES, X3_MASK_NAN, Tile
+from triton_kernels.stream_k import KERNEL, KERNEL_ATOMIC
+from triton_kernels.stream_k_gemv import GEMV_MAX_M
+from triton_kernels.stream_k_gemv import default_tile as gemv_tile
+from triton_kernels.stream_k_heuristic import STAGES, X3_MASK_NAN, Tile, choose_plan, x3_uses_ffma
 from triton_kernels.stream_k_kernels import _stream_k_kernel
 from triton_kernels.stream_k_plan import _Plan
+from triton_kernels.stream_k_skinny import SKINNY_MAX_N
+from triton_kernels.stream_k_skinny import default_tile as skinny_tile
 from triton_kernels._common import compile_sm90  # noqa: F401  (this study's compiler; tests use it too)
 
+from reproduce.wgmma_ir import gluon_swap_ir, loop_body, ptxas_notes, tma_b_ir, ws_ir
 
 
 _PTX_COUNTS = {
@@ -67,8 +83,6 @@ def ptx_counts(ptx: str) -> dict:
 
 
 def _ptx_study(out_path: Optional[str]) -> str:
-    import os
-    from triton_kernels import _gemm, tiled
     lines = ["# PTX for sm_90 (compiled on a CPU box by python -m reproduce.stream_k_study --ptx),",
              f"# triton {triton.__version__}; counts of global copy instructions in the kernel text",
              "# (loop bodies are counted once, not per iteration).", ""]
@@ -166,7 +180,6 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
     ``(jitted kernel, args, constexprs, num_warps, num_stages)``: the operand copies, the
     beta pre-scale, the GEMM kernel and the fixup, in launch order. The real ``launch()`` runs
     with the kernels' ``[grid]`` launches recorded instead of run (no GPU needed)."""
-    from triton_kernels.stream_k import KERNEL, KERNEL_ATOMIC
     kernel = KERNEL if deterministic else KERNEL_ATOMIC
     opts = kernel.parse_options({"sms": "132", **{k: str(v) for k, v in options.items()}})
     specs = []
@@ -183,7 +196,6 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
                 specs.append((self.fn, named, ce, warps, stages))
             return record
 
-    from triton_kernels import stream_k_gemv, stream_k_plan, stream_k_skinny
     # The names _Plan.launch (and GemvPlan.launch, SkinnyPlan.launch, ops' copies) look up.
     patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
                (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
@@ -221,10 +233,7 @@ def _compile_check(cases: list) -> list:
 
 def compile_keys(spec: str) -> dict:
     """{precision: (compiles now, compiles were every int specialised)} over a distribution."""
-    from triton._C.libtriton import native_specialize_impl
-    from triton.backends.compiler import BaseBackend
 
-    from compare.harness.shapes import distribution_shapes
     out = {}
     for prec in ("fp32", "tf32", "tf32x3"):
         now, every = set(), set()
@@ -260,9 +269,6 @@ ROWS_COLUMNS = ("precision", "shape", "M", "N", "K", "kernel", "status", "median
 def rows_csv(paths: list[str]) -> str:
     """The rows of ``python -m compare ... --format json -o FILE`` runs as the CSV --judge-tiles
     reads (one line per row: the variant label in ``kernel``, the tile and decomposition that ran)."""
-    import csv
-    import io
-    import json
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(ROWS_COLUMNS)
@@ -278,149 +284,6 @@ def rows_csv(paths: list[str]) -> str:
     return out.getvalue()
 
 
-def _example(name: str):
-    """docs/examples/NAME.py imported as a module (the plugins live outside the package)."""
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "examples", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def tma_b_ir() -> dict:
-    """How the compiler feeds wgmma a tf32 B that TMA read as stored (row-major, N-major in
-    shared memory): docs/examples/tf32_b_by_tma.py's kernels compiled for sm_90 (no GPU), counted
-    in their TTGIR per variant: shared-memory loads into registers (local_load), register tiles
-    written back to shared memory (local_alloc of a value), transposed views, wgmma and waits for
-    none outstanding (pendings = 0)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.compiler import compile as triton_compile
-    mod = _example("tf32_b_by_tma")
-    out = {}
-    for name, (bm, bn, bk, warps, stages, swap) in mod.CONFIGS.items():
-        sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}]>", "b_desc": f"tensordesc<fp32[{bk}, {bn}]>",
-               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32"}
-        consts = {"BM": bm, "BN": bn, "BK": bk, "GROUP": 8, "SWAP": swap}
-        sig.update({k: "constexpr" for k in consts})
-        ttgir = triton_compile(ASTSource(mod._k, sig, consts), target=GPUTarget("cuda", 90, 32),
-                               options={"num_warps": warps, "num_stages": stages}).asm["ttgir"]
-        out[name] = {"triton": triton.__version__,
-                     "local_load": len(re.findall(r"= ttg\.local_load ", ttgir)),
-                     "local_alloc of registers": len(re.findall(r"= ttg\.local_alloc %", ttgir)),
-                     "memdesc_trans": len(re.findall(r"ttg\.memdesc_trans", ttgir)),
-                     "wgmma": len(re.findall(r"ttng\.warp_group_dot ", ttgir)),
-                     "wgmma waits for 0 pending": len(re.findall(r"warp_group_dot_wait .*pendings = 0", ttgir))}
-    return out
-
-
-def _ptxas_notes(ptx: str) -> dict:
-    """Assemble ``ptx`` for sm_90a with the ptxas Triton ships: its version, the registers it
-    used, spill bytes and its C75xx notes on serialising the wgmma pipeline."""
-    import os
-    import subprocess
-    import tempfile
-    bindir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-    # Triton 3.9 emits PTX 9.x, which only its ptxas-blackwell (CUDA 13.x) assembles.
-    assemblers = [p for p in (os.path.join(bindir, "ptxas-blackwell"), os.path.join(bindir, "ptxas")) if os.path.exists(p)]
-    out = {"ptxas": "", "ptxas serialisation": "ptxas not found", "registers": None, "spill bytes": None}
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        for ptxas in assemblers:
-            r = subprocess.run([ptxas, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
-                               capture_output=True, text=True)
-            if r.returncode == 0:
-                out["ptxas"] = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-                notes = " ".join(sorted(set(re.findall(r"\(C75\d\d\)[^\n]*?serialized due to [^']*", r.stderr))))
-                out["ptxas serialisation"] = notes or "none"
-                regs = re.search(r"Used (\d+) registers", r.stderr)
-                out["registers"] = int(regs.group(1)) if regs else None
-                out["spill bytes"] = sum(int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", r.stderr))
-                break
-            out["ptxas serialisation"] = f"ptxas failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
-    return out
-
-
-def _wgmma_counts(ptx: str) -> dict:
-    return {"triton": triton.__version__,
-            "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
-            "wgmma with A from registers": len(re.findall(r"wgmma\.mma_async[^;]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}, %rd",
-                                                           ptx)),
-            "tma copies": len(re.findall(r"cp\.async\.bulk\.tensor", ptx))}
-
-
-def gluon_swap_ir() -> dict:
-    """docs/examples/tf32_gluon_swap.py's kernels (Gluon: the swapped product with B^T's
-    fragments in wgmma's register operand) compiled for sm_90 without a GPU: per config, the
-    wgmma that take their A operand from registers, the TMA copies, and what ptxas (the one
-    Triton ships) says about serialising the wgmma pipeline (its C75xx performance notes)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import compile as triton_compile
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon._runtime import GluonASTSource
-    mod = _example("tf32_gluon_swap")
-    out = {}
-    for name, (bm, bn, bk, stages, warps) in mod.CONFIGS.items():
-        a_l = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float32)
-        b_l = gl.NVMMASharedLayout.get_default_for([bk, bn], gl.float32)
-        sig = {"a_desc": f"tensordesc<fp32[{bm}, {bk}],{a_l!r}>", "b_desc": f"tensordesc<fp32[{bk}, {bn}],{b_l!r}>",
-               "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32", "alpha": "fp32", "beta": "fp32"}
-        consts = {"HAS_BETA": False, "BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "GROUP": 8, "WARPS": warps}
-        sig.update({k: "constexpr" for k in consts})
-        ptx = triton_compile(GluonASTSource(mod._swap_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
-                             options={"num_warps": warps}).asm["ptx"]
-        out[name] = dict(_wgmma_counts(ptx), **{k: v for k, v in _ptxas_notes(ptx).items()
-                                                if k in ("ptxas", "ptxas serialisation")})
-    return out
-
-
-def ws_ir() -> dict:
-    """stream_k_gluon.py's warp-specialised tf32 kernel (mode=ws), both tiles, whole K and split,
-    compiled for sm_90 without a GPU as WsPlan launches it: wgmma (all with B^T from registers),
-    TMA copies, the register budgets set per partition (setmaxnreg), the empty-slot arrivals, and
-    what ptxas says (registers, spills, C75xx serialisation notes)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import compile as triton_compile
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton_kernels import stream_k_gluon as ws
-    out = {}
-    for (name, t), split in ((nt, sp) for nt in ws.WS_TILES.items() for sp in (False, True)):
-        a_l = gl.NVMMASharedLayout.get_default_for([t.bm, t.bk], gl.float32)
-        b_l = gl.NVMMASharedLayout.get_default_for([t.bk, t.bn], gl.float32)
-        sig = {"a_desc": f"tensordesc<fp32[{t.bm}, {t.bk}],{a_l!r}>",
-               "b_desc": f"tensordesc<fp32[{t.bk}, {t.bn}],{b_l!r}>",
-               "c_ptr": "*fp32", "w_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "scm": "i32",
-               "alpha": "fp32", "beta": "fp32", "kt_per_split": "i32"}
-        consts = {"SPLIT": split, "BM": t.bm, "BN": t.bn, "BK": t.bk, "STAGES": t.stages, "GROUP": ws.WS_GROUP,
-                  "CONSUMER_REGS": ws.WS_CONSUMER_REGS, "PRODUCER_REGS": ws.WS_PRODUCER_REGS}
-        sig.update({k: "constexpr" for k in consts})
-        k = triton_compile(GluonASTSource(ws._ws_kernel, sig, consts), target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": ws.WS_WARPS, "maxnreg": ws.WS_MAXNREG})
-        ptx = k.asm["ptx"]
-        out[name + (" split" if split else "")] = dict(_wgmma_counts(ptx), **_ptxas_notes(ptx),
-                         setmaxnreg=sorted({int(v) for v in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}),
-                         **{"empty-slot arrivals": len(re.findall(r"mbarrier\.arrive\.shared", ptx)),
-                            "shared bytes": k.metadata.shared, "smem_bytes (plan)": t.smem_bytes()})
-    return out
-
-
-def _loop_body(ptx: str) -> list[str]:
-    """The instructions of the longest backward-branch loop in ``ptx`` (the kernel's K loop)."""
-    lines = ptx.splitlines()
-    labels = {ln.strip().split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\s*\$L__\w+:", ln)}
-    best: list[str] = []
-    for i, ln in enumerate(lines):
-        m = re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", ln)
-        if m and labels.get(m.group(1), i) < i and i - labels[m.group(1)] > len(best):
-            best = lines[labels[m.group(1)]:i + 1]
-    return [ln.strip() for ln in best if ln.strip() and not ln.strip().startswith((".loc", "//", "$"))]
-
-
 def skinny_ir(M: int = 4096, K: int = 8192) -> dict:
     """mode=skinny's kernel for N = 1..8 on an M x K row-major A, as launched, compiled for sm_90."""
     out = {}
@@ -429,8 +292,8 @@ def skinny_ir(M: int = 4096, K: int = 8192) -> dict:
             if fn.__name__ != "_skinny_kernel":
                 continue
             ptx = compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
-            body = "\n".join(_loop_body(ptx))
-            notes = _ptxas_notes(ptx)
+            body = "\n".join(loop_body(ptx))
+            notes = ptxas_notes(ptx)
             out[f"N={n} {ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps} k_group={ce['K_GROUP']}"] = {
                 "registers": notes["registers"], "spill bytes": notes["spill bytes"],
                 "loop: 16-byte loads": len(re.findall(r"ld\.global(?:\.\w+)*\.v4", body)),
@@ -445,8 +308,6 @@ SKINNY_GOALS = {"fp32": (95.0, 80.0), "tf32x3": (None, 100.0), "tf32": (None, No
 
 def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
     """(lines, ok) for --skinny-check: the N <= 8 and M = 1 rows of triton.stream_k in these runs."""
-    import json
-    from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
     rows = []
     for path in paths:
         with open(path) as f:
@@ -491,13 +352,6 @@ def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
 
 
 def judge_tiles(path: str, sms: int = 132) -> list[str]:
-    import csv
-    from statistics import geometric_mean as geomean     # compare.outputs' is a later layer
-    from triton_kernels.stream_k_gemv import GEMV_MAX_M, default_tile
-    from triton_kernels.stream_k_skinny import SKINNY_MAX_N
-    from triton_kernels.stream_k_skinny import default_tile as skinny_tile
-    from triton_kernels.stream_k_heuristic import choose_plan, x3_uses_ffma
-    from compare.harness.options import RENAMED
     measured: dict = {}
     with open(path) as f:
         for r in csv.DictReader(f):
@@ -515,7 +369,7 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
         ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
         if M <= GEMV_MAX_M and (ffma or prec == "fp32"):
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
-            chosen = (default_tile(N % 4 == 0, N).dims, "gemv")
+            chosen = (gemv_tile(N % 4 == 0, N).dims, "gemv")
         elif N <= SKINNY_MAX_N and (ffma or prec == "fp32"):
             chosen = (skinny_tile(N).dims(N), "skinny")
         else:
@@ -541,29 +395,22 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--ptx"]:
         print(_ptx_study(sys.argv[2] if len(sys.argv) > 2 else None), end="")
     elif sys.argv[1:2] == ["--ptx-check"]:
-        import json
         print(json.dumps(_ptx_check()))
     elif sys.argv[1:2] == ["--compile-check"] and len(sys.argv) == 3:
-        import json
         print(json.dumps(_compile_check(json.loads(sys.argv[2]))))
     elif sys.argv[1:2] == ["--load-lanes"] and len(sys.argv) == 3:
-        import json
         print(json.dumps([{k: sorted(v) for k, v in operand_load_lanes(*case).items()}
                           for case in json.loads(sys.argv[2])]))
     elif sys.argv[1:2] == ["--compile-keys"] and len(sys.argv) == 3:
         for prec, (now, every) in compile_keys(sys.argv[2]).items():
             print(f"{prec}: {now} compiles of _stream_k_kernel (with every int specialised: {every})")
     elif sys.argv[1:2] == ["--tma-b-ir"]:
-        import json
         print(json.dumps(tma_b_ir(), indent=1))
     elif sys.argv[1:2] == ["--gluon-ir"]:
-        import json
         print(json.dumps(gluon_swap_ir(), indent=1))
     elif sys.argv[1:2] == ["--ws-ir"]:
-        import json
         print(json.dumps(ws_ir(), indent=1))
     elif sys.argv[1:2] == ["--skinny-ir"]:
-        import json
         print(json.dumps(skinny_ir(), indent=1))
     elif sys.argv[1:2] == ["--skinny-check"] and len(sys.argv) >= 3:
         lines, ok = skinny_check(sys.argv[2:])

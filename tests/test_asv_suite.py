@@ -105,13 +105,14 @@ def test_sweep_classes_one_per_family_on_the_general_purpose_kernel(monkeypatch)
     assert sweeps["SweepCuda"].params[0] == ["cuda.11_stream_k"]          # the general-purpose kernels
     assert sweeps["SweepTriton"].params[0] == ["triton.stream_k"]
     assert sweeps["SweepTriton"].params[1] == ["fp32", "tf32", "tf32x3"]
-    want = [gemm._shape_text(s) for s in gemm.sweep_shapes()]
+    want = [gemm.shape_text(s) for s in gemm.sweep_shapes()]
     from compare.harness.shapes import shape_set
-    assert want == [gemm._shape_text(s) for s in shape_set("asv")]
+    assert want == [gemm.shape_text(s) for s in shape_set("asv")]
     for c in sweeps.values():
         assert c.shapes == want
-        assert c.version.endswith(gemm._digest(want))       # a new shape set is a new measurement
-    monkeypatch.setattr(gemm, "sweep_shapes", lambda: [(64, 64, 64)])
+        assert c.version.endswith(gemm.digest(want))       # a new shape set is a new measurement
+    import benchmarks.params
+    monkeypatch.setattr(benchmarks.params, "sweep_shapes", lambda: [(64, 64, 64)])
     assert gemm.sweep_version() != sweeps["SweepCuda"].version
 
 

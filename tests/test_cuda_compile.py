@@ -14,7 +14,7 @@ import pytest
 import cuda_kernels
 from compare.harness.problem import Problem
 from compare.harness.registry import STAGES, _REGISTRY
-from cuda_kernels import launch as cuda_launch
+from cuda_kernels import heuristics
 from cuda_kernels import loader, registry, resources
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -298,7 +298,7 @@ def test_skinny_paths_load_16_bytes_only_in_their_aligned_builds(tmp_path, arch)
 
 @needs_nvcc
 def test_skinny_paths_keep_the_blocks_their_split_model_counts_on(compiled_by_arch):
-    """gemv_row: >= 4 blocks per SM (launch.GEMV_COST: 4 x 16 KiB of loads in flight per SM);
+    """gemv_row: >= 4 blocks per SM (heuristics.GEMV_COST: 4 x 16 KiB of loads in flight per SM);
     skinny_n: >= 2 (SKINNY_COST: 2 x 16-32 KiB); the ~18 KiB per SM that covers DRAM latency on an
     H100 (3.35 TB/s x ~0.7 us / 132 SMs) either way."""
     for arch in ARCH_LIMITS:
@@ -336,15 +336,15 @@ def test_other_stages_take_any_shape(name):
 
 
 def test_split_plan():
-    s, chunk = cuda_launch.split_plan(256, 256, 131072, sm_count=132, bk=16)
+    s, chunk = heuristics.split_plan(256, 256, 131072, sm_count=132, bk=16)
     assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
-    s, chunk = cuda_launch.split_plan(512, 512, 65536, sm_count=132, bk=16)
-    assert s >= 8 and chunk >= cuda_launch.MIN_SPLIT_CHUNK
-    assert cuda_launch.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
-    assert cuda_launch.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
-    assert cuda_launch.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
+    s, chunk = heuristics.split_plan(512, 512, 65536, sm_count=132, bk=16)
+    assert s >= 8 and chunk >= heuristics.MIN_SPLIT_CHUNK
+    assert heuristics.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
+    assert heuristics.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
+    assert heuristics.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
     # A forced count (the split_k option) is rounded so chunks stay multiples of BK.
-    s, chunk = cuda_launch.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
+    s, chunk = heuristics.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
     assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
     from compare.harness.errors import UsageError
     with pytest.raises(UsageError, match="must be >= 1"):
@@ -653,7 +653,7 @@ def test_wgmma_register_path_tile_pads_few_rows_and_keeps_256_where_m_fills_it()
     the 256-row tile (fewest fragment loads per multiply-add); a short M takes a tile that pads
     fewer rows (M = 43: 64 rows pad 21 where 256 would pad 213); tf32x3 never takes 256 rows (its
     temporary would not fit beside 128 accumulators)."""
-    from cuda_kernels.launch import regb_tile
+    from cuda_kernels.heuristics import regb_tile
     assert regb_tile(8192, 8192, 8192, 132, "tf32")[0] == 256
     assert regb_tile(43, 15360, 5120, 132, "tf32")[0] == 64
     assert regb_tile(43, 15360, 5120, 132, "tf32x3")[0] == 64

@@ -21,7 +21,7 @@ from compare.harness.check import check
 from compare.harness.errors import UsageError
 from compare.harness.inputs import make_inputs
 from compare.harness.problem import Problem
-from cuda_kernels import launch as cuda_launch
+from cuda_kernels import heuristics
 from cuda_kernels import loader, registry
 from cuda_kernels.emulator import EmuBackend, EmuInputs, EmulatorError, GuardedArray, compiler
 
@@ -174,7 +174,7 @@ def test_stream_k_plans(small_gpu, name, case):
         assert cfg["mode"] == mode, cfg
     if "grid" in opts and cfg["sk_tiles"]:
         assert cfg["sk_blocks"] == min(int(opts["grid"]), cfg["sk_tiles"] * cfg["iters_per_tile"])
-    assert cfg["tile"] == cuda_launch.stream_k_tile(p.M, p.N, p.K, small_gpu.sm_count())
+    assert cfg["tile"] == heuristics.stream_k_tile(p.M, p.N, p.K, small_gpu.sm_count())
     assert cfg["grid"][0] == cfg["sk_blocks"] + cfg["tiles"] - cfg["sk_tiles"]
     if cfg["mode"] == "hybrid":
         assert 0 < cfg["sk_tiles"] < cfg["tiles"]
@@ -209,7 +209,7 @@ def test_stream_k_plan_covers_every_iteration_once():
 
 def test_stream_k_tile_heuristic():
     """Few 128x128 tiles: 64-row tiles, unless K is long and 64 rows pad no less than 128."""
-    t = cuda_launch.stream_k_tile
+    t = heuristics.stream_k_tile
     assert t(1000, 1000, 1000) == "64x128x16"            # 64 tiles < 132 SMs
     assert t(1024, 1024, 16384) == "128x128x16"          # long K, no padding saved
     assert t(257, 255, 65537) == "64x128x16"             # long K, 320 rows padded instead of 384
@@ -224,14 +224,14 @@ def test_stream_k_tile_heuristic():
 
 
 def test_pads_many_rows():
-    p = cuda_launch.pads_many_rows
+    p = heuristics.pads_many_rows
     assert p(300, 0.1) and p(320, 0.1) and p(272, 0.1) and p(448, 0.1) and p(130, 0.1) and p(830, 0.07)
     assert not p(830, 0.1) and not p(960, 0.07) and not p(4097, 0.05) and not p(128, 0) and not p(200, 0)
 
 
 def test_stream_k_heuristic_on_the_headline_shapes():
     def plan(M, N, K):
-        bm, bn, bk, _, _, bps = registry.STREAM_K_TILES[cuda_launch.stream_k_tile(M, N, K)]
+        bm, bn, bk, _, _, bps = registry.STREAM_K_TILES[heuristics.stream_k_tile(M, N, K)]
         return decompose.stream_k_plan(decompose.cdiv(M, bm) * decompose.cdiv(N, bn), decompose.cdiv(K, bk), 132, bps)
     assert plan(1000, 1000, 1000).mode == "sk"           # 64 tiles on 264 slots
     assert plan(3000, 5000, 2000).mode == "hybrid"       # 960 tiles = 3.64 waves of 264
@@ -243,14 +243,14 @@ def test_stream_k_heuristic_on_the_headline_shapes():
 
 
 def test_split_plan():
-    s, chunk = cuda_launch.split_plan(256, 256, 131072, sm_count=132, bk=16)
+    s, chunk = heuristics.split_plan(256, 256, 131072, sm_count=132, bk=16)
     assert s >= 32 and chunk % 16 == 0 and (s - 1) * chunk < 131072 <= s * chunk
-    s, chunk = cuda_launch.split_plan(512, 512, 65536, sm_count=132, bk=16)
+    s, chunk = heuristics.split_plan(512, 512, 65536, sm_count=132, bk=16)
     assert s >= 8 and chunk >= 256
-    assert cuda_launch.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
-    assert cuda_launch.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
-    assert cuda_launch.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
-    s, chunk = cuda_launch.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
+    assert heuristics.split_plan(4096, 4096, 4096, sm_count=132, bk=16) == (1, 4096)
+    assert heuristics.split_plan(8192, 8192, 8192, sm_count=132, bk=16)[0] == 1
+    assert heuristics.split_plan(256, 256, 200, sm_count=132, bk=16)[0] == 1  # K too short to split
+    s, chunk = heuristics.split_plan(255, 127, 1000, sm_count=132, bk=16, splits=7)
     assert chunk % 16 == 0 and (s - 1) * chunk < 1000 <= s * chunk and s <= 7
 
 
@@ -469,12 +469,12 @@ def test_skinny_paths_fall_back_to_scalar_loads_on_a_misaligned_base(small_gpu, 
 
 def test_stream_k_path_rule():
     """N <= 8 streams A whatever M is (M = 1 included); one row with N > 8 streams B; the rest tile."""
-    path = cuda_launch.stream_k_path
+    path = heuristics.stream_k_path
     assert [path(1, n, 4096) for n in (1, 3, 5, 8)] == ["skinny_n"] * 4
     assert [path(1, n, 4096) for n in (9, 127, 1000, 65536)] == ["gemv"] * 4
     assert [path(m, 8, 4096) for m in (2, 33, 4096, 10**6)] == ["skinny_n"] * 4
     assert path(2, 9, 4096) == path(4096, 4096, 4096) == path(1000, 9, 10**6) == "tile"
-    assert cuda_launch.PATH_RULE.startswith("N <= 8: skinny_n; else M == 1: gemv")
+    assert heuristics.PATH_RULE.startswith("N <= 8: skinny_n; else M == 1: gemv")
 
 
 def test_skinny_split_model_by_hand():
@@ -500,7 +500,7 @@ def test_skinny_split_model_by_hand():
 
 
 def test_skinny_plan_is_a_function_of_the_shape_and_the_sm_count():
-    plan = cuda_launch.skinny_plan
+    plan = heuristics.skinny_plan
     assert plan("gemv", 1, 4096, 4096, 132) == (32, 16, 256)
     assert plan("gemv", 1, 131072, 4096, 132) == (1024, 1, 4096)     # 1024 column blocks: no split
     assert plan("skinny_n", 64, 4, 2**20, 132) == (2, 128, 8192)

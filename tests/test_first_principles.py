@@ -196,7 +196,8 @@ def test_a_row_without_a_number_counts_as_failed_in_every_summary(bad_status, mo
     monkeypatch.setattr(Axes, "plot", plot)
     monkeypatch.setattr(Axes, "step", step)
     monkeypatch.setattr(Figure, "savefig", lambda self, *a, **kw: None)
-    monkeypatch.setattr(sweep, "write_atomically", lambda path, write: None)
+    from compare.outputs import sweep_plot
+    monkeypatch.setattr(sweep_plot, "write_atomically", lambda path, write: None)
     sweep.plot_sweep(rows, str(tmp_path / "sweep.png"))
     crosses = [a for a, kw in drawn["plot"] if kw.get("marker") == "x" and a and len(a[0])]
     assert crosses == [([1], [0.015])], drawn["plot"]

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from compare.harness import timing
+from compare.harness import batch_time, timing
 from compare.harness.errors import UsageError
 from compare.harness.timing import measure, noise_of
 
@@ -251,24 +251,24 @@ def test_batch_time_is_the_gpu_time_per_launch_not_the_launch_path():
         launch()
     gpu.synchronize()
     assert (gpu.host - host_loop) / 50 >= 40e-6          # what a host loop would measure
-    b = timing.measure_batch(launch, 16e-6, gpu=gpu)
+    b = batch_time.measure_batch(launch, 16e-6, gpu=gpu)
     assert b.per_launch_s == pytest.approx(16e-6, rel=1e-9)
-    assert b.n == math.ceil(timing.BATCH_TARGET_S / 16e-6) == gpu.batch_n and b.method == f"graph x{b.n}"
-    assert len(b.times_s) == b.reps == timing.BATCH_REPS
+    assert b.n == math.ceil(batch_time.BATCH_TARGET_S / 16e-6) == gpu.batch_n and b.method == f"graph x{b.n}"
+    assert len(b.times_s) == b.reps == batch_time.BATCH_REPS
 
 
 def test_batch_size_is_bounded():
     gpu = FakeGPU()
-    assert timing.measure_batch(FakeLaunch(gpu, 1e-9), 1e-9, gpu=gpu).n == timing.BATCH_MAX_N
+    assert batch_time.measure_batch(FakeLaunch(gpu, 1e-9), 1e-9, gpu=gpu).n == batch_time.BATCH_MAX_N
     gpu = FakeGPU()
-    assert timing.measure_batch(FakeLaunch(gpu, 0.5), 0.5, gpu=gpu).n == 1
+    assert batch_time.measure_batch(FakeLaunch(gpu, 0.5), 0.5, gpu=gpu).n == 1
 
 
 def test_batch_of_an_uncapturable_launch_is_na_with_the_reason():
     gpu = FakeGPU()
-    b = timing.measure_batch(FakeLaunch(gpu, 10e-6, syncs=True), 10e-6, gpu=gpu)
+    b = batch_time.measure_batch(FakeLaunch(gpu, 10e-6, syncs=True), 10e-6, gpu=gpu)
     assert b.per_launch_s is None and b.method.startswith("n/a: not capturable") and "capturing" in b.method
-    assert timing.measure_batch(FakeLaunch(gpu, 10e-6), None, gpu=gpu).method.startswith("n/a")
+    assert batch_time.measure_batch(FakeLaunch(gpu, 10e-6), None, gpu=gpu).method.startswith("n/a")
 
 
 def test_runner_rows_carry_cold_batch_and_host_times(monkeypatch):
@@ -372,7 +372,7 @@ def test_warm_up_credit_is_per_gpu_clock():
 def test_short_measurements_add_up_to_the_warm_up():
     # credit is the unbroken stretch's GPU work: a 1 ms batch alone does not waive 50 ms
     gpu = FakeGPU()
-    timing._was_busy(gpu, gpu.now(), 0.001)
+    timing.was_busy(gpu, gpu.now(), 0.001)
     launch = FakeLaunch(gpu, 1e-3)
     m = measure(launch, gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
     assert m.warmup_s >= 0.049 - 1e-9 and launch.calls - 10 >= 44

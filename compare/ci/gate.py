@@ -38,6 +38,10 @@ only n/a, which proves nothing); 0 otherwise; 2 for usage errors (unknown commit
 ambiguous machine or environment, an unreadable result file of one of the two commits; result
 files of other commits that can't be read are skipped with a warning). Commits may be given as
 sha prefixes or, inside a git checkout, as any revision git understands (HEAD~1, main).
+
+This module is the command: its flags, which two result files (``pick``) and the printed verdict;
+compare/ci/gate_verdicts.py judges a point, compare/ci/gate_report.py writes the table and the
+markdown summary.
 """
 from __future__ import annotations
 
@@ -48,19 +52,17 @@ import platform
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from typing import Optional
 
-from . import asv_results, failure_notes
-from . import robust
-from .asv_results import ResultFile, describe, higher_is_better, is_na, is_number
+from . import asv_results, failure_notes, robust
+from .gate_report import markdown_summary, table
+from .gate_verdicts import compare, explain, reconfirm, suspects, verdict_word
 from ..harness.errors import UsageError
 from ..harness.files import prove_writable, write_text_atomically
 
 OK_EXIT, FAIL_EXIT, USAGE_EXIT = 0, 1, 2
 SKIP_FILES = asv_results.SKIP_FILES
 points_of = asv_results.points_of
-_MISSING = object()
 
 
 def _git_resolve(rev: str) -> Optional[str]:
@@ -140,257 +142,6 @@ def pick(results_dir: str, base: str, head: str, machine: Optional[str], env: Op
         return m, next(f for f in bf if f.env == common[0]), next(f for f in hf if f.env == common[0])
     envs = sorted({f.env for f in bf} | {f.env for f in hf})
     raise UsageError(f"several asv environments for these commits on {m} ({', '.join(envs)}): pass --env")
-
-
-# ---------------------------------------------------------------------------- comparing
-
-FAILING_VERDICTS = ("SLOW", "AMBIGUOUS", "FAILING", "LOST", "INVALID", "MISSING", "ALL")
-
-
-@dataclass
-class Row:
-    benchmark: str
-    params: tuple
-    base: object                 # value: float, NaN, None (failed); None also when absent
-    head: object
-    ratio: Optional[float]       # slowdown: > 1 is worse, whichever way the benchmark points
-    verdict: str
-    failed: bool
-    compared: bool = False       # a number on both sides, same version
-    noise: Optional[float] = None  # the wider side's interval half-width / value, where recorded
-
-
-def _rel_halfwidth(p) -> Optional[float]:
-    if p is None or p.ci is None or not is_number(p.value):
-        return None
-    a, b = p.ci
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return math.inf
-    return abs(b - a) / 2 / p.value
-
-
-def _overlap(bp, hp) -> Optional[bool]:
-    if bp.ci is None or hp.ci is None:
-        return None
-    return max(bp.ci[0], hp.ci[0]) <= min(bp.ci[1], hp.ci[1])
-
-
-def _samples_match(p) -> bool:
-    """Samples that are the recorded value's own (asv records their median as the value); a file
-    edited by hand or by another tool may carry stale ones: then the summary statistics rule."""
-    if not p.samples:
-        return False
-    s = robust.spread(p.samples)
-    return s is not None and abs(s.median / p.value - 1) <= 5e-3
-
-
-def _numbers_verdict(name: str, bp, hp, factor: float) -> tuple[float, str, bool, Optional[float]]:
-    """(slowdown, verdict, failed, noise) for a point with a number on both sides."""
-    b, h = bp.value, hp.value
-    if _samples_match(bp) and _samples_match(hp):
-        # a % of cuBLAS is higher-is-better: its inverse is time-like (cuBLAS time / kernel time)
-        inv = (lambda xs: [1 / x for x in xs if x > 0]) if higher_is_better(name) else list
-        v = robust.compare_samples(inv(bp.samples), inv(hp.samples), factor)
-        if v is not None:
-            return v.slowdown, v.text, v.word in ("SLOW", "AMBIGUOUS"), v.noise
-    slowdown = b / h if higher_is_better(name) else h / b
-    widths = [w for w in (_rel_halfwidth(bp), _rel_halfwidth(hp)) if w is not None]
-    noise = max(widths) if len(widths) == 2 else None
-    overlap = _overlap(bp, hp)
-    if noise is not None and noise > factor - 1:
-        return slowdown, f"AMBIGUOUS (noise {_pct(noise)} > {_pct(factor - 1)})", True, noise
-    if slowdown > factor:
-        if overlap:
-            return slowdown, f"AMBIGUOUS (x{slowdown:.3f} but the 99% intervals overlap)", True, noise
-        return slowdown, f"SLOW (> x{factor:g})", True, noise
-    if slowdown < 1 / factor and not overlap:
-        return slowdown, "FAST", False, noise
-    return slowdown, "SAME", False, noise
-
-
-def _pct(x: float) -> str:
-    return "inf" if not math.isfinite(x) else f"{100 * x:.1f}%"
-
-
-def compare(base: ResultFile, head: ResultFile, factor: float) -> list[Row]:
-    bp, hp = base.points(), head.points()
-    bv, hv = base.versions(), head.versions()
-    # A redefined benchmark (version changed) is not compared, but a head where it has no
-    # number at all is a failure whatever the version says.
-    head_has_number = {}
-    for (name, _), p in hp.items():
-        head_has_number[name] = head_has_number.get(name, False) or is_number(p.value)
-    keys = list(bp) + [k for k in hp if k not in bp]
-    rows = []
-    for key in keys:
-        name, params = key
-        b = bp.get(key, _MISSING)
-        h = hp.get(key, _MISSING)
-        bval = None if b is _MISSING else b.value
-        hval = None if h is _MISSING else h.value
-        ratio, failed, compared, noise = None, False, False, None
-        if b is _MISSING:
-            verdict = "new"
-        elif h is _MISSING:
-            failed = is_number(bval)
-            verdict = "MISSING on head" if failed else f"gone (was {describe(bval)})"
-        elif name in bv and name in hv and bv[name] != hv[name]:
-            if not head_has_number.get(name) and any(is_number(p.value) for (n, _), p in bp.items() if n == name):
-                verdict, failed = f"ALL FAILING on head (version {bv[name]} -> {hv[name]})", True
-            else:
-                verdict = f"not comparable (version {bv[name]} -> {hv[name]})"
-        elif is_number(bval) and is_number(hval):
-            ratio, verdict, failed, noise = _numbers_verdict(name, b, h, factor)
-            compared = True
-        elif is_number(bval) and hval is None:
-            verdict, failed = "FAILING on head", True
-        elif is_number(bval) and is_na(hval):
-            verdict, failed = "LOST: n/a on head", True
-        elif is_number(bval):
-            verdict, failed = f"INVALID on head: {hval!r}", True
-        elif is_number(hval):
-            verdict = f"fixed (base {describe(bval)})"
-        else:
-            verdict = f"no number (base {describe(bval)}, head {describe(hval)})"
-        rows.append(Row(name, params, None if b is _MISSING else bval, None if h is _MISSING else hval,
-                        ratio, verdict, failed, compared, noise))
-    return rows
-
-
-def explain(rows: list[Row], notes: dict) -> None:
-    """Append the kernel and the reason to each FAILING row that has a failure note (in place)."""
-    for r in rows:
-        if r.failed and "FAILING" in r.verdict:
-            note = notes.get((r.benchmark, tuple(r.params)))
-            if note is not None:
-                r.verdict += f": {failure_notes.describe(note)}"
-
-
-def fmt_value(v, benchmark: str = "", missing: bool = False) -> str:
-    if missing:
-        return "-"
-    if v is None:
-        return "failed"
-    if is_na(v):
-        return "n/a"
-    if not is_number(v):
-        return f"invalid {v!r}"
-    if higher_is_better(benchmark):
-        return f"{v:.4g}%"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if abs(v) >= scale or unit == "ns":
-            return f"{v / scale:.4g} {unit}"
-    return str(v)
-
-
-fmt_time = fmt_value
-
-
-def table(rows: list[Row], base_points: dict, head_points: dict) -> str:
-    header = ("benchmark", "params", "base", "head", "slowdown", "noise", "verdict")
-    lines = [header]
-    for r in rows:
-        key = (r.benchmark, r.params)
-        lines.append((r.benchmark, ", ".join(r.params) or "-",
-                      fmt_value(r.base, r.benchmark, key not in base_points),
-                      fmt_value(r.head, r.benchmark, key not in head_points),
-                      f"{r.ratio:.3f}" if r.ratio is not None and math.isfinite(r.ratio) else "-",
-                      _pct(r.noise) if r.noise is not None else "-",
-                      r.verdict))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = []
-    for n, line in enumerate(lines):
-        out.append("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
-        if n == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
-
-
-def _verdict_word(r: Row) -> str:
-    """The verdict's label: SLOW, FAST, SAME, AMBIGUOUS, FAILING, LOST, INVALID, MISSING, ALL, ..."""
-    return r.verdict.split(" ")[0].rstrip(":")
-
-
-def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_summary(rows: list[Row], base: ResultFile, head: ResultFile, machine: str, factor: float) -> str:
-    """The verdict as GitHub-flavoured markdown (for the job summary, $GITHUB_STEP_SUMMARY): the
-    outcome and verdict counts first, then the points that fail, then every point folded away.
-    Kernel and shape are the benchmark's first parameter and the rest of them."""
-    bp, hp = base.points(), head.points()
-    bad = [r for r in rows if r.failed]
-    n_compared = sum(r.compared for r in rows)
-    if bad:
-        outcome = f"FAILED: {len(bad)} of {len(rows)} points"
-    elif n_compared == 0:
-        outcome = f"FAILED: nothing was compared (none of {len(rows)} points has a number on both commits)"
-    else:
-        outcome = f"passed: {n_compared} of {len(rows)} points compared"
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[_verdict_word(r)] = counts.get(_verdict_word(r), 0) + 1
-    order = ["SLOW", "AMBIGUOUS", "FAILING", "ALL", "LOST", "INVALID", "MISSING", "FAST", "SAME"]
-    words = sorted(counts, key=lambda w: (order.index(w) if w in order else len(order), w))
-    out = [f"## GEMM regression gate {'❌' if bad or n_compared == 0 else '✅'} {outcome}", "",
-           f"machine `{_md(machine)}`, base `{base.commit[:12]}` → head `{head.commit[:12]}`; a point is SLOW "
-           f"when head is more than x{factor:g} slower than base (time: head/base; % of cuBLAS: base/head) "
-           f"and the 99% intervals, where recorded, do not overlap", "",
-           " · ".join(f"**{counts[w]} {w}**" if w in order[:7] else f"{counts[w]} {w}" for w in words), ""]
-
-    def table(some: list[Row]) -> list[str]:
-        lines = ["| benchmark | kernel | shape, precision | base | head | slowdown | verdict |",
-                 "|---|---|---|---:|---:|---:|---|"]
-        for r in some:
-            key = (r.benchmark, r.params)
-            kernel, rest = (r.params[0], " ".join(r.params[1:])) if r.params else ("-", "")
-            ratio = f"{r.ratio:.3f}" if r.ratio is not None and math.isfinite(r.ratio) else "-"
-            verdict = f"**{_md(r.verdict)}**" if r.failed else _md(r.verdict)
-            lines.append(f"| {_md(r.benchmark)} | {_md(kernel)} | {_md(rest) or '-'} "
-                         f"| {_md(fmt_value(r.base, r.benchmark, key not in bp))} "
-                         f"| {_md(fmt_value(r.head, r.benchmark, key not in hp))} | {ratio} | {verdict} |")
-        return lines
-
-    if bad:
-        out += [f"### Points that fail the gate ({len(bad)})", ""] + table(bad) + [""]
-    fast = [r for r in rows if _verdict_word(r) == "FAST"]
-    if fast:
-        out += [f"### Faster on head ({len(fast)})", ""] + table(fast) + [""]
-    if rows:
-        out += ["<details><summary>All " + str(len(rows)) + " points</summary>", ""] + table(rows) + ["", "</details>", ""]
-    return "\n".join(out)
-
-
-def _recheckable(r: Row) -> bool:
-    """A failed timing verdict (SLOW or AMBIGUOUS): a re-measurement can settle it; a FAILING,
-    LOST or MISSING point it can't."""
-    return r.failed and _verdict_word(r) in ("SLOW", "AMBIGUOUS")
-
-
-def reconfirm(rows: list[Row], runs: list[tuple], factor: float) -> None:
-    """Judge again, in place, every point the first judgement failed as SLOW or AMBIGUOUS, from
-    one value per run: the recorded base and head and each confirm run's (``runs``: (base
-    points, head points) per run, from --confirm-dir). robust.judge_runs says why."""
-    for r in rows:
-        if not _recheckable(r):
-            continue
-        key = (r.benchmark, r.params)
-        b = [r.base] + [bp[key].value for bp, _ in runs if key in bp and is_number(bp[key].value)]
-        h = [r.head] + [hp[key].value for _, hp in runs if key in hp and is_number(hp[key].value)]
-        if len(b) < 2 or len(h) < 2:
-            r.verdict += " (not re-measured)"
-            continue
-        if higher_is_better(r.benchmark):     # a % of cuBLAS: its inverse is time-like
-            b, h = [1 / x for x in b], [1 / x for x in h]
-        v = robust.judge_runs(b, h, factor)
-        r.ratio, r.failed = v.slowdown, v.word == "SLOW"
-        r.verdict = f"{v.word} re-measured: {v.why}"
-
-
-def suspects(rows: list[Row]) -> list[str]:
-    """The benchmarks of the points a re-measurement can settle (:func:`_recheckable`)."""
-    return list(dict.fromkeys(r.benchmark for r in rows if _recheckable(r)))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -495,7 +246,7 @@ def _print_verdict(rows: list, args, machine: str, bf, hf) -> int:
     n_compared = sum(r.compared for r in rows)
     counts = {}
     for r in bad:
-        k = _verdict_word(r)
+        k = verdict_word(r)
         counts[k] = counts.get(k, 0) + 1
     print()
     if bad:

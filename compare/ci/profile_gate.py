@@ -14,7 +14,7 @@ the phases of the one pipeline (compare.harness.runner's steps, timed apart):
   compile       ``runner.prepare``: NVRTC or Triton compile (or their disk-cache hit), autotune, first launch
   check         NaN-poisoned launch compared with float64
   sampling      ``timing.measure`` (warm-up, hold calibration, adaptive samples)
-  batch         ``timing.measure_batch`` (CUDA-graph capture + replays)
+  batch         ``batch_time.measure_batch`` (CUDA-graph capture + replays)
 
 Each point runs twice: with EMPTY compile caches (TRITON_CACHE_DIR and CUPY_CACHE_DIR pointed at
 a fresh folder: what a CI runner without kept caches pays) and again with the caches the first
@@ -53,7 +53,7 @@ def _child(point: str) -> int:
         t = now
     import torch
     lap("import_torch")
-    from ..harness import registry, runner, timing
+    from ..harness import batch_time, registry, runner, timing
     from ..harness.inputs import make_inputs
     from ..harness.problem import Problem, parse_shape
     lap("import_suite")
@@ -75,7 +75,7 @@ def _child(point: str) -> int:
     lap("check")
     m = timing.measure(launch, before=inputs.reset_c)
     lap("sampling")
-    b = timing.measure_batch(launch, m.median_s)
+    b = batch_time.measure_batch(launch, m.median_s)
     lap("batch")
     print(json.dumps({"point": point, "phases": ph, "check_ok": res.ok, "samples": m.samples,
                       "median_ms": m.median_s * 1e3, "batch_ms": None if b.per_launch_s is None else b.per_launch_s * 1e3,

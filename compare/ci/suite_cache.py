@@ -117,7 +117,7 @@ def row_summary(r) -> dict:
     if r.status == "unsupported":
         return {"status": "na", "why": f"{r.kernel} can't run {r.shape} {r.precision}: {r.reason}"}
     if r.status != "ok" or not r.median_ms:
-        from ..harness.worker import sticky_cuda_error
+        from ..harness.cuda_faults import sticky_cuda_error
         label = "FAULT" if r.status == "error" and sticky_cuda_error(r.reason) else r.status
         return {"status": "failed", "why": f"{r.kernel} {r.shape} {r.precision}: {r.status_text or r.status}, not timed",
                 "label": label, "reason": r.reason or ("no time" if r.status == "ok" else "")}

@@ -91,7 +91,7 @@ class Result:
     attempts: Optional[int] = None
     # Per-sample times, for asv's statistics (the gate's noise-aware verdict); not written to JSON.
     times_ms: list = field(default_factory=list, repr=False)
-    # Batch time (compare.harness.timing.measure_batch): per launch of n back-to-back launches
+    # Batch time (compare.harness.batch_time.measure_batch): per launch of n back-to-back launches
     # replayed from one CUDA graph, L2 warm, no host in it; batch_method "graph xN" or "n/a: why".
     # host_launch_us: the host's time to enqueue one launch (the launch path, reported apart).
     # median_ms (and pct_cublas) is the cold time; pct_cublas_batch compares batch times.
@@ -181,7 +181,7 @@ def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device:
     "FAILED" (and never timed), and an exception anywhere (compile, launch, an out-of-memory,
     the timing loop) is an "error" row carrying the exception's first line. The row's
     ``config`` is the resolved configuration the kernel reported (``launch.config``).
-    ``batch``: also take the batch time (``timing.measure_batch``)."""
+    ``batch``: also take the batch time (``batch_time.measure_batch``)."""
     why = kernel.why_not(problem)
     if why:
         return _base(kernel, problem, UNSUPPORTED, why)
@@ -220,7 +220,7 @@ def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_k
 
 
 def _batch_into(r: Result, launch, measure_kw: Optional[dict]) -> None:
-    from .timing import measure_batch
+    from .batch_time import measure_batch
     try:
         b = measure_batch(launch, r.median_ms / 1e3, gpu=(measure_kw or {}).get("gpu"))
     except Exception as exc:     # the cold time stands; the row says why it has no batch time
@@ -247,7 +247,7 @@ def _error_row(kernel: Kernel, problem: Problem, exc: BaseException, launch) -> 
         except Exception:
             pass
         msg = "out of GPU memory: " + msg
-    from .worker import quiet_dead_context_teardown, sticky_cuda_error
+    from .cuda_faults import quiet_dead_context_teardown, sticky_cuda_error
     if sticky_cuda_error(msg):     # this process's context is dead: its teardown must print nothing
         quiet_dead_context_teardown()
     r = _base(kernel, problem, ERROR, msg[:300])

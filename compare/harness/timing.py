@@ -42,12 +42,8 @@ and leaves out the host's dispatch, which differs by family (Triton's launcher: 
 (the launch must be capturable: it enqueues on torch's current stream, does no host sync).
 ``method="events"`` is the old, unheld timing, kept to show what the hold removes.
 
-Batch time (``measure_batch``): n launches captured back to back in one CUDA graph, the graph
-replayed a few times between events, time per launch = graph time / n. Like nvbench's batch
-time it leaves the GPU's per-launch start cost and the L2 warm between launches, but unlike
-back-to-back launches from Python (nvbench's batch from its Python bindings reads ~90 us for a
-17 us Triton kernel: the launcher's host path) the host is out of it: it enqueues one graph.
-A launch that can't be captured (a host sync inside it) gets no batch time and the reason.
+Batch time (n launches replayed from one CUDA graph): compare/harness/batch_time.py, on the same
+GPU pieces.
 
 Planted slowdown (``Plant``): a TEST-ONLY instrument for measuring what the regression gate can
 see (compare.ci.gate_sensitivity). It adds a calibrated spin (the hold's ``torch.cuda._sleep``)
@@ -139,7 +135,7 @@ def _warm_credit(gpu) -> float:
     return _Recent.busy_s if _recent(gpu, gpu.now()) else 0.0
 
 
-def _was_busy(gpu, start: float, seconds: float) -> None:
+def was_busy(gpu, start: float, seconds: float) -> None:
     """Called as a measurement ends: when it started (``gpu.now()``) and the GPU work it ran."""
     carried = _Recent.busy_s if _recent(gpu, start) else 0.0
     _Recent.gpu_key, _Recent.end, _Recent.busy_s = _gpu_key(gpu), gpu.now(), carried + seconds
@@ -373,8 +369,40 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
 
     gpuinfo.clock_sample()  # NVML init outside everything timed
     timed = gpu.capture(launch) if method == "graph" else launch
+    warm = _warm_up(gpu, timed, before, warmup_s)
+    # A kernel that takes seconds per launch still gets a median of several samples, but not 10
+    # of them inside a 2 s budget.
+    min_n = min(max_samples, max(3, min(min_samples, int(budget_s / max(warm.per_launch_s, 1e-9)))))
 
-    # Warm-up: also tells us roughly how long one launch takes, and its host dispatch time.
+    hold_s = None
+    if method != "events":
+        gpu.calibrate_hold()
+        hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * warm.dispatch_s)
+
+    planted = None
+    if plant is not None:
+        timed, planted = _calibrate_plant(gpu, timed, before, plant, hold_s)
+
+    c_before = gpuinfo.clock_sample()
+    sampled = _sample(gpu, timed, before, min_n=min_n, max_samples=max_samples,
+                      target_noise=target_noise, budget_s=budget_s, hold_s=hold_s)
+    c_after = gpuinfo.clock_sample()
+    was_busy(gpu, warm.t0, warm.seconds + sum(sampled.times))
+    return _measurement(sampled, warm, c_before, c_after, method, planted)
+
+
+@dataclass
+class _Warm:
+    t0: float                 # gpu.now() when the warm-up began
+    seconds: float            # how long it ran
+    per_launch_s: float       # its mean time per launch (sizes the first batch of samples)
+    dispatch_s: float         # median host time to enqueue one launch (sizes the hold)
+
+
+def _warm_up(gpu, timed, before, warmup_s: float) -> _Warm:
+    """Launch until ``warmup_s`` of GPU work has passed, less the credit of a measurement that
+    ended moments ago (at least two launches): also tells how long one launch takes, and its
+    host dispatch time."""
     need = max(0.0, warmup_s - _warm_credit(gpu))
     t0 = gpu.now()
     n_warm = 0
@@ -390,28 +418,13 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
         if n_warm >= 2 and gpu.now() - t0 >= need:
             break
     warmed_s = gpu.now() - t0
-    per_launch = warmed_s / n_warm
-    dispatch_s = statistics.median(dispatch)
-    # A kernel that takes seconds per launch still gets a median of several samples, but not 10
-    # of them inside a 2 s budget.
-    min_n = min(max_samples, max(3, min(min_samples, int(budget_s / max(per_launch, 1e-9)))))
+    return _Warm(t0=t0, seconds=warmed_s, per_launch_s=warmed_s / n_warm, dispatch_s=statistics.median(dispatch))
 
-    hold_s = None
-    if method != "events":
-        gpu.calibrate_hold()
-        hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * dispatch_s)
 
-    planted = None
-    if plant is not None:
-        timed, planted = _calibrate_plant(gpu, timed, before, plant, hold_s)
-
-    c_before = gpuinfo.clock_sample()
-    sampled = _sample(gpu, timed, before, min_n=min_n, max_samples=max_samples,
-                      target_noise=target_noise, budget_s=budget_s, hold_s=hold_s)
-    c_after = gpuinfo.clock_sample()
+def _measurement(sampled: _Sampled, warm: _Warm, c_before, c_after, method: str,
+                 planted: Optional[dict]) -> Measurement:
+    """The statistics of the samples, the clocks around them and how they were taken."""
     times = sampled.times
-    _was_busy(gpu, t0, warmed_s + sum(times))
-
     med, noise = noise_of(times)
     q1, _, q3 = statistics.quantiles(times, n=4) if len(times) >= 2 else (times[0], 0, times[0])
     reasons = sorted(set((c_before.throttle or []) + (c_after.throttle or [])))
@@ -432,58 +445,5 @@ def measure(launch: Callable[[], None], *, before: Optional[Callable[[], None]] 
         temp_before_c=c_before.temp_c, temp_after_c=c_after.temp_c, throttle_reasons=reasons,
         throttled=bool(hard) or slow_clock, method=how,
         hold_us=None if sampled.hold_s is None else sampled.hold_s * 1e6,
-        hold_failures=sampled.hold_failures, dispatch_us=dispatch_s * 1e6, warmup_s=warmed_s,
+        hold_failures=sampled.hold_failures, dispatch_us=warm.dispatch_s * 1e6, warmup_s=warm.seconds,
         planted=planted, times_s=times)
-
-
-@dataclass
-class Batch:
-    """Time per launch of ``n`` back-to-back launches replayed from one CUDA graph."""
-    per_launch_s: Optional[float]     # None: no batch time (``method`` says why)
-    method: str                       # "graph xN" or "n/a: <reason>"
-    n: int = 0
-    reps: int = 0
-    times_s: list = field(default_factory=list, repr=False)
-
-
-# A graph of about BATCH_TARGET_S of work: its own GPU-side start (a few us) is then <= 0.5% of
-# it, and a row pays ~10 ms for its batch time (capture + BATCH_REPS + 1 replays).
-BATCH_TARGET_S = 1e-3
-BATCH_MAX_N = 200
-BATCH_REPS = 5
-
-
-def measure_batch(launch: Callable[[], None], per_launch_s: float, *, gpu=None,
-                  target_s: float = BATCH_TARGET_S, max_n: int = BATCH_MAX_N,
-                  reps: int = BATCH_REPS) -> Batch:
-    """Batch time of ``launch`` (see the module doc). ``per_launch_s``: its cold median, which
-    sizes the batch: n = target_s / per_launch_s launches, at least 1, at most ``max_n``."""
-    if gpu is None:
-        gpu = TorchGPU(flush=False)
-    if not (per_launch_s and per_launch_s > 0 and math.isfinite(per_launch_s)):
-        return Batch(None, "n/a: no cold time to size the batch")
-    n = max(1, min(max_n, math.ceil(target_s / per_launch_s)))
-    start = gpu.now()
-    try:
-        replay = gpu.capture_many(launch, n)
-    except Exception as exc:      # e.g. a host sync inside the launch: not capturable
-        first = (str(exc).strip().splitlines() or [""])[0]
-        return Batch(None, f"n/a: not capturable ({first[:160]})")
-    t = gpu.now()
-    replay()                      # first replay uploads the graph
-    dispatch_s = gpu.now() - t
-    gpu.synchronize()
-    gpu.calibrate_hold()
-    hold_s = min(HOLD_MAX_S, HOLD_FLOOR_S + HOLD_FACTOR * dispatch_s)
-    pending = []
-    for _ in range(reps):
-        gpu.hold(hold_s)
-        s, e = gpu.new_event(), gpu.new_event()
-        gpu.record(s)
-        replay()
-        gpu.record(e)
-        pending.append((s, e))
-    gpu.synchronize()
-    times = [gpu.elapsed_s(s, e) / n for s, e in pending]
-    _was_busy(gpu, start, sum(times) * n)
-    return Batch(statistics.median(times), f"graph x{n}", n=n, reps=reps, times_s=times)

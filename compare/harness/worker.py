@@ -1,7 +1,8 @@
 """Kernels run in a worker process, so a kernel that faults or hangs costs its own row, not the run.
 
-A CUDA fault (illegal address, misaligned address, ``trap``, an illegal instruction) is *sticky*:
-it poisons the process's CUDA context, and every later launch in that process fails too. So the
+A CUDA fault (illegal address, misaligned address, ``trap``, an illegal instruction) is *sticky*
+(compare/harness/cuda_faults.py): it poisons the process's CUDA context, and every later launch in
+that process fails too. So the
 parent of a run never touches the GPU; one persistent child process (``python -m
 compare.harness.worker``, started once per run) imports torch and the registry once, keeps each
 problem's inputs cached as :func:`compare.harness.runner.run` does, and runs every pair through
@@ -30,24 +31,33 @@ problem, options, device)`` (compile and launch once, no check: compare/harness/
 parent ``("ready",)`` or ``("startup_error", text)`` once, then ``("row", fields)`` / ``("fits",
 messages)`` / ``("prepared", seconds)`` per request, or ``("error", text)`` when the request itself
 failed (an unknown kernel, a row that can't be sent, a prepare that raised).
+
+The runner, the inputs and torch (1.7 s to import the runner) are imported where first used: the
+parent starts its worker before paying for them, and the worker process imports them inside
+``serve`` so that a failure reaches the parent as its startup error.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
-import re
-import shlex
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 from multiprocessing.connection import Connection
 from typing import Optional
 
+from . import plugins
+from .cuda_faults import dead_context, quiet_dead_context_teardown, reproduce_command
+from .cuda_faults import sticky_cuda_error  # noqa: F401  (read as worker.sticky_cuda_error by callers)
 from .errors import UsageError
-from .status import ERROR
+from .problem import ProblemError
+from .registry import opt_flags
 from .variants import from_wire, wire_name
 
 # A pair's compile + autotune + check + sampling: cold Triton autotuning at 8192^3 takes tens of
@@ -55,75 +65,6 @@ from .variants import from_wire, wire_name
 DEFAULT_KERNEL_TIMEOUT_S = 120.0
 # torch + triton + cupy imports and the families' registration on a cold file cache.
 STARTUP_TIMEOUT_S = 300.0
-
-# Messages of the CUDA errors that leave the context unusable (CUDA driver API names, runtime API
-# texts as torch, CuPy and Triton print them). Anything else (out of memory, a bad argument, a
-# compile error) leaves the context usable and stays an "error" row.
-_STICKY = (
-    ("illegal memory access", r"illegal memory access|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorIllegalAddress"),
-    ("misaligned address", r"misaligned address|CUDA_ERROR_MISALIGNED_ADDRESS|cudaErrorMisalignedAddress"),
-    ("unspecified launch failure (trap or kernel exception)",
-     r"unspecified launch failure|CUDA_ERROR_LAUNCH_FAILED|cudaErrorLaunchFailure|\btrap\b"),
-    ("illegal instruction", r"illegal instruction|CUDA_ERROR_ILLEGAL_INSTRUCTION|cudaErrorIllegalInstruction"),
-    ("device-side assert", r"device-side assert|CUDA_ERROR_ASSERT|cudaErrorAssert"),
-    ("invalid program counter", r"invalid program counter|CUDA_ERROR_INVALID_PC|cudaErrorInvalidPc"),
-    ("hardware stack error", r"hardware stack error|CUDA_ERROR_HARDWARE_STACK_ERROR|cudaErrorHardwareStackError"),
-    ("invalid address space", r"CUDA_ERROR_INVALID_ADDRESS_SPACE|cudaErrorInvalidAddressSpace|"
-                              r"not supported on global/shared address space"),
-    ("launch timed out", r"CUDA_ERROR_LAUNCH_TIMEOUT|cudaErrorLaunchTimeout|launch timed out and was terminated"),
-    ("uncorrectable ECC error", r"CUDA_ERROR_ECC_UNCORRECTABLE|uncorrectable ECC error"),
-    ("context destroyed", r"CUDA_ERROR_CONTEXT_IS_DESTROYED|context is destroyed"),
-)
-_STICKY_RE = [(name, re.compile(rx, re.I)) for name, rx in _STICKY]
-
-
-def sticky_cuda_error(message: str) -> Optional[str]:
-    """The kind of sticky CUDA error ``message`` reports (e.g. "illegal memory access"), or None
-    for any other message."""
-    for name, rx in _STICKY_RE:
-        if rx.search(message or ""):
-            return name
-    return None
-
-
-def dead_context(reply: tuple) -> Optional[str]:
-    """The sticky CUDA error a worker's reply shows (a row or a failed request), else None. Read by
-    both ends, so they agree: the worker leaves after sending such a reply, the parent replaces it."""
-    if reply[0] == "row":
-        fields = reply[1]
-        return sticky_cuda_error(fields.get("reason") or "") if fields.get("status") == ERROR else None
-    if reply[0] == "error":
-        return sticky_cuda_error(reply[1])
-    return None
-
-
-def quiet_dead_context_teardown() -> None:
-    """From now on, in this process, an exception that names a sticky CUDA error and reaches
-    Python's last-resort hooks prints nothing; every other one prints as before. Installed by the
-    worker, by Dask's workers (compare/outputs/dask_cluster.py) and by the runner once it has seen
-    a sticky error (an ``--in-process`` run).
-
-    Why both hooks: a finalizer that raises goes to ``sys.unraisablehook`` ("Exception ignored
-    in: ..."), and a Cython ``__dealloc__`` (CuPy's Module) first prints the full traceback through
-    ``sys.excepthook`` (Cython's unraisable_tracebacks). The hooks are closures over what they use,
-    so they still work while the interpreter clears module globals at exit."""
-    if getattr(sys.unraisablehook, "_dead_context_quiet", False):
-        return
-    patterns, previous_unraisable, previous_except = [rx for _, rx in _STICKY_RE], sys.unraisablehook, sys.excepthook
-
-    def is_dead(exc) -> bool:
-        text = f"{type(exc).__name__}: {exc}"
-        return exc is not None and any(rx.search(text) for rx in patterns)
-
-    def unraisable(info):
-        if not is_dead(info.exc_value):
-            previous_unraisable(info)
-
-    def excepthook(exc_type, exc, tb):
-        if not is_dead(exc):
-            previous_except(exc_type, exc, tb)
-    unraisable._dead_context_quiet = excepthook._dead_context_quiet = True
-    sys.unraisablehook, sys.excepthook = unraisable, excepthook
 
 
 def _leave_now(code: int = 0) -> None:
@@ -134,30 +75,6 @@ def _leave_now(code: int = 0) -> None:
         except Exception:
             pass
     os._exit(code)
-
-
-def reproduce_command(kernel: str, problem, opt_texts: Optional[dict] = None, plugins=(),
-                      interpret: bool = False, sanitizer: bool = True) -> str:
-    """The command that runs this one pair again, under compute-sanitizer's memcheck (which names
-    the faulting access) unless ``sanitizer`` is False or the run was on the interpreter."""
-    cmd = ["python", "-m", "compare"]
-    if interpret:
-        cmd.append("--interpret")
-    for plugin in plugins or ():
-        cmd += ["--plugin", plugin]
-    cmd += ["--kernel", kernel, "--shape", f"{problem.M}x{problem.N}x{problem.K}",
-            "--precision", problem.precision, "--check"]
-    if problem.alpha != 1.0:
-        cmd += ["--alpha", repr(problem.alpha)]
-    if problem.beta != 0.0:
-        cmd += ["--beta", repr(problem.beta)]
-    if problem.seed != 0:
-        cmd += ["--seed", str(problem.seed)]
-    for name, text in sorted((opt_texts or {}).items()):
-        cmd += ["--opt", f"{kernel}:{name}={text}"]
-    if sanitizer and not interpret:
-        cmd = ["compute-sanitizer", "--tool", "memcheck", *cmd]
-    return shlex.join(cmd)
 
 
 class WorkerStartError(RuntimeError):
@@ -383,7 +300,6 @@ def start_for_run(args) -> Worker:
 def ready_for_run(pool: Worker, args, selected: list, problems: list) -> None:
     """Wait for the worker's imports, then ask it whether every problem fits the GPU (UsageError,
     exit 2, before any kernel runs)."""
-    from .registry import opt_flags
     pool.opt_texts = opt_flags(getattr(args, "opt", None), selected)
     try:
         pool.wait_ready()
@@ -403,7 +319,6 @@ def close_for_run(args) -> None:
 # ---------------------------------------------------------------------- the worker process
 def import_plugin(spec: str):
     """Import a plugin module by name or by the path of a .py file (the registry's one loader)."""
-    from . import plugins
     return plugins.import_plugin(spec)
 
 
@@ -434,8 +349,6 @@ def serve(argv: Optional[list] = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
     quiet_dead_context_teardown()
     try:
-        import contextlib
-        import io
         from . import registry, runner
         from .inputs import check_fits
         with contextlib.redirect_stderr(io.StringIO()):   # the parent has said what failed to load
@@ -463,7 +376,6 @@ def serve(argv: Optional[list] = None) -> int:
 
 
 def _answer(runner, check_fits, msg) -> tuple:
-    from dataclasses import asdict
     if msg[0] == "fits":
         return "fits", [_fits_message(check_fits, p) for p in msg[1]]
     if msg[0] == "prepare":
@@ -494,7 +406,6 @@ def _prepare(runner, wire, problem, options, device) -> tuple:
 
 def _fits_message(check_fits, problem) -> Optional[str]:
     import torch
-    from .problem import ProblemError
     try:
         check_fits(problem, torch.device("cuda"))
     except ProblemError as exc:

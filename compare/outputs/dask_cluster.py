@@ -234,8 +234,8 @@ def dask_setup(worker) -> None:
     A worker whose CUDA context a sticky error killed is restarted by its nanny, and its teardown
     runs Python's finalizers on that dead context (CuPy's Module.__dealloc__ raising
     CUDA_ERROR_LAUNCH_FAILED, printed on the sweep's terminal): those errors print nothing
-    (:func:`compare.harness.worker.quiet_dead_context_teardown`; the shape's rows said it)."""
-    from compare.harness.worker import quiet_dead_context_teardown
+    (:func:`compare.harness.cuda_faults.quiet_dead_context_teardown`; the shape's rows said it)."""
+    from compare.harness.cuda_faults import quiet_dead_context_teardown
     quiet_dead_context_teardown()
     _GPU_READY.start()      # first: its CUDA context forms while this thread imports the registry
     try:

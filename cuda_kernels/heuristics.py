@@ -1,0 +1,182 @@
+"""The CUDA stages' per-shape heuristics: pure functions of the shape and the SM count, no GPU.
+Stage 11's tile (``stream_k_tile``) and path (``stream_k_path``: the stream-K tile plan or one of
+the bandwidth-bound paths of 11_stream_k_skinny.cu, split by ``skinny_plan``), stage 10's K
+splits (``split_plan``) and stage 13's (``wgmma_split_plan``, ``regb_tile``), each the shared model
+of compare.families.decompose with the stage's geometry. cuda_kernels/launch.py applies them.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from compare.families import decompose
+
+from .registry import GEMV_COLS, GEMV_UNROLL, GEMV_WARPS, REGB_TILES, SKINNY_KC, SKINNY_NB, skinny_rows
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
+    """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
+    outputs get a quarter- or half-height tile (M <= 32, M <= 64) or a quarter- or half-width one
+    (N <= 32, N <= 64), and an output at most 64 on both sides the 64x64 tile. Below one wave of
+    128x128 tiles (fewer tiles than SMs) the 64x128 tile: twice the tiles and blocks per SM to
+    share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
+    127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92), except for long K
+    (K >= 4 max(M, N)) where 64 rows pad no less than 128 (the H100 sweep: 1024x1024x16384 88%
+    with 128x128, 82% with 64x128). 128-row tiles that leave more than PAD_MAX_EMPTY_ROWS of
+    their rows empty: the 64x128 tile. Everything else the
+    128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
+    reading B; the 32-row tile keeps the wasted FFMAs under that time, and for N <= 64 (tiny
+    outputs, long K) the 32x64 tile halves the FFMAs a 32x128 tile spends on empty columns."""
+    if M <= 32:
+        return "32x64x16" if N <= 64 else "32x128x16"
+    if M <= 64:
+        return "64x64x16" if N <= 64 else "64x128x16"
+    if N <= 32:
+        return "128x32x16"
+    if N <= 64:
+        return "128x64x16"
+    if cdiv(M, 128) * cdiv(N, 128) < sms:
+        # Long K already has the blocks it needs from the split of K; there the 64-row tile
+        # pays only where it pads fewer rows (257: 320 rows of 64 vs 384 of 128).
+        long_k = K >= 4 * max(M, N)
+        if not long_k or cdiv(M, 64) * 64 < cdiv(M, 128) * 128:
+            return "64x128x16"
+    if pads_many_rows(M, PAD_MAX_EMPTY_ROWS):
+        return "64x128x16"
+    return "128x128x16"
+
+
+# 128x128 tiles leaving more than this share of their rows empty lose to 64x128 ones that pad
+# fewer. Where neither pads, the 64-row tile's lower operand reuse costs 1-4.5% (768x5120x13824
+# 96.5% -> 92.7% of cuBLAS); on the 12 tunable shapes of results/h100/explore/round15 where it
+# pads fewer, it gained from 6.25% empty up (1200x3072x3072 91.3% -> 93.8%; 30%, 180x12288x12288:
+# 76.7% -> 96.7%).
+PAD_MAX_EMPTY_ROWS = 0.05
+
+
+def pads_many_rows(M: int, max_empty: float) -> bool:
+    """Do 128-row tiles leave more than ``max_empty`` of their rows empty (M = 300: 384 rows,
+    22%), where 64-row tiles leave fewer (320 rows)?"""
+    fill128, fill64 = decompose.tile_fill(M, 1, 128, 1), decompose.tile_fill(M, 1, 64, 1)
+    return fill128 < 1 - max_empty and fill64 > fill128
+
+
+# ---------------------------------------------------------------------------------------------
+# stage 11's bandwidth-bound paths (11_stream_k_skinny.cu)
+
+PATHS = ("auto", "tile", "gemv", "skinny_n")
+SKINNY_MAX_N = SKINNY_NB[-1]
+PATH_RULE = "N <= 8: skinny_n; else M == 1: gemv; else tile (the stream-K plan)"
+# gemv_row keeps 16 KiB of loads in flight per block and fits up to 8 blocks per SM; 4 per SM
+# (64 KiB) is over three times the ~18 KiB per SM that covers DRAM latency on an H100.
+# skinny_n keeps 32-64 KiB per block (two chunks of 16-byte loads; one chunk, 16-32 KiB, in its
+# scalar builds) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
+GEMV_COST = decompose.SkinnyCost(blocks_per_sm=4)
+SKINNY_COST = decompose.SkinnyCost(blocks_per_sm=2)
+
+
+def stream_k_path(M: int, N: int, K: int) -> str:
+    """Stage 11's path for a shape (``PATH_RULE``; the ``path`` option's ``auto``). N <= 8 is a
+    stream of A (at most 4 flops per byte of it) whatever M is, so it comes first: a single row
+    with N <= 8 streams B's K x N through skinny_n's B copy with every warp load coalesced, where
+    gemv_row would read N of every 128 columns it loads. One row with N > 8 streams B: gemv. The
+    rest are tile problems."""
+    if N <= SKINNY_MAX_N:
+        return "skinny_n"
+    if M == 1:
+        return "gemv"
+    return "tile"
+
+
+def skinny_nb(N: int) -> int:
+    """The skinny_n build for N columns: N rounded up to 1, 2, 4 or 8."""
+    return next(b for b in SKINNY_NB if b >= N)
+
+
+def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[int] = None) -> tuple[int, int, int]:
+    """(output blocks, K ranges, K per range) of a bandwidth-bound path: a pure function of the
+    shape and the SM count (decompose.skinny_split with this path's geometry). gemv: blocks of
+    128 columns, K ranges a multiple of the 32 rows a block's loop steps by, a partial row of N
+    floats per range. skinny_n: blocks of 32 rows (16 for N > 4), K ranges a multiple of the
+    256-wide chunk, a partial M x N per range. Streamed: both operands (4*(M*K + K*N) bytes; B
+    dominates at M = 1, A at N <= 8 and M >> 8). ``splits`` forces the K range count (the
+    ``k_splits`` option)."""
+    if path == "gemv":
+        blocks = cdiv(N, GEMV_COLS)
+        splits, kps = decompose.skinny_split(blocks, K, k_align=GEMV_WARPS * GEMV_UNROLL, sms=sms,
+                                             stream_bytes=4 * (K + K * N), partial_bytes=4 * N, cost=GEMV_COST,
+                                             splits=splits)
+    elif path == "skinny_n":
+        blocks = cdiv(M, skinny_rows(skinny_nb(N)))
+        splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_KC, sms=sms, stream_bytes=4 * (M * K + K * N),
+                                             partial_bytes=4 * M * N, cost=SKINNY_COST, splits=splits)
+    else:
+        raise ValueError(f"no bandwidth-bound path {path!r}")
+    return blocks, splits, kps
+
+
+# Stage 10's split-K geometry: each split keeps at least this much K (a multiple of BK), so the
+# pipeline fill and the partial's round trip stay small against the main loop.
+MIN_SPLIT_CHUNK = 256
+MAX_SPLITS = 512
+
+
+def split_plan(M: int, N: int, K: int, sm_count: int, bk: int = 16, atomic: bool = False,
+               splits: Optional[int] = None) -> tuple[int, int]:
+    """(splits, k_chunk) of stage 10: compare.families.decompose.choose_split with stage 10's geometry
+    (128x128 tiles, 2 blocks per SM, chunks a multiple of BK and >= MIN_SPLIT_CHUNK). ``splits`` forces the
+    count (rounded so chunks stay multiples of BK)."""
+    p = decompose.choose_split(M, N, K, sm_count, tile=(128, 128), blocks_per_sm=2, chunk_align=bk,
+                               min_chunk=MIN_SPLIT_CHUNK, max_splits=MAX_SPLITS, deterministic=not atomic,
+                               splits=splits)
+    return p.splits, p.chunk
+
+
+# Stage 13's split-K, in the shared split-K model's units (compare/families/decompose.py): one k of
+# a 128x128 tile is 2*128*128 flops at ~2.8 TFLOP/s per SM (cuBLAS tf32 at ~370 TFLOP/s over 132
+# SMs) = 11.7 ns, tf32x3 three products; a block's fixed cost (launch, pipeline fill, writing a
+# 128x256 tile at ~23 GB/s per SM: ~6 us) is ~256 k-steps of its tile; the partials move through
+# HBM at ~2.5 TB/s plus a second launch. Chunks stay whole 32-wide K tiles.
+WGMMA_SPLIT_COST = {False: decompose.SplitCost(tile_k_seconds=2 * 128 * 128 / 2.8e12, overhead_k=256),
+                    True: decompose.SplitCost(tile_k_seconds=3 * 2 * 128 * 128 / 2.8e12, overhead_k=96)}
+WGMMA_MIN_SPLIT_CHUNK = 128
+WGMMA_MAX_SPLITS = 256
+
+
+# The register-operand tiles' speed per multiply-add relative to 256 rows (estimated, not yet
+# measured): every K tile costs each consumer thread the same 16 fragment loads whatever TM is, so
+# a 64-row tile spends 4x as many per multiply-add as a 256-row one.
+REGB_RELATIVE_SPEED = {256: 1.0, 128: 0.9, 64: 0.75}
+
+
+def _wgmma_cost(split3: bool, tm: int = 256) -> decompose.SplitCost:
+    c = WGMMA_SPLIT_COST[split3]
+    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / REGB_RELATIVE_SPEED[tm], overhead_k=c.overhead_k)
+
+
+def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3: bool,
+                     splits: Optional[int] = None, regb_rows: int = 256) -> decompose.SplitPlan:
+    """Stage 13's K splits for an M x N x K product on ``tile`` (BM, BN) blocks, one per SM: the
+    shared split-K model with the tensor-core costs above (``regb_rows``: the register-operand
+    tile's rows, whose relative speed scales them); ``splits`` forces the count."""
+    return decompose.choose_split(M, N, K, sm_count, tile=tuple(tile), blocks_per_sm=1, chunk_align=32,
+                                  min_chunk=WGMMA_MIN_SPLIT_CHUNK, max_splits=WGMMA_MAX_SPLITS,
+                                  cost=_wgmma_cost(split3, regb_rows), splits=splits)
+
+
+def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Optional[int] = None) -> tuple:
+    """(TM, STAGES) of the register-operand path: the tile whose best split the shared split-K
+    model times fastest (rows padded, waves and K splits all counted there)."""
+    split3 = precision == "tf32x3"
+
+    def modeled(tm: int) -> float:
+        cost = _wgmma_cost(split3, tm)
+        plan = decompose.choose_split(M, N, K, sm_count, tile=(tm, 128), chunk_align=32,
+                                      min_chunk=WGMMA_MIN_SPLIT_CHUNK, max_splits=WGMMA_MAX_SPLITS, cost=cost,
+                                      splits=splits)
+        return decompose.split_seconds(M, N, K, sm_count, plan.splits, tile=(tm, 128), chunk_align=32,
+                                       cost=cost)[0]
+    return min(REGB_TILES[precision], key=lambda t: modeled(t[0]))

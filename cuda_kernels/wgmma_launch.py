@@ -1,0 +1,151 @@
+"""Stage 13 launched (13_wgmma_tma.cu): the operand copies (B's rows padded where N % 4 != 0, or
+B^T with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte aligned, or for the
+tf32x3 split), their TMA tensor maps, the GEMM (tile and K splits from the shared split-K model:
+cuda_kernels/heuristics.py) and the split-K reduction, all in one timed launch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from compare.harness.errors import UsageError
+
+from . import loader, tma
+from .heuristics import WGMMA_MAX_SPLITS, cdiv, regb_tile, wgmma_split_plan
+from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
+from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
+
+
+def wgmma_prepare(spec: StageSpec):
+    """Stage 13: the operand copies (B's rows padded where N % 4 != 0, or B^T with b_transpose=copy; A
+    where K % 4 != 0, its address is not 16-byte aligned, or for the tf32x3 split), their tensor
+    maps, the GEMM (tile and K splits from the shared split-K model), the split-K reduction; all
+    in one timed launch."""
+    def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
+        why = needs_arch(spec)(problem)
+        if why:
+            raise UsageError(f"{spec.name}: {why}")
+        be = loader.backend()
+        M, N, K = problem.M, problem.N, problem.K
+        bn, stages, split3 = WGMMA_TILES[problem.precision]
+        cfg = spec.config(f"128x{bn}x32s{stages}{'.x3' if split3 else ''}")
+        A, B, C, _ = operands(problem, inputs, vec_needed=False)
+        kp = cdiv(K, 4) * 4  # TMA: row strides a multiple of 16 bytes
+        if max(cdiv(K, 32), cdiv(M, 32)) > 65535:
+            raise UsageError(f"{spec.name}: the operand copy's grid has at most 65535 tiles of 32 rows; "
+                             f"M={M}, K={K}")
+        steps, held = [], []
+
+        def copy(src, rows, cols, trans, split):
+            out_rows = cols if trans else rows
+            big = be.empty(out_rows * kp)
+            small = be.empty(out_rows * kp) if split else big
+            held.extend((big, small))
+            p_cfg = spec.config(f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}")
+            grid = (cdiv(cols, 32), cdiv(rows, 32), 1)
+            steps.append((function(spec, p_cfg), grid, p_cfg.block,
+                          (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
+            return big, small
+
+        b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
+        b_path = opts.get("b_transpose") or "swap"
+        if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
+            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
+        cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
+        if b_path == "copy":
+            bt, bts = copy(B, K, N, True, split3)
+        copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
+        if copied_a:
+            a, a_s = copy(A, M, K, False, split3)
+            lda = kp
+        else:
+            a, a_s, lda = A, A, K
+        if b_path == "swap":
+            tm = cfg.tile[0]
+            b, ldb = B, N
+            if not b_as_stored:
+                ldb = cdiv(N, 4) * 4
+                b = be.empty(K * ldb)
+                held.append(b)
+                p_cfg = spec.config("pad_rows")
+                steps.append((function(spec, p_cfg), (min(cdiv(K * N, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
+                              (B, np.int32(K), np.int32(N), b, np.int32(ldb))))
+            maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(b), K, N, ldb, 32),
+                    tma.tensor_map(be.address(a_s), M, K, lda, tm))
+        else:
+            maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
+                    tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
+        plan, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts.get("split_k"),
+                                 cfg.tile[0] if b_path == "swap" else 256, steps, held)
+        launch = launcher(*steps)
+        launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
+        launch.plan = plan  # for tests
+        config = _wgmma_config(cfg, grid, plan, opts, kp=kp, N=N, split3=split3, b_path=b_path,
+                               b_as_stored=b_as_stored, copied_a=copied_a)
+        return with_config(launch, config)
+    return prepare
+
+
+def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, splits, regb_rows: int,
+                steps: list, held: list) -> tuple:
+    """(plan, grid): appends the GEMM over (tiles, K splits) and, with more than one split, the
+    fixed-order sum of the partials (splitk_reduce) to ``steps``; the partials' workspace to ``held``."""
+    be = loader.backend()
+    M, N, K = problem.M, problem.N, problem.K
+    plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=splits, regb_rows=regb_rows)
+    grid = (tiles(problem, cfg), plan.splits, 1)
+    partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
+    if partials is not None:
+        held.append(partials)
+    steps.append((function(spec, cfg), grid, cfg.block,
+                  (*maps, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
+                   np.float32(problem.beta), C, np.int32(cdiv(plan.chunk, cfg.bk)),
+                   partials if partials is not None else np.uint64(0)), cfg.smem_dynamic))
+    if partials is not None:
+        r_cfg = spec.config("splitk_reduce")
+        r_grid = (min(cdiv(M * N, r_cfg.block[0]), 16 * be.sm_count()), 1, 1)
+        steps.append((function(spec, r_cfg), r_grid, r_cfg.block,
+                      (np.int32(M * N), np.int32(plan.splits), np.float32(problem.alpha), partials,
+                       np.float32(problem.beta), C)))
+    return plan, grid
+
+
+def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path: str, sms: int):
+    """Stage 13's kernel configuration: on the register-operand path the tile --opt tile names,
+    else regb_tile's choice for the shape; on the copy path its one tile (an --opt tile naming
+    another is refused)."""
+    M, N, K = problem.M, problem.N, problem.K
+    if b_path == "swap":
+        labels = [regb_label(tm, st, split3) for tm, st in REGB_TILES[problem.precision]]
+        if opts.get("tile") and opts["tile"] not in labels:
+            raise UsageError(f"{spec.name}: tile={opts['tile']} is not a {problem.precision} tile of the "
+                             f"register-operand path; one of {', '.join(labels)}")
+        tm, stages = (next(t for t in REGB_TILES[problem.precision] if regb_label(*t, split3) == opts["tile"])
+                      if opts.get("tile") else
+                      regb_tile(M, N, K, sms, problem.precision, opts.get("split_k")))
+        return spec.config(regb_label(tm, stages, split3))
+    if opts.get("tile") and opts["tile"] != cfg.label:
+        raise UsageError(f"{spec.name}: tile={opts['tile']}: the copy path of {problem.precision} has the one "
+                         f"tile {cfg.label}")
+    return cfg
+
+
+def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
+                  copied_a: bool) -> dict:
+    """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
+    return {"tile": cfg.label, **geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
+            "split_k": plan.splits, "k_chunk": plan.chunk,
+            "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
+                          if plan.splits > 1 else "none (one split)"),
+            "b_transpose": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
+                            f"{' and split' if split3 else ''}" if b_path == "copy"
+                            else ("B read by TMA as stored" if b_as_stored else
+                                  f"B's rows padded to {cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
+                                 + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
+                                   "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
+            "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
+                          else "read by TMA as given (the tensor cores truncate to TF32)"),
+            "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
+                               "per 32 of K, added by FADD" if split3 else
+                               "TF32: 1 wgmma per k8, accumulated in the tensor cores"),
+            "chosen_by": chosen_by(opts)}
