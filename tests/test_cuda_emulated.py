@@ -260,7 +260,7 @@ def test_split_plan():
     ("cuda.10_split_k", {"tile": "128x256x8"}, "must be one of 128x128x16, 128x128x8, 128x128x8s3"),
     ("cuda.11_stream_k", {"mode": "fast"}, "must be one of dp, sk, hybrid"),
     ("cuda.11_stream_k", {"grid": "x"}, "must be an integer"),
-    ("cuda.11_stream_k", {"sk_grid": "6"}, "'sk_grid' was renamed: use grid"),
+    ("cuda.11_stream_k", {"sk_grid": "6"}, "`sk_grid` was renamed to `grid`"),
     ("cuda.08_warptile", {"tile": "128x128x8"}, "has no option 'tile'"),
 ])
 def test_options_are_checked(name, raw, msg):
