@@ -34,7 +34,12 @@ def _group_classes(gemm, group):
 
 
 def _pct_classes(gemm):
-    return [c for c in _classes(gemm).values() if hasattr(c, "track_pct_cublas")]
+    """The groups' % of cuBLAS classes (geometric means; the skinny set's are per shape)."""
+    return [c for c in _classes(gemm).values() if hasattr(c, "track_pct_cublas") and c.group in registry.GROUPS]
+
+
+def _skinny_classes(gemm):
+    return {n: c for n, c in _classes(gemm).items() if c.group == "skinny"}
 
 
 def _sweep_classes(gemm):
@@ -77,9 +82,10 @@ def test_class_attributes(monkeypatch):
         assert isinstance(c.version, str) and c.version
         assert 60 <= c.timeout <= 900
         assert hasattr(c, "setup") and not name.startswith("_")
-        tracks = [m for m in ("track_time", "track_pct_cublas", "track_geomean_pct_cublas") if hasattr(c, m)]
+        tracks = [m for m in ("track_time", "track_pct_cublas", "track_geomean_pct_cublas", "track_gbps")
+                  if hasattr(c, m)]
         assert len(tracks) == 1, name                   # one value per process
-        assert c.unit == ("seconds" if tracks == ["track_time"] else "% of cuBLAS")
+        assert c.unit == {"track_time": "seconds", "track_gbps": "GB/s"}.get(tracks[0], "% of cuBLAS")
         # the gate reads the direction from the method name
         from compare.ci.asv_results import higher_is_better
         assert higher_is_better(f"gemm.{name}.{tracks[0]}") == (tracks[0] != "track_time")
@@ -453,6 +459,12 @@ def test_benchmark_names_are_the_recorded_ones(monkeypatch):
     """asv keys its history by benchmark name: the classes (read from the ladder's groups and
     the registry) keep the names recorded so far."""
     gemm = _suite(monkeypatch)
+    assert sorted(gemm._CLASSES) == [
+        "Naive", "NaivePctCublas", "SkinnyGbps", "SkinnyPctCublas", "SkinnyTensorCoreGbps", "SkinnyTensorCorePctCublas",
+        "SplitK", "SplitKPctCublas", "SplitKTensorCore", "SplitKTensorCorePctCublas",
+        "SweepCuda", "SweepTriton", "Tiled", "TiledPctCublas", "TiledTensorCore", "TiledTensorCorePctCublas"]
+    # the quick set (the committed history is recorded with it) keeps exactly the names it had
+    gemm = _suite(monkeypatch, GEMM_BENCH_QUICK="1")
     assert sorted(gemm._CLASSES) == [
         "Naive", "NaivePctCublas", "SplitK", "SplitKPctCublas", "SplitKTensorCore", "SplitKTensorCorePctCublas",
         "SweepCuda", "SweepTriton", "Tiled", "TiledPctCublas", "TiledTensorCore", "TiledTensorCorePctCublas"]
