@@ -253,4 +253,5 @@ def test_gbps_and_per_shape_pct_read_higher_is_better_and_stay_off_the_ladder(tm
             "results": {"gemm.SkinnyGbps.track_gbps": [[100.0], [["'cublas'"], ["'1x8192x4096'"], ["'fp32'"]], "1"],
                         "gemm.SweepCuda.track_geomean_pct_cublas": [[90.0], [["'cuda.11_stream_k'"], ["'fp32'"]], "1"]}}
     (machine / "aaaaaaaa-e.json").write_text(json.dumps(data))
-    assert ladder.collect(str(tmp_path), {sha: 1}) == {("cuda", "fp32"): {("sweep", "cuda.11_stream_k"): {"m": {1: 90.0}}}}
+    charts = ladder.collect(str(tmp_path), {sha: 1})
+    assert charts == {("cuda", "fp32"): {("sweep", "cuda.11_stream_k"): {"m": {1: 90.0}}}}
