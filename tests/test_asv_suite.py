@@ -600,3 +600,36 @@ def test_a_wrong_skinny_point_fails_and_leaves_a_note(monkeypatch, cpu_gpu, tmp_
         note = failure_notes.read(results_dir, commit)[(f"gemm.{cls.__name__}.{method}",
                                                          ("cuda.11_stream_k", "64x8x32", "fp32"))]
         assert note["kernel"] == "cuda.11_stream_k" and note["status"] == "FAILED"
+
+
+@pytest.mark.gpu
+def test_gpu_skinny_setup_cache_gives_every_point_a_number(monkeypatch):
+    """The skinny group's one measuring process on a GPU: every point of the four classes has a
+    number (a %, a GB/s), except cuBLAS tf32x3 (cuBLAS has none) and, on a GPU without sm_90a,
+    stage 13 (n/a, saying why)."""
+    import torch
+    gemm = _suite(monkeypatch)
+    sm90 = torch.cuda.get_device_capability() == (9, 0)
+    cache = gemm.cache_skinny(None)
+    numbers, bad = 0, []
+    for name, cls in _skinny_classes(gemm).items():
+        method = "track_gbps" if name.endswith("Gbps") else "track_pct_cublas"
+        for k in cls.params[0]:
+            for s in cls.params[1]:
+                for p in cls.params[2]:
+                    if (k, p) == ("cublas", "tf32x3") or (k == "cuda.13_wgmma_tma" and not sm90):
+                        with pytest.raises(NotImplementedError, match="tf32x3|compute capability"):
+                            cls().setup(cache, k, s, p)
+                        continue
+                    try:
+                        b = cls()
+                        b.setup(cache, k, s, p)
+                        v = getattr(b, method)(cache, k, s, p)
+                    except (AssertionError, NotImplementedError) as exc:
+                        bad.append(f"{name} {k} {s} {p}: {exc}")
+                        continue
+                    v = sorted(v["samples"])[len(v["samples"]) // 2] if isinstance(v, dict) else v
+                    assert math.isfinite(v) and v > 0, (name, k, s, p, v)
+                    numbers += 1
+    assert not bad, "\n".join(bad)
+    assert numbers == (56 if sm90 else 40)
