@@ -135,8 +135,8 @@ def skinny_shapes() -> list[str]:
 
 def skinny_kernels() -> list[str]:
     """The general-purpose kernels the skinny classes track, in ladder order: each family's
-    stream-K kernel (``sweep_kernels``) and the CUDA family's top tensor-core rung (no fp32 path:
-    the last such stage of the registry), which has no K split of its own to fall back on."""
+    stream-K kernel (``sweep_kernels``) and the CUDA family's top tensor-core rung (the last
+    registered CUDA stage without an fp32 path), since stage 11 has no tensor-core path."""
     tensor_core = [k.name for k in registry.kernels()
                    if k.family == "cuda" and "fp32" not in k.precisions and k.variant != "atomic"]
     names = set(sweep_kernels("cuda") + sweep_kernels("triton") + tensor_core[-1:])

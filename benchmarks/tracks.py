@@ -4,8 +4,8 @@ bad point with a note for the gate.
 
 asv's setup_cache runs once per key (the defining file and LINE of the function) and hands its
 return value to every benchmark that shares the key. One function per group (and one each for
-the sweep and the skinny set), each on its own line: the group's time points, their % of cuBLAS twins and the cuBLAS
-baselines are all measured in ONE process, each (kernel, problem) once; the per-point asv
+the sweep and the skinny set), each on its own line: the group's time points, their % of cuBLAS
+twins and the cuBLAS baselines are all measured in ONE process, each (kernel, problem) once; the per-point asv
 processes only read the result (no CUDA, no compile). With launch_method forkserver
 (asv.conf.json) those processes are forks of one that has imported the suite (torch, triton)
 already.
