@@ -1,7 +1,7 @@
 """asv benchmarks: literal classes whose params are read from compare.harness.registry and the
 shape catalogue (compare/harness/shapes.py): no kernel or shape is listed here.
 
-Three kinds of class, every value from the one pipeline (``compare.harness.runner.run_kernel``: inputs,
+Four kinds of class, every value from the one pipeline (``compare.harness.runner.run_kernel``: inputs,
 prepare, NaN-poisoned check against float64, then ``compare.harness.timing.measure``):
 
 * time, one process per kernel x shape x precision point, for every group (naive, tiled,
@@ -20,14 +20,22 @@ prepare, NaN-poisoned check against float64, then ``compare.harness.timing.measu
   tiled ladder), so a commit that wins at 4096^3 but loses odd or skinny shapes shows up.
   Higher is better. Its ``version`` carries a digest of the shape set: a different set is a
   different measurement.
+* the skinny and small classes, per kernel x shape x precision, in the default and full sets only
+  (not quick): ``SkinnyPctCublas`` / ``SkinnyTensorCorePctCublas`` (``track_pct_cublas``: the
+  shape's % of cuBLAS, same process) and ``SkinnyGbps`` / ``SkinnyTensorCoreGbps``
+  (``track_gbps``: achieved DRAM GB/s, cuBLAS included) of the general-purpose kernels (each
+  family's stream-K kernel, the CUDA family's top tensor-core rung) on one shape per class where a
+  GEMM stops being a tile problem (``compare.harness.shapes.shape_set("asv_skinny")``: N <= 8,
+  M = 1, a small problem, a tiny output with a long K). Higher is better, both. Version as the sweep's.
 
-Where the work happens: each group (naive, tiled, split_k) and the sweep has ONE ``setup_cache``
-(asv runs it once per run, in one process, and hands its result to every benchmark sharing it):
-it measures every kernel x shape x precision of the group's classes and the cuBLAS baselines,
-each once, and the %-of-cuBLAS twins from those same rows. The asv process of each point only
-reads that result (no CUDA, no compile), and with ``launch_method: forkserver`` it is a fork of
-a process that imported the suite (torch, triton) already. So a commit costs 4 processes with
-a CUDA context instead of one per point (69 in the quick set), and no (kernel, problem) is
+Where the work happens: each group (naive, tiled, split_k), the sweep and the skinny set has
+ONE ``setup_cache`` (asv runs it once per run, in one process, and hands its result to every
+benchmark sharing it): it measures every kernel x shape x precision of the group's classes and
+the cuBLAS baselines, each once, and the %-of-cuBLAS twins from those same rows. The asv process
+of each point only reads that result (no CUDA, no compile), and with ``launch_method:
+forkserver`` it is a fork of a process that imported the suite (torch, triton) already. So a
+commit costs 4 processes with a CUDA context in the quick set (5 in default and full) instead of
+one per point (69 in the quick set), and no (kernel, problem) is
 measured twice. Points of a group share a process: a kernel that faults (a sticky CUDA error)
 fails the group's later points too, each saying so.
 
@@ -64,10 +72,11 @@ defines its class: ``gemm.Class.method``).
 from __future__ import annotations
 
 from benchmarks.params import (PCT_SUFFIX, SHAPE_SETS, VERSION, bench_set, digest, ladder_params,  # noqa: F401 (names tests and tools read here)
-                               pct_params, precisions, shape_text, shapes, sweep_params,
-                               sweep_shape_texts, sweep_shapes, sweep_version)
-from benchmarks.tracks import (_Common, _GemmTrack, _PctTrack, _SweepTrack, cache_naive,  # noqa: F401
-                               cache_split_k, cache_sweep, cache_tiled, geomean_pct_cublas, measure_points)
+                               pct_params, precisions, shape_text, shapes, skinny_params, skinny_shapes,
+                               skinny_version, sweep_params, sweep_shape_texts, sweep_shapes, sweep_version)
+from benchmarks.tracks import (_Common, _GbpsTrack, _GemmTrack, _PctTrack, _SkinnyPctTrack, _SweepTrack,  # noqa: F401
+                               cache_naive, cache_skinny, cache_split_k, cache_sweep, cache_tiled, geomean_pct_cublas,
+                               measure_points)
 from compare.ci import asv_results as _asv_results  # (pretty names)
 from compare.harness import registry as _registry  # noqa: F401  (the kernels' one list)
 
@@ -231,13 +240,56 @@ class SweepTriton(_SweepTrack):
     track_geomean_pct_cublas.pretty_name = _pretty("SweepTriton.track_geomean_pct_cublas")
 
 
+class SkinnyPctCublas(_SkinnyPctTrack):
+    """fp32: % of cuBLAS (same process) per shape of the general-purpose kernels on one shape per
+    bandwidth-bound or small class (compare.harness.shapes.shape_set("asv_skinny"))."""
+    group, setup_cache, version = "skinny", cache_skinny, skinny_version()
+    params = skinny_params()
+
+    def track_pct_cublas(self, cache, kernel, shape, precision):
+        return self._pct_of_row(cache, kernel, shape, precision)
+    track_pct_cublas.pretty_name = _pretty("SkinnyPctCublas.track_pct_cublas")
+
+
+class SkinnyGbps(_GbpsTrack):
+    """fp32: achieved DRAM GB/s per shape of the same points, cuBLAS included (higher is better)."""
+    group, setup_cache, version = "skinny", cache_skinny, skinny_version()
+    params = skinny_params(cublas=True)
+
+    def track_gbps(self, cache, kernel, shape, precision):
+        return self._gbps_of_row(cache, kernel, shape, precision)
+    track_gbps.pretty_name = _pretty("SkinnyGbps.track_gbps")
+
+
+class SkinnyTensorCorePctCublas(_SkinnyPctTrack):
+    """tf32 / tf32x3: % of cuBLAS per shape (tf32x3 against cuBLAS fp32) of the general-purpose
+    kernels with a tensor-core path on the skinny shapes."""
+    group, setup_cache, version = "skinny", cache_skinny, skinny_version()
+    params = skinny_params(tensor_core=True)
+
+    def track_pct_cublas(self, cache, kernel, shape, precision):
+        return self._pct_of_row(cache, kernel, shape, precision)
+    track_pct_cublas.pretty_name = _pretty("SkinnyTensorCorePctCublas.track_pct_cublas")
+
+
+class SkinnyTensorCoreGbps(_GbpsTrack):
+    """tf32 / tf32x3: achieved DRAM GB/s per shape, cuBLAS included (higher is better)."""
+    group, setup_cache, version = "skinny", cache_skinny, skinny_version()
+    params = skinny_params(tensor_core=True, cublas=True)
+
+    def track_gbps(self, cache, kernel, shape, precision):
+        return self._gbps_of_row(cache, kernel, shape, precision)
+    track_gbps.pretty_name = _pretty("SkinnyTensorCoreGbps.track_gbps")
+
+
 # A class without points under this set (no tensor-core kernel in the naive group; only fp32 in
 # GEMM_BENCH_PRECISIONS) is no benchmark: asv must not see it.
 _CLASSES = {c.__name__: c for c in (
     Naive, NaivePctCublas, NaiveTensorCore, NaiveTensorCorePctCublas,
     Tiled, TiledPctCublas, TiledTensorCore, TiledTensorCorePctCublas,
     SplitK, SplitKPctCublas, SplitKTensorCore, SplitKTensorCorePctCublas,
-    SweepCuda, SweepTriton) if all(c.params)}
+    SweepCuda, SweepTriton,
+    SkinnyPctCublas, SkinnyGbps, SkinnyTensorCorePctCublas, SkinnyTensorCoreGbps) if all(c.params)}
 for _name in [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, _Common)
               and not n.startswith("_") and n not in _CLASSES]:
     del globals()[_name]

@@ -27,6 +27,8 @@ CLASS_NAMES = {g: "".join(w.capitalize() for w in g.split("_")) for g in registr
 TENSOR_CORE_SUFFIX = "TensorCore"
 PCT_SUFFIX = "PctCublas"
 SWEEP_CLASS_NAMES = {"cuda": "SweepCuda", "triton": "SweepTriton"}
+# The bandwidth-bound and small classes, one shape each (compare/harness/shapes.py).
+SKINNY_SET = "asv_skinny"
 
 
 def bench_set() -> str:
@@ -125,3 +127,36 @@ def sweep_params(family: str) -> list:
 def sweep_version() -> str:
     # A different shape set is a different measurement: asv keeps history per version.
     return f"{VERSION}-{digest(sweep_shape_texts())}"
+
+
+def skinny_shapes() -> list[str]:
+    return [shape_text(s) for s in shape_catalogue.shape_set(SKINNY_SET)]
+
+
+def skinny_kernels() -> list[str]:
+    """The general-purpose kernels the skinny classes track, in ladder order: each family's
+    stream-K kernel (``sweep_kernels``) and the CUDA family's top tensor-core rung (the last
+    registered CUDA stage without an fp32 path), since stage 11 has no tensor-core path."""
+    tensor_core = [k.name for k in registry.kernels()
+                   if k.family == "cuda" and "fp32" not in k.precisions and k.variant != "atomic"]
+    names = set(sweep_kernels("cuda") + sweep_kernels("triton") + tensor_core[-1:])
+    return [k.name for k in registry.kernels() if k.name in names]
+
+
+def skinny_params(tensor_core: bool = False, cublas: bool = False) -> list:
+    """[kernels, shapes, precisions] of a skinny class: ``skinny_kernels`` at fp32 or, with
+    ``tensor_core``, at tf32 / tf32x3 (each kernel that has one of them); cuBLAS first with
+    ``cublas`` (the GB/s classes: its bandwidth is the reference). Empty lists in the quick set,
+    which records the committed history: these points cost a measuring process it doesn't have."""
+    if bench_set() == "quick":
+        return [[], [], []]
+    precs = [p for p in precisions() if (p != "fp32") == tensor_core]
+    names = [k for k in skinny_kernels() if any(p in registry.get(k).precisions for p in precs)]
+    if cublas and names:
+        names = ["cublas"] + names
+    return [names, skinny_shapes(), precs if names else []]
+
+
+def skinny_version() -> str:
+    # A different shape set is a different measurement: asv keeps history per version.
+    return f"{VERSION}-{digest(skinny_shapes())}"

@@ -3,9 +3,9 @@
 bad point with a note for the gate.
 
 asv's setup_cache runs once per key (the defining file and LINE of the function) and hands its
-return value to every benchmark that shares the key. One function per group (and one for the
-sweep), each on its own line: the group's time points, their % of cuBLAS twins and the cuBLAS
-baselines are all measured in ONE process, each (kernel, problem) once; the per-point asv
+return value to every benchmark that shares the key. One function per group (and one each for
+the sweep and the skinny set), each on its own line: the group's time points, their % of cuBLAS
+twins and the cuBLAS baselines are all measured in ONE process, each (kernel, problem) once; the per-point asv
 processes only read the result (no CUDA, no compile). With launch_method forkserver
 (asv.conf.json) those processes are forks of one that has imported the suite (torch, triton)
 already.
@@ -15,11 +15,13 @@ no class so named.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
 
-from benchmarks.params import SWEEP_CLASS_NAMES, precisions, shapes, suites, sweep_kernels, sweep_shape_texts
+from benchmarks.params import (SWEEP_CLASS_NAMES, precisions, shapes, skinny_params, suites, sweep_kernels,
+                               sweep_shape_texts)
 from compare.ci import failure_notes
 from compare.ci import suite_cache  # the measuring half of the suite
 from compare.harness import inputs, registry
@@ -93,6 +95,16 @@ def _sweep_cache() -> dict:
     return measure_points([], pct_sets)
 
 
+def _skinny_cache() -> dict:
+    """Every point of the skinny classes (fp32 and tensor-core, cuBLAS included): their % of
+    cuBLAS and GB/s twins read the same rows."""
+    points = []
+    for tensor_core in (False, True):
+        kernel_names, shape_texts, precs = skinny_params(tensor_core, cublas=True)
+        points += [(k, s, p) for k in kernel_names for s in shape_texts for p in precs]
+    return measure_points(points, [])
+
+
 # One function per key (asv keys a setup_cache by its line): keep each on a line of its own.
 def cache_naive(self):
     return _group_cache("naive")
@@ -110,7 +122,12 @@ def cache_sweep(self):
     return _sweep_cache()
 
 
-SETUP_CACHES = {"naive": cache_naive, "tiled": cache_tiled, "split_k": cache_split_k, "sweep": cache_sweep}
+def cache_skinny(self):
+    return _skinny_cache()
+
+
+SETUP_CACHES = {"naive": cache_naive, "tiled": cache_tiled, "split_k": cache_split_k, "sweep": cache_sweep,
+                "skinny": cache_skinny}
 for _f in SETUP_CACHES.values():
     _f.timeout = 1800       # a whole group: every kernel x shape x precision, compiles included
 
@@ -164,16 +181,21 @@ class _GemmTrack(_Common):
         if row["status"] == "na":
             raise NotImplementedError(row["why"])
 
-    def _time(self, cache, kernel, shape, precision):
+    def _ok_row(self, method: str, cache, kernel, shape, precision, what: str = "") -> dict:
+        """The point's measured row; a failed one leaves its note for the gate and raises."""
         row = cache["rows"][(kernel, shape, precision)]
-        _point_log(f"{kernel} {shape} {precision}")
+        _point_log(f"{kernel} {shape} {precision}{what}")
         if row["status"] != "ok":
-            _note_failure(_point(self, "track_time", (kernel, shape, precision)), kernel, row.get("label", ""),
+            _note_failure(_point(self, method, (kernel, shape, precision)), kernel, row.get("label", ""),
                           row.get("reason", ""))
             raise AssertionError(row["why"])
         if row["throttled"]:
             print(f"warning: {kernel} {shape} {precision}: GPU throttled while measuring "
                   f"({', '.join(row['throttle_reasons']) or 'SM clock below 95% of max'})", file=sys.stderr)
+        return row
+
+    def _time(self, cache, kernel, shape, precision):
+        row = self._ok_row("track_time", cache, kernel, shape, precision)
         if row["times_s"]:
             return {"samples": row["times_s"], "number": 1}
         return row["median_s"]
@@ -207,3 +229,33 @@ class _SweepTrack(_Common):
     def _geomean(self, cache, kernel, precision):
         _point_log(f"{kernel} {precision} sweep")
         return _pct_value(self, "track_geomean_pct_cublas", cache, kernel, precision)
+
+
+class _SkinnyPctTrack(_GemmTrack):
+    """% of cuBLAS (same process) of one kernel x shape x precision point of the skinny set."""
+
+    unit = "% of cuBLAS"
+
+    def _pct_of_row(self, cache, kernel, shape, precision):
+        row = self._ok_row("track_pct_cublas", cache, kernel, shape, precision, " pct")
+        pct = row.get("pct_cublas")
+        if not pct or not math.isfinite(pct):
+            raise AssertionError(f"{kernel} {shape} {precision}: no cuBLAS baseline")
+        # sample i against the same process's cuBLAS median, as pct_samples_of: the median is pct
+        samples = [pct * row["median_s"] / t for t in row["times_s"] if t > 0]
+        return {"samples": samples, "number": 1} if samples else pct
+
+
+class _GbpsTrack(_GemmTrack):
+    """Achieved DRAM bandwidth of one kernel x shape x precision point of the skinny set: the
+    least bytes the product must move (compare.harness.sol: A, B read and C written once) over
+    its time, in GB/s. Higher is better (compare.ci.asv_results reads it from ``track_gbps``)."""
+
+    unit = "GB/s"
+
+    def _gbps_of_row(self, cache, kernel, shape, precision):
+        row = self._ok_row("track_gbps", cache, kernel, shape, precision, " gbps")
+        if not row.get("gbps") or not row.get("min_bytes"):
+            raise AssertionError(f"{kernel} {shape} {precision}: no achieved bandwidth")
+        samples = [row["min_bytes"] / t / 1e9 for t in row["times_s"] if t > 0]
+        return {"samples": samples, "number": 1} if samples else row["gbps"]

@@ -428,6 +428,26 @@ def test_pct_cublas_is_higher_is_better(tmp_path, capsys):
     assert "FAST" in capsys.readouterr().out
 
 
+def test_gbps_is_higher_is_better(tmp_path, capsys):
+    """An achieved bandwidth (benchmarks/gemm.py Skinny*Gbps, ``track_gbps``): a drop is SLOW, a
+    rise FAST, and the table prints GB/s, not a time or a %."""
+    b = copy.deepcopy(BASE)
+    b["results"] = {n.replace("track_time", "track_gbps"): [
+        [4e6 / v / 1e9 if isinstance(v, float) else v for v in row[I_RES]], *row[1:]]
+        for n, row in BASE["results"].items()}
+    name = next(iter(b["results"]))
+    h = copy.deepcopy(b)
+    h["commit_hash"] = HEAD_SHA
+    h["results"][name][I_RES][0] /= 1.5            # head moves 2/3 of base's bytes per second
+    assert _gate(_write_results(tmp_path, h, base=b)) == 1
+    out = capsys.readouterr().out
+    slow = next(line for line in out.splitlines() if "SLOW" in line)
+    assert "1.500" in slow and slow.count(" GB/s") == 2 and "%" not in slow, slow
+    h["results"][name][I_RES][0] *= 1.5 * 1.5     # now 1.5x base's: better
+    assert _gate(_write_results(tmp_path / "up", h, base=b)) == 0
+    assert "FAST" in capsys.readouterr().out
+
+
 def test_bench_filter_gates_on_pct_alone(tmp_path, capsys):
     """--bench pct_cublas: a slower time (slower machine) is ignored, the % of cuBLAS is gated."""
     b = copy.deepcopy(BASE)

@@ -233,3 +233,25 @@ def test_site_refuses_an_asv_whose_page_loads_an_unknown_script(tmp_path):
     (tmp_path / "index.html").write_text('<html><script src="https://cdn.example/x.js"></script></html>')
     with pytest.raises(site.UsageError, match="https://cdn.example/x.js"):
         site.offline(str(tmp_path))
+
+
+def test_gbps_and_per_shape_pct_read_higher_is_better_and_stay_off_the_ladder(tmp_path):
+    """The skinny classes (benchmarks/gemm.py): GB/s and the per-shape % of cuBLAS are judged the
+    right way up by the list page's colours (and, through the same declaration, the regressions
+    page); the ladder charts geometric means per (kernel, precision) only, so a per-shape point
+    (three params) is not drawn as a stage."""
+    import re
+    from compare.ci import ladder
+    for name in ("gemm.SkinnyGbps.track_gbps", "gemm.SkinnyTensorCorePctCublas.track_pct_cublas"):
+        assert re.search(site.HIGHER_RE, name), name
+    assert not re.search(site.HIGHER_RE, "gemm.Tiled.track_time")
+    machine = tmp_path / "m"
+    machine.mkdir()
+    (machine / "machine.json").write_text("{}")
+    sha = "a" * 40
+    data = {"commit_hash": sha, "env_name": "e", "result_columns": ["result", "params", "version"],
+            "results": {"gemm.SkinnyGbps.track_gbps": [[100.0], [["'cublas'"], ["'1x8192x4096'"], ["'fp32'"]], "1"],
+                        "gemm.SweepCuda.track_geomean_pct_cublas": [[90.0], [["'cuda.11_stream_k'"], ["'fp32'"]], "1"]}}
+    (machine / "aaaaaaaa-e.json").write_text(json.dumps(data))
+    charts = ladder.collect(str(tmp_path), {sha: 1})
+    assert charts == {("cuda", "fp32"): {("sweep", "cuda.11_stream_k"): {"m": {1: 90.0}}}}

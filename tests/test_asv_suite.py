@@ -34,7 +34,12 @@ def _group_classes(gemm, group):
 
 
 def _pct_classes(gemm):
-    return [c for c in _classes(gemm).values() if hasattr(c, "track_pct_cublas")]
+    """The groups' % of cuBLAS classes (geometric means; the skinny set's are per shape)."""
+    return [c for c in _classes(gemm).values() if hasattr(c, "track_pct_cublas") and c.group in registry.GROUPS]
+
+
+def _skinny_classes(gemm):
+    return {n: c for n, c in _classes(gemm).items() if c.group == "skinny"}
 
 
 def _sweep_classes(gemm):
@@ -77,9 +82,10 @@ def test_class_attributes(monkeypatch):
         assert isinstance(c.version, str) and c.version
         assert 60 <= c.timeout <= 900
         assert hasattr(c, "setup") and not name.startswith("_")
-        tracks = [m for m in ("track_time", "track_pct_cublas", "track_geomean_pct_cublas") if hasattr(c, m)]
+        tracks = [m for m in ("track_time", "track_pct_cublas", "track_geomean_pct_cublas", "track_gbps")
+                  if hasattr(c, m)]
         assert len(tracks) == 1, name                   # one value per process
-        assert c.unit == ("seconds" if tracks == ["track_time"] else "% of cuBLAS")
+        assert c.unit == {"track_time": "seconds", "track_gbps": "GB/s"}.get(tracks[0], "% of cuBLAS")
         # the gate reads the direction from the method name
         from compare.ci.asv_results import higher_is_better
         assert higher_is_better(f"gemm.{name}.{tracks[0]}") == (tracks[0] != "track_time")
@@ -454,5 +460,176 @@ def test_benchmark_names_are_the_recorded_ones(monkeypatch):
     the registry) keep the names recorded so far."""
     gemm = _suite(monkeypatch)
     assert sorted(gemm._CLASSES) == [
+        "Naive", "NaivePctCublas", "SkinnyGbps", "SkinnyPctCublas", "SkinnyTensorCoreGbps", "SkinnyTensorCorePctCublas",
+        "SplitK", "SplitKPctCublas", "SplitKTensorCore", "SplitKTensorCorePctCublas",
+        "SweepCuda", "SweepTriton", "Tiled", "TiledPctCublas", "TiledTensorCore", "TiledTensorCorePctCublas"]
+    # the quick set (the committed history is recorded with it) keeps exactly the names it had
+    gemm = _suite(monkeypatch, GEMM_BENCH_QUICK="1")
+    assert sorted(gemm._CLASSES) == [
         "Naive", "NaivePctCublas", "SplitK", "SplitKPctCublas", "SplitKTensorCore", "SplitKTensorCorePctCublas",
         "SweepCuda", "SweepTriton", "Tiled", "TiledPctCublas", "TiledTensorCore", "TiledTensorCorePctCublas"]
+
+
+# ---------------------------------------------------------------------------- the skinny and small classes
+
+SKINNY_SHAPES = ["16384x8x4096", "1x8192x4096", "1536x1024x768", "48x64x65536"]
+
+
+def test_skinny_classes_names_params_and_version_are_pinned(monkeypatch):
+    import hashlib
+    gemm = _suite(monkeypatch)
+    got = {n: (c.param_names, c.params, c.version) for n, c in _skinny_classes(gemm).items()}
+    names = ["kernel", "shape", "precision"]
+    version = "1-" + hashlib.sha1(",".join(SKINNY_SHAPES).encode()).hexdigest()[:8]
+    assert got == {
+        "SkinnyPctCublas": (names, [["cuda.11_stream_k", "triton.stream_k"], SKINNY_SHAPES, ["fp32"]], version),
+        "SkinnyGbps": (names, [["cublas", "cuda.11_stream_k", "triton.stream_k"], SKINNY_SHAPES, ["fp32"]], version),
+        "SkinnyTensorCorePctCublas": (names, [["triton.stream_k", "cuda.13_wgmma_tma"], SKINNY_SHAPES,
+                                              ["tf32", "tf32x3"]], version),
+        "SkinnyTensorCoreGbps": (names, [["cublas", "triton.stream_k", "cuda.13_wgmma_tma"], SKINNY_SHAPES,
+                                         ["tf32", "tf32x3"]], version)}
+    from compare.harness.shapes import shape_set
+    assert SKINNY_SHAPES == ["x".join(map(str, s)) for s in shape_set("asv_skinny")]
+    # higher is better, both, for the gate and the site; and the % is the one `--bench pct_cublas` gates on
+    from compare.ci.asv_results import higher_is_better
+    for n, c in _skinny_classes(gemm).items():
+        method = "track_pct_cublas" if n.endswith("PctCublas") else "track_gbps"
+        assert hasattr(c, method) and higher_is_better(f"gemm.{n}.{method}"), n
+    # in full as in default; never in quick, whose history is committed; fp32 alone keeps the fp32 pair
+    assert {n: c.params for n, c in _skinny_classes(_suite(monkeypatch, GEMM_BENCH_SET="full")).items()} == \
+        {n: v[1] for n, v in got.items()}
+    assert not _skinny_classes(_suite(monkeypatch, GEMM_BENCH_SET="quick"))
+    assert not _skinny_classes(_suite(monkeypatch, GEMM_BENCH_QUICK="1"))
+    fp32_only = _skinny_classes(_suite(monkeypatch, GEMM_BENCH_PRECISIONS="fp32"))
+    assert sorted(fp32_only) == ["SkinnyGbps", "SkinnyPctCublas"]
+
+
+def _precision_timed(name, family, seconds: dict, precisions, supports=None):
+    """A fake kernel whose time depends on the precision (cuBLAS: tf32 faster than fp32)."""
+    import dataclasses
+    k = _fake_kernel(name=name, family=family, precisions=precisions)
+    real_prepare = k.prepare
+
+    def prepare(problem, inputs, options=None):
+        launch = real_prepare(problem, inputs, options)
+        launch.seconds = seconds[problem.precision]
+        return launch
+    return dataclasses.replace(k, prepare=prepare, supports=supports)
+
+
+def _skinny_fakes(monkeypatch, gemm, shapes):
+    import benchmarks.params
+    monkeypatch.setattr(benchmarks.params, "skinny_shapes", lambda: list(shapes))
+    kernels = {
+        "cublas": _precision_timed("cublas", "cublas", {"fp32": 1e-3, "tf32": 0.5e-3}, ("fp32", "tf32")),
+        "cuda.11_stream_k": _precision_timed("cuda.11_stream_k", "cuda", {"fp32": 2e-3}, ("fp32",)),
+        "triton.stream_k": _precision_timed("triton.stream_k", "triton", {"fp32": 4e-3, "tf32": 2e-3, "tf32x3": 2e-3},
+                                            ("fp32", "tf32", "tf32x3")),
+        # as on a GPU without sm_90a: refused, so n/a
+        "cuda.13_wgmma_tma": _precision_timed("cuda.13_wgmma_tma", "cuda", {}, ("tf32", "tf32x3"),
+                                              supports=lambda p: "needs compute capability 9.0 (sm_90a)")}
+    monkeypatch.setattr(gemm._registry, "get", lambda name: kernels[name])
+
+
+def test_skinny_setup_cache_on_cpu(monkeypatch, cpu_gpu):
+    """The skinny group's one measuring process (its setup_cache) through the runner on CPU: each
+    (kernel, problem) timed once, the % of cuBLAS per shape against the same process's cuBLAS
+    (tf32x3 against cuBLAS fp32), GB/s = 4 (MK + KN + MN) bytes / time, n/a where a kernel refuses
+    or has no such precision."""
+    gemm = _suite(monkeypatch)
+    shapes = ["64x8x32", "1x40x24"]
+    _skinny_fakes(monkeypatch, gemm, shapes)
+    cache = gemm.cache_skinny(None)
+    # cuBLAS fp32 + tf32, stage 11 fp32, Triton fp32 + tf32 + tf32x3, per shape; stage 13 refused
+    assert sorted(cpu_gpu) == sorted([1e-3, 0.5e-3, 2e-3, 4e-3, 2e-3, 2e-3] * len(shapes))
+    pct, gbps = gemm.SkinnyPctCublas(), gemm.SkinnyGbps()
+    tc_pct, tc_gbps = gemm.SkinnyTensorCorePctCublas(), gemm.SkinnyTensorCoreGbps()
+    for s, nbytes in (("64x8x32", 4 * (64 * 32 + 32 * 8 + 64 * 8)), ("1x40x24", 4 * (1 * 24 + 24 * 40 + 1 * 40))):
+        pct.setup(cache, "cuda.11_stream_k", s, "fp32")
+        assert pct.track_pct_cublas(cache, "cuda.11_stream_k", s, "fp32") == pytest.approx(50.0)   # 1 ms / 2 ms
+        assert pct.track_pct_cublas(cache, "triton.stream_k", s, "fp32") == pytest.approx(25.0)    # 1 ms / 4 ms
+        assert tc_pct.track_pct_cublas(cache, "triton.stream_k", s, "tf32") == pytest.approx(25.0)  # 0.5 / 2
+        assert tc_pct.track_pct_cublas(cache, "triton.stream_k", s, "tf32x3") == pytest.approx(50.0)  # fp32 1 / 2
+        gbps.setup(cache, "cublas", s, "fp32")
+        assert gbps.track_gbps(cache, "cublas", s, "fp32") == pytest.approx(nbytes / 1e-3 / 1e9)
+        assert gbps.track_gbps(cache, "cuda.11_stream_k", s, "fp32") == pytest.approx(nbytes / 2e-3 / 1e9)
+        assert tc_gbps.track_gbps(cache, "cublas", s, "tf32") == pytest.approx(nbytes / 0.5e-3 / 1e9)
+        with pytest.raises(NotImplementedError, match="sm_90a"):
+            tc_pct.setup(cache, "cuda.13_wgmma_tma", s, "tf32")
+        with pytest.raises(NotImplementedError, match="sm_90a"):
+            tc_gbps.setup(cache, "cuda.13_wgmma_tma", s, "tf32x3")
+        with pytest.raises(NotImplementedError, match="no tf32x3 path"):
+            tc_gbps.setup(cache, "cublas", s, "tf32x3")
+
+
+def test_skinny_tracks_hand_asv_per_sample_values_whose_median_is_the_value(monkeypatch, cpu_gpu):
+    import compare.harness.runner as runner_mod
+    gemm = _suite(monkeypatch)
+    _skinny_fakes(monkeypatch, gemm, ["64x8x32"])
+    real = runner_mod.run_kernel
+
+    def with_times(k, p, **kw):
+        r = real(k, p, **kw)
+        if k.family != "cublas" and r.median_ms:      # (stage 13: refused)
+            r.times_ms = [r.median_ms * f for f in (0.99, 1.0, 1.01, 1.02, 0.98)]
+        return r
+    monkeypatch.setattr(runner_mod, "run_kernel", with_times)
+    cache = gemm.cache_skinny(None)
+    got = gemm.SkinnyPctCublas().track_pct_cublas(cache, "cuda.11_stream_k", "64x8x32", "fp32")
+    assert got["number"] == 1 and len(got["samples"]) == 5
+    assert sorted(got["samples"])[2] == pytest.approx(50.0)           # the median is the value
+    assert max(got["samples"]) == pytest.approx(50.0 / 0.98)          # a fast sample is a higher %
+    nbytes = 4 * (64 * 32 + 32 * 8 + 64 * 8)
+    got = gemm.SkinnyGbps().track_gbps(cache, "cuda.11_stream_k", "64x8x32", "fp32")
+    assert sorted(got["samples"])[2] == pytest.approx(nbytes / 2e-3 / 1e9)
+    assert max(got["samples"]) == pytest.approx(nbytes / (0.98 * 2e-3) / 1e9)
+
+
+def test_a_wrong_skinny_point_fails_and_leaves_a_note(monkeypatch, cpu_gpu, tmp_path):
+    from compare.ci import failure_notes
+    results_dir, commit = _asv_env(monkeypatch, tmp_path)
+    gemm = _suite(monkeypatch)
+    _skinny_fakes(monkeypatch, gemm, ["64x8x32"])
+    wrong = _fake_kernel(True, name="cuda.11_stream_k")
+    real_get = gemm._registry.get
+    monkeypatch.setattr(gemm._registry, "get", lambda name: wrong if name == "cuda.11_stream_k" else real_get(name))
+    cache = gemm.cache_skinny(None)
+    for cls, method in ((gemm.SkinnyPctCublas, "track_pct_cublas"), (gemm.SkinnyGbps, "track_gbps")):
+        with pytest.raises(AssertionError, match="FAILED"):
+            getattr(cls(), method)(cache, "cuda.11_stream_k", "64x8x32", "fp32")
+        note = failure_notes.read(results_dir, commit)[(f"gemm.{cls.__name__}.{method}",
+                                                         ("cuda.11_stream_k", "64x8x32", "fp32"))]
+        assert note["kernel"] == "cuda.11_stream_k" and note["status"] == "FAILED"
+
+
+@pytest.mark.gpu
+def test_gpu_skinny_setup_cache_gives_every_point_a_number(monkeypatch):
+    """The skinny group's one measuring process on a GPU: every point of the four classes has a
+    number (a %, a GB/s), except cuBLAS tf32x3 (cuBLAS has none) and, on a GPU without sm_90a,
+    stage 13 (n/a, saying why)."""
+    import torch
+    gemm = _suite(monkeypatch)
+    sm90 = torch.cuda.get_device_capability() == (9, 0)
+    cache = gemm.cache_skinny(None)
+    numbers, bad = 0, []
+    for name, cls in _skinny_classes(gemm).items():
+        method = "track_gbps" if name.endswith("Gbps") else "track_pct_cublas"
+        for k in cls.params[0]:
+            for s in cls.params[1]:
+                for p in cls.params[2]:
+                    if (k, p) == ("cublas", "tf32x3") or (k == "cuda.13_wgmma_tma" and not sm90):
+                        with pytest.raises(NotImplementedError, match="tf32x3|compute capability"):
+                            cls().setup(cache, k, s, p)
+                        continue
+                    try:
+                        b = cls()
+                        b.setup(cache, k, s, p)
+                        v = getattr(b, method)(cache, k, s, p)
+                    except (AssertionError, NotImplementedError) as exc:
+                        bad.append(f"{name} {k} {s} {p}: {exc}")
+                        continue
+                    v = sorted(v["samples"])[len(v["samples"]) // 2] if isinstance(v, dict) else v
+                    assert math.isfinite(v) and v > 0, (name, k, s, p, v)
+                    numbers += 1
+    assert not bad, "\n".join(bad)
+    assert numbers == (56 if sm90 else 40)

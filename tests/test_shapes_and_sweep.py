@@ -109,7 +109,29 @@ def test_heldout_shares_no_shape_with_anything_tuning_may_use():
     assert len(nvec) == 20 and len(rows) == 10 and len(sk) == 30
     assert all(2**20 <= M * K <= 2**28 for M, N, K in nvec) and all(2**20 <= K * N <= 2**28 for M, N, K in rows)
     assert all(N > 8 for M, N, K in rows) and len(set(sk)) == len(sk)
-    assert [s.name for s in shapes.SETS.values() if s.bandwidth_bound] == ["heldout_skinny"]
+    assert [s.name for s in shapes.SETS.values() if s.bandwidth_bound] == ["asv_skinny", "heldout_skinny"]
+
+
+def test_asv_skinny_is_one_shape_per_weak_class_and_none_held_out():
+    """The asv set of the bandwidth-bound and small classes: exactly one shape in each class
+    (conditions written out here), large enough to stream (N <= 8 and M = 1: >= 16M floats of the
+    big operand, where the device copy's bandwidth is the line), in no held-out set."""
+    got = shapes.SHAPE_SETS["asv_skinny"]
+    found = []
+    for M, N, K in got:
+        classes = [name for name, inside in (
+            ("matrix times vectors", N <= 8 and M * K >= 16 * 2**20),
+            ("one row", M == 1 and K * N >= 16 * 2**20),
+            ("small", M > 1 and N > 8 and K <= 2048 and M * N <= 8 * 2**20 and M * N > 4096),
+            ("tiny output", M * N <= 4096 and K >= 16 * max(M, N))) if inside]
+        assert len(classes) == 1, ((M, N, K), classes)
+        found += classes
+        assert 4 * (M * K + K * N) >= 4 * 2**20, (M, N, K)           # sized by bytes: >= 2^20 floats
+        assert max(M * K, K * N, M * N) <= MAX_ELEMENTS and K <= MAX_K_FP32, (M, N, K)
+    assert sorted(found) == ["matrix times vectors", "one row", "small", "tiny output"]
+    held = {s for h in shapes.HELDOUT_SETS for s in shapes.SHAPE_SETS[h]}
+    assert not held & set(got)
+    assert shapes.SETS["asv_skinny"].tunable and shapes.SETS["asv_skinny"].bandwidth_bound
 
 
 def test_shape_set_returns_a_list_copy_and_unknown_names_list_the_known_ones():

@@ -16,7 +16,8 @@ What a stored value means:
 Only the first is a measurement; ``is_number`` says so, and every caller uses it.
 
 Which way is better: times (``track_time``) are lower-is-better; a benchmark whose method name
-starts with ``track_pct`` or ``track_geomean_pct`` (a % of cuBLAS) is higher-is-better.
+starts with ``track_pct`` or ``track_geomean_pct`` (a % of cuBLAS) or ``track_gbps`` (an achieved
+bandwidth) is higher-is-better.
 
     python -m compare.ci.asv_results count --commit SHA [--results-dir .asv/results] [--machine NAME]
 
@@ -40,7 +41,7 @@ from ..harness.errors import UsageError
 from ..harness.files import write_text_atomically
 
 SKIP_FILES = ("machine.json", "benchmarks.json")
-HIGHER_IS_BETTER_PREFIXES = ("track_pct", "track_geomean_pct")
+HIGHER_IS_BETTER_PREFIXES = ("track_pct", "track_geomean_pct", "track_gbps")
 STATS_COLUMNS = ("stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat")
 
 
@@ -76,6 +77,9 @@ def pretty_name(benchmark: str) -> str:
     if cls.startswith("Sweep"):
         family = {"Cuda": "CUDA"}.get(cls[len("Sweep"):], cls[len("Sweep"):])
         return f"Sweep · {family} · % of cuBLAS, geometric mean over the sweep shapes"
+    if cls.startswith("Skinny"):
+        what = "% of cuBLAS per shape" if cls.endswith("PctCublas") else "achieved DRAM GB/s per shape"
+        return f"Skinny and small · {'tf32, tf32x3' if 'TensorCore' in cls else 'fp32'} · {what}"
     pct = cls.endswith("PctCublas")
     base = cls[: -len("PctCublas")] if pct else cls
     tensor = base.endswith("TensorCore")

@@ -8,8 +8,9 @@ Reads the result files of the two commits through compare.ci.asv_results (the on
 what a stored value means: a number, null = failed, NaN = n/a, anything else invalid) and
 compares every benchmark x parameter point. Times are lower-is-better; a % of cuBLAS
 (``track_pct_cublas``, ``track_geomean_pct_cublas``: cuBLAS measured in the same process, so a
-slower machine or clock cancels out) is higher-is-better. ``slowdown`` is head/base for a time
-and base/head for a %, so > 1 is always worse.
+slower machine or clock cancels out) and an achieved bandwidth (``track_gbps``) are
+higher-is-better. ``slowdown`` is head/base for a time and base/head for a % or GB/s, so > 1 is
+always worse.
 
 Verdicts (nvbench's compare labels, plus the ways a head can lose a number). Where asv recorded
 both sides' raw samples (``asv run --record-samples``, as compare.ci.history runs it), the two

@@ -17,6 +17,8 @@ def fmt_value(v, benchmark: str = "", missing: bool = False) -> str:
         return "n/a"
     if not is_number(v):
         return f"invalid {v!r}"
+    if benchmark.rsplit(".", 1)[-1].startswith("track_gbps"):
+        return f"{v:.4g} GB/s"
     if higher_is_better(benchmark):
         return f"{v:.4g}%"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):

@@ -122,7 +122,9 @@ def row_summary(r) -> dict:
         return {"status": "failed", "why": f"{r.kernel} {r.shape} {r.precision}: {r.status_text or r.status}, not timed",
                 "label": label, "reason": r.reason or ("no time" if r.status == "ok" else "")}
     return {"status": "ok", "median_s": r.median_ms / 1e3, "times_s": [t / 1e3 for t in (r.times_ms or [])],
-            "throttled": bool(r.throttled), "throttle_reasons": list(r.throttle_reasons or [])}
+            "throttled": bool(r.throttled), "throttle_reasons": list(r.throttle_reasons or []),
+            # the per-shape tracks (benchmarks/gemm.py Skinny*): runner.run filled them
+            "pct_cublas": r.pct_cublas, "gbps": r.gbps, "min_bytes": r.min_bytes}
 
 
 def _run_isolated(pairs, progress):
@@ -144,7 +146,7 @@ def measure_points(points, pct_sets) -> dict:
     added), and the % of cuBLAS geometric mean of every (kernel, precision, shapes) of
     ``pct_sets``. Returns the picklable cache the benchmarks read:
     {"na": reason or None, "rows": {(kernel, shape, precision): summary}, "pct": {(kernel,
-    precision): float or error text}}."""
+    precision): float or error text}}. An ok row carries its % of cuBLAS and achieved GB/s too."""
     from ..harness import registry, runner
     from ..harness.inputs import gpu_available
     from ..harness.problem import Problem, parse_shape
