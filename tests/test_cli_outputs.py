@@ -71,6 +71,8 @@ FAKES = [
 
 @pytest.fixture
 def fake_registry(monkeypatch):
+    # The families declare the ladder's stages (the fakes name them): loaded before they are hidden.
+    registry.stages()
     monkeypatch.setattr(registry, "_REGISTRY", {k.name: k for k in FAKES})
     monkeypatch.setattr(registry, "_loaded", True)
     # The fake registry lives in this process only; a worker process (compare/harness/worker.py)
