@@ -96,10 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="import a file that registers kernels of your own (a module name importable from the "
                         "current directory, or a path to a .py file); repeatable. Installed plugins (entry point "
                         "group gemm_ladder.kernels) load without it")
-    # issue 23, a run that reads at a glance: what the default table leaves out, on request
+    # what the default table leaves out (it keeps one row to a 120-column line), on request
     p.add_argument("--show", action="append", choices=("config",), default=[],
                    help="config: also print each row's resolved configuration (always in the JSON/CSV)")
-    # Isolation and watchdog (issue 24): compare/harness/worker.py.
+    # Isolation and watchdog: compare/harness/worker.py.
     from .harness.worker import DEFAULT_KERNEL_TIMEOUT_S
     p.add_argument("--in-process", action="store_true",
                    help="run the kernels in this process, not in a worker process (for a debugger or profiler; "
@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="before timing, compile the kernels not yet in the compile caches on the worker and N "
                         "helper processes (default: one per spare CPU core, at most 8; 0: compile as they run); "
                         "with --workers, on N helpers before the first shape goes to the cluster")
-    # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
+    # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py).
     p.add_argument("--distribution", action="append", metavar="NAME[:COUNT[:SEED]]",
                    help="a generated shape corpus (a sweep; compare/harness/shapes.py): loguniform, llm, "
                         "interpret_tiny (--interpret only); COUNT shapes (default 100) drawn with SEED (default 0)")
