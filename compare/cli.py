@@ -13,15 +13,20 @@ import argparse
 import math
 import os
 import sys
-
+import textwrap
 from typing import Optional
 
-from .harness import checkpoint
+from .harness import checkpoint, registry, worker
 from .harness.errors import UsageError
-from .outputs import selection   # the flags -> (kernel, problem) pairs
-from .outputs import targets   # -o / --plot / --from-json: checked before any GPU work
 # The shape catalogue (every default and named set) is compare/harness/shapes.py.
 from .harness.shapes import INTERPRET_DEFAULTS as INTERPRET_SHAPES
+from .outputs import selection   # the flags -> (kernel, problem) pairs
+from .outputs import targets   # -o / --plot / --from-json: checked before any GPU work
+
+# Imported inside the functions that need them: the outputs that import torch (local, render,
+# report, distributed) and cuda_kernels, so that --help and --list start without them and the
+# isolation worker starts before torch loads here (_start_worker_early); the modules of one flag
+# (listing, dask_cluster, profile: 5-14 ms more on --help).
 
 # One paragraph a line: _EpilogFormatter wraps each to the terminal's width (COLUMNS), hanging
 # its continuation lines by two columns.
@@ -57,7 +62,6 @@ class _EpilogFormatter(argparse.RawDescriptionHelpFormatter):
     """The description and epilog as paragraphs (one a line), each wrapped to the help's width."""
 
     def _fill_text(self, text, width, indent):
-        import textwrap
         return "\n".join(textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent + "  ",
                                         break_on_hyphens=False, break_long_words=False) if line else ""
                          for line in text.splitlines())
@@ -96,22 +100,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="import a file that registers kernels of your own (a module name importable from the "
                         "current directory, or a path to a .py file); repeatable. Installed plugins (entry point "
                         "group gemm_ladder.kernels) load without it")
-    # issue 23, a run that reads at a glance: what the default table leaves out, on request
+    # what the default table leaves out (it keeps one row to a 120-column line), on request
     p.add_argument("--show", action="append", choices=("config",), default=[],
                    help="config: also print each row's resolved configuration (always in the JSON/CSV)")
-    # Isolation and watchdog (issue 24): compare/harness/worker.py.
-    from .harness.worker import DEFAULT_KERNEL_TIMEOUT_S
+    # Isolation and watchdog: compare/harness/worker.py.
     p.add_argument("--in-process", action="store_true",
                    help="run the kernels in this process, not in a worker process (for a debugger or profiler; "
                         "a sticky CUDA error then fails every later kernel, and there is no --kernel-timeout)")
-    p.add_argument("--kernel-timeout", type=_seconds, default=DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
+    p.add_argument("--kernel-timeout", type=_seconds, default=worker.DEFAULT_KERNEL_TIMEOUT_S, metavar="SECONDS",
                    help=f"a kernel x shape with no result after this long (compile + check + timing) is HUNG, "
-                        f"its worker killed and replaced (default {DEFAULT_KERNEL_TIMEOUT_S:g})")
+                        f"its worker killed and replaced (default {worker.DEFAULT_KERNEL_TIMEOUT_S:g})")
     p.add_argument("--compile-jobs", type=_count, default=None, metavar="N",
                    help="before timing, compile the kernels not yet in the compile caches on the worker and N "
                         "helper processes (default: one per spare CPU core, at most 8; 0: compile as they run); "
                         "with --workers, on N helpers before the first shape goes to the cluster")
-    # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py, issue 26).
+    # Scale-out sweeps on Dask and generated shape distributions (compare/outputs/distributed.py).
     p.add_argument("--distribution", action="append", metavar="NAME[:COUNT[:SEED]]",
                    help="a generated shape corpus (a sweep; compare/harness/shapes.py): loguniform, llm, "
                         "interpret_tiny (--interpret only); COUNT shapes (default 100) drawn with SEED (default 0)")
@@ -240,8 +243,7 @@ def main(argv: Optional[list] = None) -> int:
         print("interrupted before the results were written" + _kept_note(args), file=sys.stderr)
         return 130
     finally:
-        from .harness.worker import close_for_run
-        close_for_run(args)
+        worker.close_for_run(args)
         if getattr(args, "early_cluster", None):
             args.early_cluster.close()
 
@@ -268,7 +270,6 @@ def _start_worker_early(args) -> None:
             selection.check_interpretable(args, selection.shape_texts(args, INTERPRET_SHAPES))
         args.early_cluster = start_early(args)
     elif not (args.in_process or args.cluster is not None):
-        from .harness import worker
         worker.start_for_run(args)
 
 
@@ -283,7 +284,6 @@ def _main(args) -> int:
         targets.validate(args)
         from .outputs.distributed import check_flags
         check_flags(args, selection.is_sweep(args))
-    from .harness import registry
     registry.load_plugins(args.plugin)   # --plugin: after TRITON_INTERPRET is set, before --list and the selection
 
     if args.list:

@@ -18,18 +18,12 @@ def cdiv(a: int, b: int) -> int:
 
 
 def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
-    """Stage 11's tile heuristic: a 128-row tile half empty is half the FFMAs wasted, so skinny
-    outputs get a quarter- or half-height tile (M <= 32, M <= 64) or a quarter- or half-width one
-    (N <= 32, N <= 64), and an output at most 64 on both sides the 64x64 tile. Below one wave of
-    128x128 tiles (fewer tiles than SMs) the 64x128 tile: twice the tiles and blocks per SM to
-    share the work (results/h100/explore, % of cuBLAS 128x128 -> 64x128: 1021^3 78 -> 92,
-    127x8191x1021 73 -> 85, 257x255x65537 73 -> 83, 320x320x81920 79 -> 92), except for long K
-    (K >= 4 max(M, N)) where 64 rows pad no less than 128 (the H100 sweep: 1024x1024x16384 88%
-    with 128x128, 82% with 64x128). 128-row tiles that leave more than PAD_MAX_EMPTY_ROWS of
-    their rows empty: the 64x128 tile. Everything else the
-    128x128x16 warp tile of stages 09/10 (the fastest per FFMA). Decode-sized M (1..32) is bound by
-    reading B; the 32-row tile keeps the wasted FFMAs under that time, and for N <= 64 (tiny
-    outputs, long K) the 32x64 tile halves the FFMAs a 32x128 tile spends on empty columns."""
+    """Stage 11's tile: 128x128x16, the fastest per FFMA, unless part of it would idle. A
+    128-row tile half empty is half its FFMAs wasted, so skinny outputs get a quarter- or
+    half-height (M <= 32, 64) or width (N <= 32, 64) tile, 32x64 for M <= 32 and N <= 64. Below
+    one wave of 128x128 tiles (fewer than SMs) and not at long K, 64x128: twice the blocks to
+    share the work; likewise where 128-row tiles leave more than PAD_MAX_EMPTY_ROWS of their rows
+    empty. Measured: docs/findings.md#stage-11s-tile-h100."""
     if M <= 32:
         return "32x64x16" if N <= 64 else "32x128x16"
     if M <= 64:
@@ -50,10 +44,8 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
 
 
 # 128x128 tiles leaving more than this share of their rows empty lose to 64x128 ones that pad
-# fewer. Where neither pads, the 64-row tile's lower operand reuse costs 1-4.5% (768x5120x13824
-# 96.5% -> 92.7% of cuBLAS); on the 12 tunable shapes of results/h100/explore/round15 where it
-# pads fewer, it gained from 6.25% empty up (1200x3072x3072 91.3% -> 93.8%; 30%, 180x12288x12288:
-# 76.7% -> 96.7%).
+# fewer; where neither pads, the 64-row tile's lower operand reuse costs 1-4.5% of cuBLAS
+# (docs/findings.md#padded-rows-128-row-tiles-just-past-a-multiple-of-128).
 PAD_MAX_EMPTY_ROWS = 0.05
 
 

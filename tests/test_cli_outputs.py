@@ -1,4 +1,4 @@
-"""The CLI never loses measurements and never passes vacuously (issue 10), on the CPU.
+"""The CLI never loses measurements and never passes vacuously, on the CPU.
 
 Fake kernels stand in for the registry so every path (ok, FAILED, error, unsupported, skipped,
 options, sweeps) runs in milliseconds: they compute on CPU tensors under --interpret, or through

@@ -307,3 +307,41 @@ def test_the_module_list_check_catches_a_new_and_a_gone_module(tmp_path):
                    "docs/design.md: compare/harness/'s module list names timing, which is not in the folder"], bad
     assert module_list_mismatches(text.replace("(`compare/ci/`: )", ""), str(tmp_path))[-1] == \
         "docs/design.md: 0 module lists for compare/ci/ (want exactly one)"
+
+
+# "docs/findings.md#ANCHOR" in a comment or a doc: the anchor GitHub gives a heading of it.
+_FINDINGS_REF = re.compile(r"docs/findings\.md#([\w-]+)")
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """GitHub's anchor of each heading: lower case, punctuation but '-' and '_' dropped, spaces to '-'."""
+    text = _FENCE.sub("", markdown)
+    return {re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            for m in re.finditer(r"^#{1,6} +(.+?) *#*$", text, re.M)}
+
+
+def findings_refs(root: str) -> list[tuple[str, str]]:
+    """(file, anchor) of every docs/findings.md#anchor in the code, the tests and the docs."""
+    out = []
+    for top in ("compare", "cuda_kernels", "triton_kernels", "benchmarks", "tests", "docs"):
+        for dirpath, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for f in sorted(files):
+                if f.endswith((".py", ".cu", ".cuh", ".md")):
+                    path = os.path.join(dirpath, f)
+                    with open(path, encoding="utf-8") as fh:
+                        out += [(os.path.relpath(path, root), m.group(1)) for m in _FINDINGS_REF.finditer(fh.read())]
+    return out
+
+
+def test_every_findings_anchor_the_code_points_to_is_a_heading():
+    with open(os.path.join(REPO, "docs", "findings.md"), encoding="utf-8") as fh:
+        anchors = heading_anchors(fh.read())
+    refs = findings_refs(REPO)
+    assert len(refs) >= 10, refs  # the constants' comments point into docs/findings.md
+    bad = [f"{path}: docs/findings.md#{a}" for path, a in refs if a not in anchors and path != "tests/test_docs.py"]
+    assert not bad, "no such heading in docs/findings.md:\n" + "\n".join(bad)
+    # computed by hand from two headings of the file (GitHub's rule)
+    assert "the-swapped-product-b_transposeswap" in anchors   # "The swapped product (b_transpose=swap)"
+    assert "stage-11s-tile-h100" in anchors                   # "Stage 11's tile (H100)"
+    assert heading_anchors("## A (b=1): x's\n") == {"a-b1-xs"}

@@ -1,4 +1,4 @@
-"""Issue 23, items 4 and 5 on the CPU: a run reads at a glance (one line per row in 120 columns,
+"""On the CPU: a run reads at a glance (one line per row in 120 columns,
 a closing kernel x shape summary, --list in 120 columns) and nothing is lost on the way in or out
 (outputs proven writable before any work, numbers checked, --from-json filtered, progress said)."""
 import json

@@ -1,4 +1,4 @@
-"""On a GPU: a kernel that faults or hangs costs its own row, not the run (issue 24).
+"""On a GPU: a kernel that faults or hangs costs its own row, not the run.
 
 The faulty kernels are test-only (tests/fixtures/faulty_cuda_kernels.py: an out-of-bounds store,
 ``asm("trap;")``, a spin), plugged in from outside the package; the suite's own kernels are not

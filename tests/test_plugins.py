@@ -1,4 +1,4 @@
-"""A kernel of your own joins a run without editing the suite (issue 22, item 4).
+"""A kernel of your own joins a run without editing the suite.
 
 The plugin files live OUTSIDE the package: each test copies docs/examples/ (the files
 docs/design.md shows) or writes a file to tmp_path, and runs ``python -m compare`` / the asv suite

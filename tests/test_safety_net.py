@@ -1,4 +1,4 @@
-"""Tests that each catch one bug the rest of the CPU suite let through (issue 22, item 6).
+"""Tests that each catch one bug the rest of the CPU suite let through.
 
 Each bug below was planted by hand in a clone and survived every other CPU test; each test
 here fails with its bug planted (the commit that added this file says how that was checked):

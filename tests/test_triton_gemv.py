@@ -192,7 +192,7 @@ def test_gpu_gemv_k_major_b_and_bit_identical():
 
 
 def test_gemv_tile_follows_b_alignment():
-    """16-byte loads: GEMV_TILE; N % 4 != 0 (4-byte loads): GEMV_TILE_4B (round 17)."""
+    """16-byte loads: GEMV_TILE; N % 4 != 0 (4-byte loads): GEMV_TILE_4B (results/h100/explore/round17)."""
     assert _plan(1, 4096, 4096, "fp32").config["tile"] == "1x64x64"
     assert _plan(1, 4097, 4096, "fp32").config["tile"] == "1x256x16"
     assert "4-byte" in _plan(1, 4097, 4096, "fp32").config["operands"]

@@ -121,7 +121,7 @@ def test_operand_layouts_and_strided_inputs(operands, precision):
 def test_copies_only_where_they_pay():
     """operands=auto copies an operand only when the GEMM does enough flops per copied byte
     (N/4 for A, M/4 for B): a sliced A (row stride 41) is copied under a wide output and read as
-    given (4-byte loads, no hint) under a narrow one (fp32: from N = 1024, round 11; tf32 from
+    given (4-byte loads, no hint) under a narrow one (fp32: from N = 1024; tf32 from
     N = 512); tf32's K-major B copy needs M >= 512."""
     A_s = torch.randn(96, 41)[:, :40]
     for precision, wide_n, narrow_n in (("fp32", 1024, 1020), ("tf32", 512, 508)):
@@ -175,7 +175,7 @@ def test_heuristic_table():
     t, d = sk.choose_plan(4096, 4096, 4096, "tf32", 132)
     assert (t.bm, t.bn, d.mode) == (128, 256, "dp")
     # tf32 below a wave of 128x256 tiles, 513+ rows, not long-K: 128x64 tiles, data-parallel
-    # (round 7: 1024^3 0.034 -> 0.024 ms); a 64-column output keeps stream-K.
+    # (docs/findings.md#tf32-mid-size-outputs-tf32_mid_tile); a 64-column output keeps stream-K.
     t, d = sk.choose_plan(1024, 1024, 1024, "tf32", 132)
     assert (t.bm, t.bn, t.warps, d.mode, d.tiles) == (128, 64, 4, "dp", 128)
     assert sk.choose_plan(1024, 1024, 16384, "tf32", 132)[0].bn == 128      # long K
@@ -351,7 +351,7 @@ def _plan_config(M, N, K, precision, options=None):
 
 def test_tf32_tiny_outputs_run_one_program_per_sm():
     """tf32 outputs of at most 64x64 on one tile of 64x64, 64x32 or 32x64: a stream-K program per
-    SM (round 20: +3.0 to +12.9 points of cuBLAS tf32 on all 12 such tunable shapes); smaller tiles,
+    SM (docs/findings.md#tf32-tiny-outputs-one-stream-k-program-per-sm); smaller tiles,
     fp32, outputs past 64 rows and any grid, mode or tile the user gives keep the rule before it."""
     for M, N in ((56, 56), (40, 48), (64, 36), (56, 20), (24, 40), (30, 50)):
         tile, d = sk.choose_plan(M, N, 300000, "tf32", 132)
@@ -400,7 +400,7 @@ def _plan(M, N, K, precision, **options):
 
 
 @pytest.mark.parametrize("shape,precision,want", [
-    ((128, 4096, 11008), "tf32", "swap"),         # round 4: 0.171 -> 0.102 ms
+    ((128, 4096, 11008), "tf32", "swap"),         # the swapped product's headline shape
     ((48, 12288, 4096), "tf32x3", "swap"),
     ((1024, 1024, 16384), "tf32", "swap"),        # 128x128 tiles: swapped up to M = 1024
     ((1024, 1024, 1024), "tf32x3", "k_major"),    # tf32x3 only up to M = 512
@@ -408,7 +408,7 @@ def _plan(M, N, K, precision, **options):
     ((4096, 4096, 4096), "tf32", "k_major"),
     ((16, 4096, 4096), "tf32", "load"),           # M <= 32: mma.sync tiles keep their path
     ((127, 8191, 1021), "tf32", "load"),          # N % 4 != 0: no 16-byte loads of B to swap
-    ((4096, 64, 4096), "tf32x3", "swap"),         # 33..64 columns on 128x64 tiles: any M (round 6)
+    ((4096, 64, 4096), "tf32x3", "swap"),         # 33..64 columns on 128x64 tiles: any M
     ((4096, 64, 4096), "tf32", "swap"),
     ((64, 64, 1048576), "tf32", "load"),          # 64x64 tiles: not the narrow-output rule
     ((4096, 16, 4096), "tf32", "k_major"),        # 16 columns: no swap (B^T would fill a quarter of a wgmma)
@@ -551,7 +551,7 @@ X3_SPLITS = ("in_loop", "a", "b", "ab", "ffma")
 
 
 @pytest.mark.parametrize("shape,want", [
-    ((4096, 4096, 4096), "ab"),        # round 8: 1.724 (in_loop) -> 1.481 (b) -> 1.413 ms (ab)
+    ((4096, 4096, 4096), "ab"),        # ab the fastest (docs/findings.md#tf32x3-the-split-out-of-the-loop-tf32x3_split)
     ((1024, 13824, 5120), "ab"),
     ((2048, 2048, 2048), "b"),         # ab lost to b below N = 4096 (A's copy)
     ((1024, 1024, 1024), "b"),
@@ -771,8 +771,8 @@ def test_fp32_few_rows_tile(shape, tile, mode):
     ((3500, 560, 320), "fp32", sk.FP32_FEW_TILES_TILE),
     ((2000, 1700, 2000), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # 224 tiles: 128x128 as before
     ((768, 5120, 13824), "fp32", sk.Tile(128, 128, 16, 8, 4)),  # K >= 8192, 768 rows: no padding
-    # 128-row tiles 17% / 7.4% empty: 64x256 ones fill 17 / 7 points more (round 16: 82.6% ->
-    # 100.1%, 83.5% -> 93.2%); 6% empty with 64-row tiles no better, and nothing padded: 128x128.
+    # 128-row tiles 17% / 7.4% empty: 64x256 ones fill 17 / 7 points more
+    # (results/h100/explore/round16); 6% empty with 64-row tiles no better, and nothing padded: 128x128.
     ((320, 4096, 11008), "fp32", sk.FP32_PAD_TILE),
     ((830, 5000, 3000), "fp32", sk.FP32_PAD_TILE),
     ((768, 5120, 13824), "fp32", sk.Tile(128, 128, 16, 8, 4)),

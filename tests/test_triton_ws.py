@@ -67,7 +67,7 @@ def test_ws_plan_is_the_least_estimate():
     assert ws.default_ws_plan(4096, 4096, 4096, 132) == (ws.WS_TILE, 1)
     assert ws.default_ws_plan(1000, 1004, 996, 132)[1] == 1        # 32 K-tiles: too short to split
     assert ws.default_ws_plan(4096, 4096, 4096, 132, tile=ws.WS_TILE_SMALL, splits=3) == (ws.WS_TILE_SMALL, 3)
-    # Few tiles and long K (round 3): more than WS_MAX_SPLITS ranges, one wave.
+    # Few tiles and long K (results/h100/tf32-ws/round3): more than WS_MAX_SPLITS ranges, one wave.
     tile, splits = ws.default_ws_plan(384, 384, 65536, 132)
     assert splits > ws.WS_MAX_SPLITS and ws._tiles(384, 384, tile) * splits <= 132
     # Enough tiles: at most WS_MAX_SPLITS however long K is.

@@ -149,10 +149,10 @@ def wrapped_range(pid, BLOCK: tl.constexpr, extent):
     run consecutively, and where extent is not a multiple of 16 and the operand is contiguous
     along this axis (B row-major, or an M-major A) the compiler then ordered the load's lanes
     along K, one row per lane, 32 rows per warp load (compiled for sm_90: triton.tiled at 1000^3
-    fp32 loaded B with threadsPerWarp [32, 1] along K; results/h100/explore/README.md, round
-    13). The claim cannot widen a load past what is true: the vector width also needs the
-    offsets' divisibility, which "% extent" leaves at 1 unless extent is a multiple of 16, and
-    then the wraps fall on 16-element boundaries that no 4-element vector crosses."""
+    fp32 loaded B with threadsPerWarp [32, 1] along K; results/h100/explore/round13). The claim
+    cannot widen a load past what is true: the vector width also needs the offsets'
+    divisibility, which "% extent" leaves at 1 unless extent is a multiple of 16, and then the
+    wraps fall on 16-element boundaries that no 4-element vector crosses."""
     offs = (pid * BLOCK + tl.arange(0, BLOCK)) % extent
     return tl.max_contiguous(offs, BLOCK)
 

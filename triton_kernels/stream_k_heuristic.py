@@ -135,7 +135,8 @@ class Decomposition:
 
 def programs_per_sm(tile: Tile) -> int:
     """Stream-K programs per SM: 2 for 4-warp tiles (one leaves 60 of an SM's 64 warp slots
-    empty: 6% warps active at 64x8192x28672 fp32, docs/findings.md), else 1 (~230 registers a thread)."""
+    empty: 6% warps active at 64x8192x28672 fp32, docs/findings.md#programs-per-sm), else 1
+    (~230 registers a thread)."""
     return 2 if tile.warps <= 4 else 1
 
 
@@ -171,8 +172,9 @@ def decompose(M: int, N: int, K: int, tile: Tile, sms: int, mode: Optional[str] 
 def align_pays(precision: str, M: int, N: int, K: int, tile: Tile, l2: int) -> bool:
     """Line the stream-K ranges up across tiles (``decompose(align=True)``)? For tf32 when A and B
     together overflow the L2 and the operand bytes more than one tile reads are at least a quarter
-    of it: tiles sharing A rows or B columns then read them at the same K offsets
-    (1024x1024x16384 DRAM reads 710 -> 145 MB, docs/findings.md)."""
+    of it: tiles sharing A rows or B columns then read them at the same K offsets, not each
+    from DRAM again (5.1x the minimum bytes at 1024x1024x16384;
+    docs/findings.md#aligned-stream-k-ranges-sk_align)."""
     shared = (4 * M * K if N > tile.bn else 0) + (4 * K * N if M > tile.bm else 0)
     return precision == "tf32" and 4 * K * (M + N) > l2 and 4 * shared >= l2
 
@@ -186,30 +188,26 @@ def _small_m_tile(M: int, precision: str) -> Tile:
     return Tile(_small(M), 128, 32, 4, STAGES[precision])
 
 
-# fp32 64-row tiles where 128x128 tiles are under a wave or pad more rows at long K (257x255x65537
-# 58.8% -> 82.9% of cuBLAS; docs/findings.md).
+# fp32 64-row tiles where 128x128 tiles are under a wave or pad more rows at long K (257 rows: 320
+# of 64-row tiles against 384; docs/findings.md#fp32-64-row-tiles-fp32_few_rows_tile).
 FP32_FEW_ROWS_TILE = Tile(64, 128, 16, 4, 4)
 
 
-# tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with: 128x64 data-parallel
-# (1024^3 0.0340 -> 0.0240 ms; docs/findings.md) once its tiles fill a wave of SMs; fewer, and
-# 128x128 stream-K (1200x170x4000, 30 such tiles: 70.3% -> 94.4% of cuBLAS tf32).
+# tf32 outputs of 513+ rows that 128x256 tiles can't fill a wave with (1024^3: 32 tiles for 132
+# SMs): 128x64 data-parallel once its tiles fill a wave (128 there), else 128x128 stream-K
+# (docs/findings.md#tf32-mid-size-outputs-tf32_mid_tile).
 TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 
 
-# fp32 outputs of under ~1.1 waves of 128x128 tiles, K under 8192: 64x64 tiles (800x2400x4500
-# 50.8% -> 93.8% of cuBLAS; at K >= 8192 two of three such shapes lost; docs/findings.md).
+# fp32 outputs of under ~1.1 waves of 128x128 tiles, K under 8192: 64x64 tiles, four times as many
+# to share out (at K >= 8192 two of three such shapes lost; docs/findings.md#few-tiles-and-padded-tiles).
 FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
 FP32_FEW_TILES, FP32_FEW_TILES_MAX_K = 1.1, 8192
 
 # fp32 where 64x256 tiles leave at least 5 points more of their area in the output than 128x128
 # ones (M just past a multiple of 128: 320 rows fill 83% of 384): 64x256x16/8/4, same area and
-# warps. Round 16 (tunable shapes, results/h100/explore/round16): all 10 such shapes gained,
-# 7-23 points of fill -> +9 to +26 points of cuBLAS (320x4096x11008 82.6% -> 100.1%, 830x5000x3000
-# 83.5 -> 93.2); where nothing pads it read within 1 point of 128x128 on three of four shapes
-# (1000x1536x8960: 86.0 -> 79.5). Triton's 64x128 tiles were no substitute: they lost up to 16
-# points where nothing pads, and on the held-out 300x8192x28672 (78.5% -> 68.1%,
-# results/h100/heldout-round15/), so that row counts as seen for this rule.
+# warps; all 10 such tunable shapes gained
+# (docs/findings.md#padded-rows-128-row-tiles-just-past-a-multiple-of-128).
 FP32_PAD_TILE = Tile(64, 256, 16, 8, 4)
 FP32_PAD_MIN_FILL_GAIN = 0.05
 
@@ -249,14 +247,11 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
     return Tile(128, 128, 32, 8, 3), None
 
 
-# tf32 outputs of at most 64x64 whose one tile covers at least 64x32: a stream-K program per
-# SM instead of two. The same tile and K, half the programs, each reading twice the K range:
-# round 20 (16 tunable tiny outputs, results/h100/explore/round20/) read 7.5-12.9 points more
-# of cuBLAS tf32 on all six 64x64-tile shapes (56x56x200000 70.3 -> 83.2%) and 3.0-12.3 on the
-# six 64x32 and 32x64 ones; 64x16, 32x32 and 16x32 tiles went -6.4 to +1.4, and fp32 lost with
-# every one-program-per-SM variant tried (up to 18 points), so those keep two programs per SM.
-# Reading A and B bounds these shapes, not arithmetic (fp32, tf32 and tf32x3 took the same
-# 81 us at 48x48x262144); why half the programs read them faster was not profiled.
+# tf32 outputs of at most 64x64 whose one tile covers at least 64x32: one stream-K program per
+# SM instead of two, each over twice the K range. Reading A and B bounds these shapes, not
+# arithmetic (81 us at 48x48x262144 in fp32, tf32 and tf32x3 alike), and half the programs read
+# them faster; smaller tiles and fp32 keep two
+# (docs/findings.md#tf32-tiny-outputs-one-stream-k-program-per-sm).
 TINY_OUTPUT_MIN_TILE_AREA = 64 * 32
 
 
@@ -287,8 +282,9 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
 
 # fp32 (FFMA) reads A M-major from this N up (triton.tiled's measured rule, _gemm.M_MAJOR_A_MIN_N).
 M_MAJOR_A_MIN_N = 2048
-# tf32/tf32x3 copy B K-major (for wgmma) where it paid: tf32 from M > 128, tf32x3 from M > 32 with
-# N > 64 (1000^3 tf32 51% vs 32% of cuBLAS; docs/findings.md).
+# tf32/tf32x3 copy B K-major (wgmma reads a 32-bit B from shared memory only K-major) where it
+# paid: tf32 from M > 128, tf32x3 from M > 32 with N > 64
+# (docs/findings.md#tf32tf32x3-b-through-a-k-major-copy).
 def _k_major_b(precision: str, M: int, N: int) -> bool:
     if precision == "tf32":
         return M > 128
@@ -306,9 +302,10 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 # ffma: no split; fp32's plan and IEEE dots on the FFMA pipe, for outputs of at most
 # X3_FFMA_MAX_SIDE on both sides. Such a product does at most 16 flops per byte of A and B read
 # (64*64 / (2*128)), which FFMA sustains at HBM speed, so tf32x3's three TF32 products buy no time
-# and cost the split (docs/findings.md, "tf32x3 on tiny outputs"). A single row (M <= GEMV_MAX_M)
-# does half a flop per byte: fp32's plan there is the GEMV (stream_k_gemv.py); N <= SKINNY_MAX_N
-# columns at most 4 per byte of A: fp32's plan there is stream_k_skinny.py.
+# and cost the split (docs/findings.md#tf32x3-on-tiny-outputs-fp32s-plan-tf32x3_splitffma). A
+# single row (M <= GEMV_MAX_M) does half a flop per byte: fp32's plan there is the GEMV
+# (stream_k_gemv.py); N <= SKINNY_MAX_N columns at most 4 per byte of A: fp32's plan there is
+# stream_k_skinny.py.
 X3_FFMA_MAX_SIDE = 64
 
 
@@ -320,13 +317,13 @@ def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "aut
         return x3_split == "ffma"
     small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N
     return b_transpose == "auto" and tile is None and small
-# The split paths go without the built-in's NaN mask between the small and big products: it
-# cost most of the gain (4096^3 b 1.481 ms without, 1.637 with); an inf input can then give NaN
-# where IEEE gives +-inf (docs/findings.md).
+# The split paths go without the built-in's NaN mask between the small and big products: its
+# wait and selects cost most of the split's gain; an inf input can then give NaN where IEEE
+# gives +-inf (docs/findings.md#tf32x3-the-nan-mask).
 X3_MASK_NAN = False
 # "auto" swaps (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M (1024 for tf32 with
-# 128x128 tiles), N > 64, and at any M for 33..64 columns: 128x4096x11008 tf32 0.171 -> 0.102 ms
-# (docs/findings.md).
+# 128x128 tiles), N > 64, and at any M for 33..64 columns: B^T becomes wgmma's register operand,
+# read with 16-byte loads and no K-major copy (docs/findings.md#the-swapped-product-b_transposeswap).
 SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
 
 
@@ -340,13 +337,13 @@ def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> b
 
 # An operand is copied (aligned, or to the preferred layout: 8 bytes moved per element) only where
 # the GEMM does this many flops per copied byte (fp32 256: the fastest or within 1% on all nine
-# unaligned sweep shapes of round 11; docs/findings.md).
+# unaligned sweep shapes; docs/findings.md#operand-copies-copy_min_flops_per_byte).
 COPY_MIN_FLOPS_PER_BYTE = {"fp32": 256, "tf32": 128, "tf32x3": 8}
 
 
 # tf32x3_split=auto (x3_split_plan): the split out of the loop where B is copied K-major anyway
-# and M > 512 (4096^3 1.724 -> 1.413 ms with ab), A too from N = 4096; never at long K
-# (docs/findings.md).
+# and M > 512, A's too from N = 4096 (its 12 bytes per element repaid by N columns); never at long
+# K (docs/findings.md#tf32x3-the-split-out-of-the-loop-tf32x3_split).
 X3_SPLIT_MIN_M, X3_SPLIT_A_MIN_N = 512, 4096
 
 

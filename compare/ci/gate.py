@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--bench", action="append", default=[], metavar="REGEX",
                     help="compare only benchmarks whose name matches (re.search; repeatable), e.g. "
                          "'pct_cublas' to gate on %% of cuBLAS alone, which a slower machine or clock cancels out")
-    # issue 23, CI a team reads without digging: the verdict table as markdown for the job summary
+    # the verdict table as markdown for the job summary, so a reader needs no log
     ap.add_argument("--summary", metavar="FILE", default=None,
                     help="also write the verdicts as GitHub-flavoured markdown to FILE (e.g. for $GITHUB_STEP_SUMMARY)")
     ap.add_argument("--confirm-dir", action="append", default=[], metavar="DIR",

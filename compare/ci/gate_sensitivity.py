@@ -32,17 +32,21 @@ import time
 from typing import Optional
 
 from . import robust
+from ..harness import registry
 from ..harness.files import write_text_atomically
+from ..harness.problem import Problem, parse_shape
+from ..harness.timing import Plant
+
+# compare.harness.runner and .inputs import torch (~1 s): the child process that measures
+# imports them, so that --help and the argument checks start without it.
 
 _CHILD = "--child"
 
 
 def _child(kernel: str, shape: str, precision: str, plant: Optional[float]) -> int:
     """One process: cuBLAS then the kernel (planted if asked), samples as JSON on stdout."""
-    from ..harness import registry, runner
+    from ..harness import runner
     from ..harness.inputs import gpu_available
-    from ..harness.problem import Problem, parse_shape
-    from ..harness.timing import Plant
 
     if not gpu_available():
         print(json.dumps({"error": "no CUDA GPU"}))
@@ -138,8 +142,6 @@ def main(argv: Optional[list] = None) -> int:
     if args.aa < 0 or args.ab < 0 or args.aa + args.ab == 0 or not (args.factor > 1):
         print("error: --aa/--ab must be >= 0 (not both 0) and --factor > 1", file=sys.stderr)
         return 2
-    from ..harness import registry
-    from ..harness.problem import parse_shape
     try:
         registry.get(args.kernel)
         parse_shape(args.shape)

@@ -10,11 +10,13 @@ default. Static SVG and a few lines of JS, nothing from the network. compare.ci.
 """
 from __future__ import annotations
 
+import datetime
 import html
 import json
 import os
 
 from . import asv_results
+from ..harness.problem import Problem
 
 W, H = 820, 330
 LEFT, RIGHT, TOP, BOTTOM = 92, 16, 16, 74
@@ -40,8 +42,7 @@ def group_of(benchmark: str) -> str:
 
 
 def baseline_of(precision: str) -> str:
-    from ..harness.problem import Problem
-    from ..harness.runner import baseline_problem
+    from ..harness.runner import baseline_problem    # torch (~1 s), which the rest of the page needs not
     return baseline_problem(Problem(64, 64, 64, precision=precision)).precision
 
 
@@ -127,7 +128,6 @@ def chart(family: str, precision: str, stages: dict, revs: list, machines: list,
         date = rev_to_date.get(r)
         day = ""
         if date:
-            import datetime
             day = datetime.datetime.fromtimestamp(date / 1000, datetime.timezone.utc).strftime("%m-%d")
         svg.append(f'<a href="{html.escape(commit_url + sha)}"><text x="{x:.1f}" y="{TOP + ph + 14}" '
                    f'text-anchor="end" transform="rotate(-40 {x:.1f} {TOP + ph + 14})">{sha[:8]} {day}</text></a>')

@@ -14,7 +14,12 @@ import shlex
 import statistics
 import sys
 
+from ..harness import gpuinfo, registry
 from ..harness.files import write_text_atomically
+from ..harness.problem import Problem, ProblemError, parse_shape
+
+# compare.harness.runner and .inputs import torch (~1 s): main imports them once its flags are
+# parsed, so that --help starts without it.
 
 
 
@@ -29,9 +34,7 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output")
     argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
-    from ..harness import gpuinfo, registry
     from ..harness.inputs import gpu_available
-    from ..harness.problem import Problem, ProblemError, parse_shape
     from ..harness.runner import OK, run_kernel
     try:
         p = Problem(*parse_shape(a.shape), precision=a.precision)

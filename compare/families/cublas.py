@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 
+import torch
+
 from ..harness.registry import Kernel, register
 
 
 @contextlib.contextmanager
 def matmul_precision(tf32: bool):
     """Set torch's fp32 matmul mode for the block and put it back after."""
-    import torch
     m = torch.backends.cuda.matmul
     if hasattr(m, "fp32_precision"):          # torch >= 2.9
         old = m.fp32_precision
@@ -34,7 +35,6 @@ def matmul_precision(tf32: bool):
 
 
 def _prepare(problem, inputs, options=None):
-    import torch
     A, B, C = inputs.A, inputs.B, inputs.C
     alpha, beta = problem.alpha, problem.beta
     tf32 = problem.precision == "tf32"

@@ -18,10 +18,14 @@ comparison and which asv classes it joins. ``stage=`` names an existing stage in
 from __future__ import annotations
 
 import os
+import sys
 from typing import Callable, Optional
 
 from ..harness.problem import DOT_PRECISION
 from ..harness.registry import GROUPS, Kernel, Stage, declare_stage, register, stages
+
+# triton_gemm imports Triton and cuda_gemm cuda_kernels (importing it registers the CUDA ladder):
+# a plugin of one kind loads only its own.
 
 FAMILY = "plugin"
 
@@ -154,5 +158,4 @@ def _where(fn) -> str:
 
 def _caller_file() -> str:
     """The plugin file that called cuda_gemm (two frames up)."""
-    import sys
     return sys._getframe(2).f_code.co_filename

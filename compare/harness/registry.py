@@ -10,9 +10,12 @@ what a Triton kernel is the counterpart of (Triton hides the steps between "tile
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from . import plugins
+from .errors import UsageError
 # Option and the renamed-spelling table live in options.py; re-exported here, where kernels are declared.
 from .options import (OPTION_KINDS, RENAMED, Option, OptionValueError, declared_candidates,  # noqa: F401
                       declared_choices, renamed_message)
@@ -127,7 +130,6 @@ class Kernel:
 
     def parse_options(self, raw: dict) -> dict:
         """``{name: text}`` -> ``{name: value}``; a UsageError names an unknown option or bad value."""
-        from .errors import UsageError
         known = {o.name: o for o in self.options}
         out = {}
         for name, text in raw.items():
@@ -187,14 +189,12 @@ def _load_families() -> None:
     if _loaded:
         return
     _loaded = True
-    import sys
     for mod in _FAMILY_MODULES:
         try:
             importlib.import_module(mod)
         except Exception as exc:  # one broken family must not hide the others' results
             LOAD_ERRORS[mod] = f"{type(exc).__name__}: {exc}"
             print(f"warning: could not load kernel family {mod}: {LOAD_ERRORS[mod]}", file=sys.stderr)
-    from . import plugins
     for ep in plugins.entry_points():
         where = f"plugin {ep.name} = {ep.value} (entry point of {plugins.ENTRY_POINT_GROUP})"
         try:
@@ -212,9 +212,6 @@ def load_plugins(specs: Optional[list]) -> None:
     """Import each plugin (``--plugin``: a module name or a path to a .py file) after the families.
     A UsageError names a plugin that fails to import, that the registry refuses, or that
     declares no kernel. Loading one spec twice is a no-op."""
-    import sys
-    from . import plugins
-    from .errors import UsageError
     _load_families()
     for spec in specs or []:
         if spec in _PLUGINS:
@@ -305,7 +302,6 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
     every selected kernel that declares it. A UsageError names a malformed flag, an unknown or
     unselected kernel, or an option no selected kernel has; values are parsed by
     ``Kernel.parse_options``."""
-    from .errors import UsageError
     raw: dict = {}
     by_name = {k.name: k for k in selected}
     for text in texts or []:
@@ -334,7 +330,7 @@ def opt_flags(texts: Optional[list], selected: list) -> dict:
                                  f"{', '.join(k.name for k in targets)} (their values differ); "
                                  f"name the kernel: --opt KERNEL:{name}={value.strip()}")
             if not targets:
-                import difflib
+                import difflib    # 1 ms, for this message only (--help starts without it)
                 have = sorted({o.name for k in selected for o in k.options})
                 near = difflib.get_close_matches(name, have, n=3) or have[:3]
                 more = f" (of {len(have)}; --list shows every kernel's)" if len(have) > len(near) else ""

@@ -8,14 +8,21 @@ that poisons the CUDA context is "FAULT" and one that never returns is "HUNG".
 """
 from __future__ import annotations
 
+import os
+import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Optional
 
+import torch
+
 from . import check as _check
-from . import gpuinfo
-from .inputs import Inputs, make_inputs
+from . import gpuinfo, sol
+from . import timing as _timing
+from .batch_time import measure_batch
+from .cuda_faults import quiet_dead_context_teardown, sticky_cuda_error
+from .inputs import Inputs, clear_cache, make_inputs
 from .problem import Problem
 from .registry import Kernel
 
@@ -126,7 +133,6 @@ def _base(kernel: Kernel, problem: Problem, status: str, reason: str = "") -> Re
 
 def _sync(inputs: Inputs) -> None:
     if inputs.device.type == "cuda":
-        import torch
         torch.cuda.synchronize()
 
 
@@ -204,8 +210,7 @@ def run_kernel(kernel: Kernel, problem: Problem, *, timing: bool = True, device:
 
 
 def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_kw: Optional[dict]) -> None:
-    from .timing import measure
-    m = measure(launch, before=inputs.reset_c, **(measure_kw or {}))
+    m = _timing.measure(launch, before=inputs.reset_c, **(measure_kw or {}))
     r.median_ms, r.iqr_ms, r.min_ms = m.median_s * 1e3, m.iqr_s * 1e3, m.min_s * 1e3
     r.samples, r.noise = m.samples, m.noise
     r.tflops = problem.flops / m.median_s / 1e12
@@ -220,7 +225,6 @@ def _measure_into(r: Result, problem: Problem, inputs: Inputs, launch, measure_k
 
 
 def _batch_into(r: Result, launch, measure_kw: Optional[dict]) -> None:
-    from .batch_time import measure_batch
     try:
         b = measure_batch(launch, r.median_ms / 1e3, gpu=(measure_kw or {}).get("gpu"))
     except Exception as exc:     # the cold time stands; the row says why it has no batch time
@@ -238,16 +242,13 @@ def _error_row(kernel: Kernel, problem: Problem, exc: BaseException, launch) -> 
         traceback.print_exc()
     if _is_oom(exc):
         # Free what this problem holds so the next kernel (or shape) starts from a clean slate.
-        from .inputs import clear_cache
         clear_cache()
         try:
-            import torch
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
         except Exception:
             pass
         msg = "out of GPU memory: " + msg
-    from .cuda_faults import quiet_dead_context_teardown, sticky_cuda_error
     if sticky_cuda_error(msg):     # this process's context is dead: its teardown must print nothing
         quiet_dead_context_teardown()
     r = _base(kernel, problem, ERROR, msg[:300])
@@ -264,7 +265,6 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _debug() -> bool:
-    import os
     return bool(os.environ.get("COMPARE_DEBUG"))
 
 
@@ -346,7 +346,6 @@ def run(pairs: Iterable[tuple[Kernel, Problem]], *, timing: bool = True, device:
 def fill_sol(results: Iterable[Result], timing: bool = True) -> None:
     """Every row's speed-of-light fields against this GPU's cached peaks (none without a GPU, an
     untimed run, or peaks never measured: then only FLOPs, bytes and intensity)."""
-    from . import sol
     sol.fill(results, gpuinfo.current_peaks() if timing else None)
 
 
@@ -372,7 +371,6 @@ def nothing_checked(results: Iterable[Result]) -> bool:
 def exit_status(results: Iterable[Result]) -> int:
     """The README's exit codes for a finished run: 2 nothing was checked (every row unsupported or
     skipped; said on stderr), 1 a row FAILED, errored, faulted or hung, else 0."""
-    import sys
     results = list(results)
     if nothing_checked(results):
         print("error: nothing was checked: every row is unsupported or skipped", file=sys.stderr)

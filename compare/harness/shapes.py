@@ -118,7 +118,7 @@ _HELDOUT = ShapeSet(
 )
 
 # The three classes where the general kernels fell furthest behind cuBLAS on an outside user's
-# shapes (issue 25): single-row products, tiny outputs with very long K, and 256-1024-row
+# shapes: single-row products, tiny outputs with very long K, and 256-1024-row
 # projections with K >= 8192. Fixed on 2026-11-25 before any kernel was tuned for these classes
 # and chosen without measuring them; like ``heldout``, tuning must never use them (tune on
 # generated shapes of the same classes instead), or they stop telling whether a fix generalises.

@@ -52,7 +52,7 @@ from dataclasses import asdict
 from multiprocessing.connection import Connection
 from typing import Optional
 
-from . import plugins
+from . import plugins, registry
 from .cuda_faults import dead_context, quiet_dead_context_teardown, reproduce_command
 from .cuda_faults import sticky_cuda_error  # noqa: F401  (read as worker.sticky_cuda_error by callers)
 from .errors import UsageError
@@ -349,7 +349,7 @@ def serve(argv: Optional[list] = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
     quiet_dead_context_teardown()
     try:
-        from . import registry, runner
+        from . import runner
         from .inputs import check_fits
         with contextlib.redirect_stderr(io.StringIO()):   # the parent has said what failed to load
             registry.kernels()

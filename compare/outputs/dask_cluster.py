@@ -7,10 +7,25 @@ its Dask preload (:func:`dask_setup`).
 from __future__ import annotations
 
 import functools
+import importlib.util
+import logging
+import multiprocessing
 import os
+import signal
+import socket
+import threading
+import time
 from typing import Optional
 
+from ..harness import registry
+from ..harness.checkpoint import finished_shapes
+from ..harness.cuda_faults import quiet_dead_context_teardown
 from ..harness.errors import UsageError
+from .selection import is_sweep, shape_texts
+
+# Imported where used: dask, distributed, dask_cuda and pynvml (optional: a sweep without them is
+# refused with the install line), torch, Triton and CuPy (the worker's, not the CLI's), and
+# gpuinfo and timing (11 ms more before the early cluster starts).
 
 
 # ---- clusters -----------------------------------------------------------------------------------
@@ -31,7 +46,6 @@ def visible_gpus() -> list[str]:
 
 
 def dashboard() -> Optional[str]:
-    import importlib.util
     return ":0" if importlib.util.find_spec("bokeh") else None
 
 
@@ -70,7 +84,6 @@ def stop_profiler(worker) -> bool:
 
 
 def _local_cluster(n: int, interpret: bool, gpus: list):
-    import logging
     from distributed import LocalCluster, Nanny, Scheduler, SpecCluster
     quiet = logging.ERROR
     if interpret:
@@ -119,7 +132,6 @@ def close_quickly(cluster) -> None:
     one-process run kills its worker): they hold nothing to save once every shape's rows are
     back, and a graceful close spends ~0.6 s on each worker's teardown of torch, CUDA and CuPy
     (0.83 s of a 100-shape sweep on the H100 box, results/h100/dist-workers1/)."""
-    import signal
     for nanny in list(getattr(cluster, "workers", {}).values()):
         pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
         if pid:
@@ -137,9 +149,6 @@ class EarlyCluster:
     wants the same cluster; otherwise it is closed and the sweep starts its own."""
 
     def __init__(self, n: int, interpret: bool, gpus: list, spawn_wait_s: float = 3.0):
-        import multiprocessing
-        import threading
-        import time
         self.spec = (n, interpret, tuple(gpus[:n]))
         self._cluster = self._error = None
         before = len(multiprocessing.active_children())
@@ -180,7 +189,6 @@ class EarlyCluster:
 def start_early(args) -> Optional[EarlyCluster]:
     """The CLI's early start for ``--workers`` (None when it can't tell the GPUs without CUDA, or
     when anything about the flags is off: the sweep then checks and says so, as always)."""
-    from .selection import is_sweep
     if args.workers is None or args.cluster or args.workers < 0 or not is_sweep(args):
         return None
     if args.resume and resume_is_finished(args):
@@ -202,8 +210,6 @@ def resume_is_finished(args) -> bool:
     """``--resume FILE`` already holds a done line for every shape of this sweep (read without
     torch: the shape list and the file's done lines); whether its selection matches is the
     sweep's to check."""
-    from ..harness.checkpoint import finished_shapes
-    from .selection import shape_texts
     try:
         wanted = set(shape_texts(args, []))
     except UsageError:
@@ -235,11 +241,9 @@ def dask_setup(worker) -> None:
     runs Python's finalizers on that dead context (CuPy's Module.__dealloc__ raising
     CUDA_ERROR_LAUNCH_FAILED, printed on the sweep's terminal): those errors print nothing
     (:func:`compare.harness.cuda_faults.quiet_dead_context_teardown`; the shape's rows said it)."""
-    from compare.harness.cuda_faults import quiet_dead_context_teardown
     quiet_dead_context_teardown()
     _GPU_READY.start()      # first: its CUDA context forms while this thread imports the registry
     try:
-        from compare.harness import registry
         registry.kernels()
     except Exception:
         pass
@@ -302,12 +306,10 @@ class _Once:
     """A thread started at most once; ``wait`` joins it (a no-op when it never started)."""
 
     def __init__(self, target):
-        import threading
         self._lock = threading.Lock()
         self._target, self._thread = target, None
 
     def start(self) -> None:
-        import threading
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._target, daemon=True, name="ready-gpu")
@@ -346,8 +348,6 @@ def probe_scheduler(address: str) -> None:
     """``--cluster ADDRESS``: a well-formed address whose host answers a TCP connect within
     CONNECT_TIMEOUT_S (a refused port fails at once; Dask's own connect retries for its whole
     timeout). Schemes other than tcp/tls are left to Dask."""
-    import socket
-
     from distributed.comm.addressing import parse_address, parse_host_port
     try:
         scheme, loc = parse_address(address.strip())

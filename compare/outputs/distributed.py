@@ -31,13 +31,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..harness import gpuinfo, registry, runner
 from ..harness.checkpoint import Checkpoint, group_by_shape, kept_shapes, measured, path_for
 from ..harness.errors import UsageError
+from ..harness.precompile import compile_ahead
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
+from ..harness.worker import sticky_cuda_error as names_sticky_error
 from .dask_cluster import (EarlyCluster, close_quickly, dashboard, gpu_identity, local_cluster, max_interpret_workers,
-                           join, local_gpus, probe_scheduler, wait_until_ready, worker_environment)
+                           join, local_gpus, probe_scheduler, stop_profiler, wait_until_ready, worker_environment)
 from .progress import Progress
+from .report import row_from_dict
+
+# dask and distributed are optional (a sweep without them is refused with INSTALL_LINE): imported
+# where used.
 
 INSTALL_LINE = 'pip install -e ".[dist]"'
 
@@ -55,9 +62,8 @@ def require_dask() -> None:
 def sticky_cuda_error(rows) -> Optional[str]:
     """The first row's reason that names a sticky CUDA error, else None (one place to swap in a
     shared classifier)."""
-    from ..harness.worker import sticky_cuda_error as sticky
     for r in rows:
-        if r.status in (ERROR, FAULT) and sticky(r.reason or ""):
+        if r.status in (ERROR, FAULT) and names_sticky_error(r.reason or ""):
             return f"{r.kernel} {r.shape} {r.precision}: {r.reason}"
     return None
 
@@ -86,7 +92,6 @@ class ShapeJob:
 
 def load_plugins(specs) -> None:
     """The run's --plugin modules, imported on the worker by the registry's one loader."""
-    from ..harness import registry
     registry.load_plugins(list(specs))
 
 
@@ -112,7 +117,6 @@ def measure_shape(job: ShapeJob) -> dict:
     load_plugins(job.plugins)
     _quiet_worker()
     wait_until_ready()
-    from ..harness import runner
     pairs = [(from_wire(wire), p) for wire, p in job.pairs]
     t0 = time.perf_counter()
     rows = runner.run(pairs, timing=job.timing, device="cpu" if job.interpret else None,
@@ -143,7 +147,6 @@ def _quiet_worker() -> bool:
         worker = get_worker()
     except Exception:       # not on a Dask worker (a test calling measure_shape directly)
         return False
-    from .dask_cluster import stop_profiler
     return stop_profiler(worker)
 
 
@@ -188,7 +191,6 @@ def run_sweep(pairs, *, selection: dict, skipped: dict, options: dict, timing: b
 
     ahead = None
     if cluster is None and not interpret and compile_jobs != 0 and todo:
-        from ..harness.precompile import compile_ahead
         ahead = compile_ahead([kp for s in todo for kp in by_shape[s]], None, options=options,
                               skip=lambda k: skipped.get(k.name), jobs=compile_jobs, plugins=plugins,
                               kernel_timeout=kernel_timeout, say=lambda m: print(m, file=sys.stderr, flush=True))
@@ -265,7 +267,6 @@ def _on_dask(jobs: dict, todo: list, tally: _Tally, *, cluster: Optional[str], e
 
 def _kept(checkpoint: Optional[str], resume: bool, selection: dict, by_shape: dict) -> dict:
     """{shape: (rows, done line)} the checkpoint finished (--resume), rows as Results."""
-    from .report import row_from_dict
     kept = kept_shapes(checkpoint, resume, selection, list(by_shape)) if checkpoint else {}
     return {s: ([row_from_dict(d) for d in rows], done) for s, (rows, done) in kept.items()}
 
@@ -275,7 +276,6 @@ def _sweep_env(envs: list, interpret: bool) -> dict:
     process's view."""
     if envs:
         return dict(envs[0])
-    from ..harness import gpuinfo
     env = gpuinfo.environment().as_dict()
     if interpret:
         env["gpu"] = gpu_identity(True)[0]

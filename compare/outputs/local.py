@@ -13,9 +13,12 @@ import os
 import sys
 import time
 
+import torch
+
 from ..harness import checkpoint, gpuinfo, inputs, runner
 from ..harness import worker as isolation
 from ..harness.errors import UsageError
+from ..harness.precompile import compile_ahead
 from ..harness.problem import ProblemError
 from . import render
 from .progress import Progress, per_shape_counts
@@ -40,7 +43,6 @@ def run(args, chosen, skip) -> int:
     if todo:
         device, timing = ready_device(args, pool, chosen.kernels, [p for p in chosen.problems if p.shape not in kept])
     if todo and pool and not args.interpret:
-        from ..harness.precompile import compile_ahead
         ahead = compile_ahead(todo, pool, options=chosen.options, skip=skip, jobs=args.compile_jobs,
                               plugins=args.plugin or (), kernel_timeout=args.kernel_timeout, say=say)
     ckpt = None
@@ -48,6 +50,7 @@ def run(args, chosen, skip) -> int:
         expect = {s: len(group) for s, group in checkpoint.group_by_shape(todo).items()}
         ckpt = checkpoint.Checkpoint(path, measured, kept, shapes=shapes, expect=expect)
     if todo and timing:   # this GPU's peaks, for every row's % SOL: measured once, then read from the cache
+        # imported here: importing cuda_kernels registers its kernels (the registry loads the families)
         from cuda_kernels.probes.peaks import ensure as measured_peaks
         measured_peaks(say=say)
 
@@ -89,7 +92,6 @@ def ready_device(args, pool, selected, problems) -> tuple:
         if pool:
             isolation.ready_for_run(pool, args, selected, problems)
         else:
-            import torch
             for p in problems:
                 try:
                     inputs.check_fits(p, torch.device("cuda"))

@@ -6,8 +6,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable, Optional
 
+import numpy as np
+
+from ..harness import sol
 from ..harness.runner import OK, Result
 from .matrix import shape_label
+
+# matplotlib (optional, ~370 ms to import, its backend chosen before pyplot) is imported by the
+# functions that draw.
 
 # Each kernel gets its own colour and a marker: 40 colours (tab10's ten, then tab20's ten light
 # shades, then tab20b's twenty) and seven markers advance together, so no two of the first 40
@@ -148,7 +154,6 @@ ROOF_NAMES = {"fp32": "FP32 FFMA", "tf32": "TF32 tensor core", "tf32x3": "tf32x3
 
 def roofs(peaks: dict, precisions: Iterable[str]) -> dict[str, float]:
     """{precision: compute roof in TFLOP/s at the probe's clock} for the precisions run."""
-    from ..harness import sol
     out = {}
     for p in dict.fromkeys(precisions):
         pipe = (peaks or {}).get(sol.PIPE.get(p, ""))
@@ -161,7 +166,6 @@ def roofline_points(results: Iterable) -> list[dict]:
     """One point per timed row (a Result or the dict --format json wrote): its intensity (FLOPs /
     minimum DRAM bytes), its rate (FLOPs / median time, the beta term included, as the intensity
     counts it) and whether it is cuBLAS."""
-    from ..harness import sol
 
     def get(r, k):
         return r.get(k) if isinstance(r, dict) else getattr(r, k, None)
@@ -198,7 +202,6 @@ def draw_roofline(ax, pts: list[dict], env: dict, styles: Optional[dict] = None,
     to it: how far the kernel's traffic is from the minimum. ``styles`` ({label: (colour, marker)})
     keeps the colours of the figure's other panels; without ``kernel_legend`` the legend names only
     the roofs (inside the axes: a figure whose other legend names the kernels)."""
-    import numpy as np
     peaks = (env or {}).get("peaks") or {}
     xs = [q["intensity"] for q in pts] + [q["achieved_intensity"] for q in pts if q.get("achieved_intensity")]
     lo, hi = (min(xs) / 3, max(xs) * 3) if xs else (0.1, 1e4)

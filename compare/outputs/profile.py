@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -33,15 +34,23 @@ import sys
 import tempfile
 from typing import Optional
 
+from ..harness import gpuinfo, plugins, registry, sol
 from ..harness.errors import UsageError
 from ..harness.files import write_atomically as _write_atomically, write_text_atomically
+from ..harness.problem import Problem
 from ..harness.shapes import PROFILE_DEFAULT as DEFAULT_SHAPE
+from ..harness.status import NO_NUMBER
 from .profile_counters import (  # noqa: F401  (re-exported: the profile's one namespace)
     COUNTERS, MARKER, METRIC_BY_KEY, METRICS, Claim, Counter, Metric, build_rows, choose_metrics,
     claim_text, claims, claims_text, evaluate_claim, fill_metrics, join_window, min_dram_bytes, parse_query_metrics,
     parse_raw_csv, split_windows)
+from . import selection
 from .selection import SUFFIX_FORMATS
 from .profile_render import info_lines, legend_lines, plot, to_csv, to_json, to_markdown, to_table  # noqa: F401
+
+# torch, Triton, the runner and the inputs (torch: ~1 s) and the peaks probe (importing
+# cuda_kernels registers its kernels) are imported by the functions that measure, so that --help
+# and a bad flag exit before them; matplotlib (optional) by --plot.
 
 
 # --- running ncu -------------------------------------------------------------------------------
@@ -69,7 +78,6 @@ PERM_MESSAGE = ("ncu may not read the GPU performance counters here (ERR_NVGPUCT
 
 
 def _unknown_metric(log: str) -> Optional[str]:
-    import re
     m = re.search(r"[Ff]ailed to find metric\s+(?:regex:)?([A-Za-z0-9_.]+)", log)
     return m.group(1) if m else None
 
@@ -135,10 +143,9 @@ def child_main(spec_path: str) -> int:
     """Under ncu: for each entry, prepare (outside any window), then the checked launch inside
     a cudaProfilerStart/Stop window opened by the marker, then the check. Writes the manifest."""
     import torch
-    from ..harness import registry, runner
+    from ..harness import runner
     from ..harness import check as _check
     from ..harness.inputs import make_inputs
-    from ..harness.problem import Problem
     with open(spec_path) as f:
         spec = json.load(f)
     registry.load_plugins(spec.get("plugins"))
@@ -197,7 +204,6 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="metrics:\n" + "\n".join(f"  {ln}" for ln in legend_lines()) +
                "\n\nexit codes: 0 all ok; 1 a kernel FAILED or errored; 2 could not start (no ncu, no GPU, "
                "counters not permitted, bad arguments)")
-    from . import selection
     selection.add_flags(p, default_shapes=DEFAULT_SHAPE, variants=False)
     p.add_argument("--format", choices=("table", "csv", "json", "markdown"), default=None,
                    help="default: from the -o suffix (.json, .csv, .md), else table")
@@ -237,7 +243,6 @@ def _validate_output(args) -> None:
 def select_pairs(args) -> list:
     """(kernel, problem) pairs for the selection flags (``selection.select``, the CLI's), checked
     before any GPU work; cuBLAS only as --kernel names it, kernels that can't take a problem left out."""
-    from . import selection
     pairs = selection.select(args, default_shapes=[DEFAULT_SHAPE], baseline=False).pairs
     if not pairs:
         raise UsageError("nothing to profile: every selected kernel is unsupported on every shape")
@@ -248,7 +253,6 @@ def select_options(args, pairs) -> None:
     """--opt flags over the selected kernels -> args.raw_options (text, for the child under ncu)
     and args.parsed_options (for the engine's timing run); a bad flag is a UsageError here,
     before any GPU work."""
-    from ..harness import registry
     selected = list({k.name: k for k, _ in pairs}.values())
     args.raw_options = registry.opt_flags(args.opt, selected)
     by_name = {k.name: k for k in selected}
@@ -273,7 +277,6 @@ def render(rows: list[dict], info: dict, fmt: str) -> str:
 def child_spec(pairs, raw_options: dict, manifest: str, chosen: dict, missing: list) -> dict:
     """What the process under ncu is told: the plugins this process loaded (a --plugin path made
     absolute), then each launch's kernel, problem and --opt text (the child parses them)."""
-    from ..harness import plugins, registry
     return {"manifest": manifest, "chosen": chosen, "missing": missing,
             "plugins": [os.path.abspath(s) if plugins.is_path(s) else s for s in registry.loaded_plugins()],
             "entries": [{"kernel": k.name, "problem": {"M": p.M, "N": p.N, "K": p.K, "precision": p.precision,
@@ -332,7 +335,6 @@ def profile(pairs, args) -> tuple[list[dict], dict]:
         measured_peaks(say=lambda s: print(s, file=sys.stderr, flush=True))
         _time_rows(rows, pairs, args)
     fill_metrics(rows)
-    from ..harness import gpuinfo
     env = gpuinfo.environment().as_dict()
     info = {"gpu": env.get("gpu"), "ncu_version": ncu_version(ncu), "missing": missing, "chosen": chosen,
             "env": env, "command": shlex.join(["python", "-m", "compare.outputs.profile", *args.argv]),
@@ -368,7 +370,6 @@ def roofline_points(rows: list[dict]) -> list[dict]:
     """The roofline's points of the profiled rows: each at the intensity of the minimum DRAM bytes
     and, where Nsight Compute counted DRAM bytes, also at its achieved intensity (FLOPs / those
     bytes). The rate is FLOPs over the engine's median time (ncu's own time without it)."""
-    from ..harness import sol
     pts = []
     for r in rows:
         ms = r.get("engine_median_ms") or (r.get("metrics") or {}).get("ncu_ms")
@@ -400,7 +401,6 @@ def main(argv: Optional[list] = None) -> int:
             except (OSError, ValueError, KeyError) as e:
                 raise UsageError(f"--from-json {args.from_json}: {e}") from None
         else:
-            from ..harness import registry
             registry.load_plugins(args.plugin)
             pairs = select_pairs(args)
             select_options(args, pairs)
@@ -427,7 +427,6 @@ def main(argv: Optional[list] = None) -> int:
             from .plot import plot_roofline
             _write_atomically(path, lambda t: plot_roofline(pts, t, info.get("env") or {}))
             print(f"roofline written to {path}", file=sys.stderr)
-    from ..harness.status import NO_NUMBER
     return 1 if any(r["status"] in NO_NUMBER for r in rows) else 0
 
 

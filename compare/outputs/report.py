@@ -6,6 +6,9 @@ import dataclasses
 import io
 import json
 import math
+import os
+import shutil
+import textwrap
 import time
 from typing import Iterable, Optional
 
@@ -14,7 +17,9 @@ from ..harness import sol as _sol
 from ..harness.errors import UsageError
 from ..harness.options import renamed_config
 from ..harness import runner as _runner
-from ..harness.runner import Result
+from ..harness.runner import Result, baseline_key
+
+# rich (~35 ms to import) is imported by the table alone: --list and the file formats go without.
 
 # Every status a row of python -m compare can carry (a loaded file with another is refused).
 STATUSES = (_runner.OK, _runner.FAILED, _runner.ERROR, _runner.FAULT, _runner.HUNG, _runner.UNSUPPORTED,
@@ -122,8 +127,6 @@ _REASON_INLINE = 12
 
 def table_width(file) -> int:
     """TABLE_WIDTH, or less for a narrower terminal (or COLUMNS, when not writing to a terminal)."""
-    import os
-    import shutil
     width = TABLE_WIDTH
     if hasattr(file, "isatty") and file.isatty():
         width = min(width, shutil.get_terminal_size((TABLE_WIDTH, 24)).columns)
@@ -161,7 +164,6 @@ def _status_cells(results: list[Result]) -> tuple[list[str], list[str]]:
 def to_table(results: list[Result], env: dict, file) -> None:
     """The human table, one line per row within :func:`table_width` columns. Family and stage
     are in the kernel's name; the config is in the JSON/CSV and in :func:`config_view`."""
-    import textwrap
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -224,7 +226,6 @@ def to_table(results: list[Result], env: dict, file) -> None:
 
 def config_view(results: list[Result], width: int = TABLE_WIDTH) -> str:
     """--show config: each row's resolved configuration, wrapped under its kernel and shape."""
-    import textwrap
     out = ["configurations (the config field of the JSON/CSV):"]
     for r in results:
         if not r.config:
@@ -318,7 +319,6 @@ def load(path: str) -> tuple[list[Result], dict]:
 
     Raises UsageError, naming the file and what is wrong with it, for a file that is missing,
     empty, not JSON/CSV, or not a results file."""
-    import os
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -376,7 +376,6 @@ def filter_rows(results: list[Result], shapes=None, precisions=None, kernels=Non
     ``kernels`` sets of names; None keeps everything. cuBLAS rows stay wherever a kept row is
     compared with them (same shape, alpha, beta; tf32x3's baseline is fp32), so the table keeps
     its baseline."""
-    from ..harness.runner import baseline_key
 
     def wanted(r: Result) -> bool:
         return ((shapes is None or (r.M, r.N, r.K) in shapes)

@@ -13,8 +13,15 @@ import argparse
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ..harness import registry, shapes
 from ..harness.errors import UsageError
+from ..harness.problem import PRECISIONS, Problem, ProblemError, parse_precisions, parse_shape, split_flags
+from ..harness.registry import FAMILIES, GROUPS, STAGE_BY_NAME
 from ..harness.shapes import GROUP_DEFAULTS, INTERPRET_DEFAULTS
+from ..harness.variants import resolve
+
+# compare.harness.runner imports torch (~1 s): select imports it when it runs, so that --help and
+# --list, which build these flags, start without it.
 
 # -o FILE without --format: the format its suffix names (anything else gets the table).
 SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
@@ -22,15 +29,12 @@ SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".md": "markdown", ".markdown"
 
 def add_flags(p: argparse.ArgumentParser, *, default_shapes: str, variants: bool = True) -> None:
     """The selection flags on ``p``; ``default_shapes`` says in --shape's help what runs without it."""
-    from ..harness.problem import PRECISIONS
-    from ..harness.registry import FAMILIES, GROUPS
-    from ..harness.shapes import SHAPE_SETS
     p.add_argument("--stage", default="all", metavar="STAGE",
                    help=f"a group ({', '.join(GROUPS)}), a stage name (--list shows the ladder), or all")
     p.add_argument("--shape", action="append", metavar="MxNxK",
                    help=f"problem shape, repeatable; one number means a cube (default: {default_shapes})")
     p.add_argument("--sweep", action="append", metavar="NAME",
-                   help=f"a named shape set ({', '.join(SHAPE_SETS)}); repeatable or comma-separated; not with --shape")
+                   help=f"a named shape set ({', '.join(shapes.SHAPE_SETS)}); repeatable or comma-separated; not with --shape")
     p.add_argument("--shapes-file", metavar="FILE",
                    help="shapes from a file (format: compare/harness/shapes.py); not with --shape")
     p.add_argument("--precision", action="append", metavar="P",
@@ -53,14 +57,12 @@ def add_flags(p: argparse.ArgumentParser, *, default_shapes: str, variants: bool
 
 
 def split(values: Optional[list]) -> list:
-    from ..harness.problem import split_flags
     return split_flags(values)
 
 
 def kernels(args, *, interpret: bool = False) -> list:
     """--stage / --family / --kernel / --variant -> the kernels to run (cuBLAS always kept). A
     --kernel outside the stage and family selection is an error naming both."""
-    from ..harness import registry
     families = split(args.family) or None
     try:
         selected = registry.select(args.stage, families)
@@ -84,7 +86,6 @@ def kernels(args, *, interpret: bool = False) -> list:
                              f"or drop --stage")
         selected = [k for k in selected if k.name in names or k.family == "cublas"]
     if getattr(args, "variant", None):
-        from ..harness.variants import resolve
         if args.kernel:
             raise UsageError("--variant names its kernels; drop --kernel")
         pairs = resolve(args.variant, {k.name: k for k in registry.kernels()})
@@ -99,7 +100,6 @@ def kernels(args, *, interpret: bool = False) -> list:
 
 def options(args, selected: list) -> dict:
     """--opt [KERNEL:]NAME=VALUE -> {kernel name: parsed options}, checked before any GPU work."""
-    from ..harness import registry
     given: dict = {}
     for text in args.opt or []:
         lhs, eq, value = text.partition("=")
@@ -122,7 +122,6 @@ def is_sweep(args) -> bool:
 def shape_texts(args, defaults: list) -> list[str]:
     """--shape (not comma-split: "64,64,1024" is an error that says MxNxK), else --sweep /
     --shapes-file (in order, duplicates dropped), else ``defaults``."""
-    from ..harness import shapes
     if args.shape and is_sweep(args):
         raise UsageError(f"--shape and {' and '.join(_sweep_flags(args))} both set the shapes; use one")
     if args.shape:
@@ -145,7 +144,6 @@ def check_interpretable(args, texts: list[str]) -> None:
     """--interpret: every shape small enough for the interpreter (INTERPRET_MAX_FLOPS) and for this
     host's free memory (compare/harness/problem.py device_bytes: operands, output, float64
     reference), said before any work with the flag that brought the shape."""
-    from ..harness.problem import Problem, ProblemError, parse_shape
     flag = shapes_flag(args)
     free = host_free_bytes()
     for t in texts:
@@ -189,7 +187,6 @@ def shapes_flag(args) -> str:
 
 def problems(args, texts: list[str]) -> list:
     """Every shape text at every --precision, with --alpha/--beta/--seed."""
-    from ..harness.problem import Problem, ProblemError, parse_precisions, parse_shape
     out = []
     try:
         precisions = parse_precisions(args.precision)
@@ -205,7 +202,6 @@ def problems(args, texts: list[str]) -> list:
 def default_shape_texts(args, selected: list, *, interpret: bool = False) -> list[str]:
     """The shapes of a run given no shape flag: --interpret's small ones, else the default shapes
     of every group the selected kernels (and --stage) belong to, in the ladder's group order."""
-    from ..harness.registry import GROUPS, STAGE_BY_NAME
     if interpret:
         return list(INTERPRET_DEFAULTS)
     groups = {k.group for k in selected if k.family != "cublas"}
@@ -221,7 +217,6 @@ def default_shape_texts(args, selected: list, *, interpret: bool = False) -> lis
 def pairs(args, selected: list, problems_: list, *, interpret: bool = False) -> list:
     """Which kernel runs which problem. With the groups' default shapes, a kernel runs its own
     group's shapes (the naive stage is not run at 8192^3); cuBLAS runs all of them as the baseline."""
-    from ..harness.problem import parse_shape
     if args.shape or interpret or is_sweep(args):
         return [(k, p) for p in problems_ for k in selected]
     group_shapes = {g: {parse_shape(t) for t in ts} for g, ts in GROUP_DEFAULTS.items()}

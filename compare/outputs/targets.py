@@ -8,8 +8,11 @@ import os
 from ..harness import checkpoint
 from ..harness.errors import UsageError
 from ..harness.files import prove_writable
+from ..harness.problem import ProblemError, parse_precisions, parse_shape
 from . import selection
 from .selection import SUFFIX_FORMATS
+
+# Imported where used: matplotlib (optional; --plot checks it is there) and report (torch).
 
 
 def writable_target(path: str, what: str) -> None:
@@ -98,7 +101,6 @@ def check_checkpoint(args) -> None:
 def filter_loaded(results, args) -> list:
     """--from-json with --shape/--stage/--family/--kernel/--precision: the loaded rows they
     select (cuBLAS rows kept as the baseline); exit 2 when they select none."""
-    from ..harness.problem import ProblemError, parse_precisions, parse_shape
     asked = [f for f, on in (("--shape", args.shape), ("--precision", args.precision), ("--kernel", args.kernel),
                              ("--family", args.family), ("--stage", args.stage != "all")) if on]
     if not asked:
