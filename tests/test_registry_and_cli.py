@@ -362,3 +362,19 @@ def test_a_plugins_old_style_option_still_works():
     assert registry.Option("n", "plain text").value("x") == "x"
     with pytest.raises(ValueError, match="unknown kind"):
         registry.Option("n", "h", kind="float")
+
+
+def test_the_ladder_order_does_not_depend_on_which_family_is_imported_first():
+    """The ladder reads CUDA stages 01-13, then the Triton-only stages, also in a program that
+    imports a Triton kernel module first (the Triton 3.6 CI leg's test order declared
+    naive_blocked before naive)."""
+    import subprocess
+    import sys
+    code = ("import triton_kernels.naive_blocked\nfrom compare.harness import registry\n"
+            "print(' '.join(s.name for s in registry.stages()))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env=dict(os.environ, TRITON_INTERPRET="1"), check=True).stdout.split()
+    assert out[:15] == ["naive", "coalesced", "smem_tiled", "blocktile_1d", "blocktile_2d", "vectorized",
+                        "bank_conflict_free", "warptile", "double_buffered", "split_k", "stream_k",
+                        "tf32_mma", "wgmma_tma", "naive_blocked", "tiled"]
