@@ -216,15 +216,9 @@ class _PctTrack(_Common):
         return _pct_value(self, "track_pct_cublas", cache, kernel, precision)
 
 
-class _SweepTrack(_Common):
-    """Geometric mean of % of cuBLAS of a family's general-purpose kernel over the sweep set."""
-
-    unit = "% of cuBLAS"
-    param_names = ["kernel", "precision"]
-
-    def setup(self, cache, kernel, precision):
-        _cache_na(cache)                               # (no GPU: said by the cache)
-        _precision_or_na(kernel, precision, check_gpu=False)
+class _SweepTrack(_PctTrack):
+    """Geometric mean of % of cuBLAS of a family's general-purpose kernel over the sweep set
+    (unit, params and setup as a group's % of cuBLAS)."""
 
     def _geomean(self, cache, kernel, precision):
         _point_log(f"{kernel} {precision} sweep")
