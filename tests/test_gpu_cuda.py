@@ -138,13 +138,9 @@ def test_launches_go_to_torchs_current_stream_at_call_time():
         assert res.ok, f"{name}: {res.message}"
 
 
-@pytest.mark.parametrize("name", ["cuda.08_warptile", "cuda.10_split_k", "cuda.11_stream_k", "cuda.11_stream_k_atomic"])
-def test_launch_is_captured_by_a_cuda_graph(name):
-    """A CUDA graph captured around launch() replays the kernel: C is reset outside the graph,
-    and only the replay can make it right."""
-    p = Problem(1000, 1000, 1000, alpha=1.0, beta=0.5)
-    inputs = make_inputs(p)
-    launch = KERNELS[name].prepare(p, inputs, {})
+def _replayed_from_a_graph(p, inputs, launch):
+    """The check of C after ``launch`` is captured in a CUDA graph and replayed: C is poisoned and
+    reset outside the graph, so only the replay can make it right."""
     inputs.reset_c()
     launch()  # warm-up outside the capture (lazy compile, allocations)
     torch.cuda.synchronize()
@@ -156,7 +152,17 @@ def test_launch_is_captured_by_a_cuda_graph(name):
     torch.cuda.synchronize()
     graph.replay()
     torch.cuda.synchronize()
-    res = check(p, inputs.C, inputs.ref, inputs.bound)
+    return check(p, inputs.C, inputs.ref, inputs.bound)
+
+
+@pytest.mark.parametrize("name", ["cuda.08_warptile", "cuda.10_split_k", "cuda.11_stream_k", "cuda.11_stream_k_atomic"])
+def test_launch_is_captured_by_a_cuda_graph(name):
+    """A CUDA graph captured around launch() replays the kernel: C is reset outside the graph,
+    and only the replay can make it right."""
+    p = Problem(1000, 1000, 1000, alpha=1.0, beta=0.5)
+    inputs = make_inputs(p)
+    launch = KERNELS[name].prepare(p, inputs, {})
+    res = _replayed_from_a_graph(p, inputs, launch)
     assert res.ok, f"{name} replayed from a graph: {res.message}"
 
 
@@ -430,16 +436,5 @@ def test_skinny_paths_are_captured_by_a_cuda_graph(shape):
     inputs = make_inputs(p)
     launch = KERNELS[SK].prepare(p, inputs, {})
     assert launch.config["k_splits"] > 1
-    inputs.reset_c()
-    launch()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        launch()
-    inputs.C.fill_(float("nan"))
-    inputs.reset_c()
-    torch.cuda.synchronize()
-    graph.replay()
-    torch.cuda.synchronize()
-    res = check(p, inputs.C, inputs.ref, inputs.bound)
+    res = _replayed_from_a_graph(p, inputs, launch)
     assert res.ok, res.message
