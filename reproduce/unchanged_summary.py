@@ -89,6 +89,19 @@ def main(dirs):
               f"| {100 * (math.exp(mean_ab) - 1):+.1f}% | {verdict} |")
     print(f"\n{bad} group(s) slower than their A/A spread; {len(lost)} row(s) timed before and not after"
           + (f": {sorted(set(lost))[:10]}" if lost else ""))
+    # Rows reduced for the results folder carry config_sha1 (the configuration with renamed
+    # spellings read as today's): the same kernel configuration ran before and after.
+    same = differ = 0
+    for d, tree, rnd, rows in runs:
+        if tree != "after":
+            continue
+        before = next((r[3] for r in runs if r[0] == d and r[1] == "before" and r[2] == rnd), {})
+        for k, row in rows.items():
+            if "config_sha1" in row and k in before:
+                same += row["config_sha1"] == before[k].get("config_sha1")
+                differ += row["config_sha1"] != before[k].get("config_sha1")
+    if same or differ:
+        print(f"configurations: {same} row pairs ran the same configuration before and after, {differ} differ")
     return 1 if bad or lost else 0
 
 
