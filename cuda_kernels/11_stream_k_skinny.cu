@@ -268,3 +268,103 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
     }
     if (i < count) C[i] = axpby(s, alpha, beta, C + i);
 }
+
+// skinny_n's short-K build ("resident" B: the skinny_b=resident option): K <= 32 L (256 at L = 8),
+// N <= NB <= 8. B's whole K x N (<= 8 KiB) is read into shared memory once per block, transposed
+// (row n of the copy is KMAX + 4 floats: the 4-float pad staggers the copy's writes over the banks),
+// zero past K and N; the block is persistent: grid = min(row groups, SMs x 2), block b computes
+// row groups b, b + gridDim.x, ... of ROWS = 256 / L rows each. Thread t owns row t / L of the group
+// and lane l = t % L of it: 8 slots of 4 k's, k = 4 L j + 4 l + i (VEC: one 16-byte load per slot,
+// a warp instruction reads 4 L contiguous floats of each of its 32 / L rows) or k = l + L e, e < 32
+// (scalar: L contiguous floats per row per instruction). The next group's A loads are issued before
+// this group is computed, so each thread keeps a group in flight while it computes (8 KiB per warp,
+// up to 32 KiB a block). Each B value read from shared memory serves the warp's 32 / L rows (one
+// address for all of them: a broadcast), NB / (32 / L) shared bytes per byte of A: 2 at NB = 8.
+// The L lane partials of each (row, n) meet in shared memory and are added in lane order (fixed:
+// bit-identical run to run), into one of two buffers by group parity so one barrier a group
+// separates a group's writes from its reads and the previous reads from the next writes.
+template <int NB, int L, bool VEC>
+__global__ void __launch_bounds__(256, 2)
+skinny_short(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+             float beta, float* __restrict__ C) {
+    constexpr int THREADS = 256, ROWS = THREADS / L, S = 8, KMAX = 4 * S * L, KP = KMAX + 4;
+    constexpr int RED = ROWS * NB * (L + 1);  // L partials per output, padded to L + 1 (reads stride L + 1)
+    static_assert(NB >= 1 && NB <= 8 && (L == 4 || L == 8), "builds: NB 1, 2, 4, 8; L 4 or 8");
+    __shared__ __align__(16) float sb[NB * KP];
+    __shared__ float red[2][RED];
+    const int tid = threadIdx.x, r = tid / L, lane = tid % L;
+    const int groups = cdiv(M, ROWS);
+
+    // Group g's A values of this thread's row; zero past K and below the last row.
+    auto load_a = [&](int g, float (&v)[4 * S]) {
+        const int row = g * ROWS + r;
+        const bool live = g < groups && row < M;
+        const float* arow = A + (size_t)row * K;
+        if (VEC) {
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                const int k = 4 * L * j + 4 * lane;
+                const float4 q = (live && k < K) ? ld4(arow + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+                v[4 * j] = q.x; v[4 * j + 1] = q.y; v[4 * j + 2] = q.z; v[4 * j + 3] = q.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4 * S; ++e) {
+                const int k = lane + L * e;
+                v[e] = (live && k < K) ? arow[k] : 0.f;
+            }
+        }
+    };
+
+    float nx[4 * S], av[4 * S];
+    int g = blockIdx.x;
+    load_a(g, nx);  // the first group's loads go out before B's copy
+    for (int e = tid; e < NB * KMAX; e += THREADS) {
+        const int kk = e / NB, n = e % NB;
+        sb[n * KP + kk] = (n < N && kk < K) ? B[(size_t)kk * N + n] : 0.f;
+    }
+    __syncthreads();  // B is in shared memory for every thread
+    for (int buf = 0; g < groups; g += gridDim.x, buf ^= 1) {
+#pragma unroll
+        for (int e = 0; e < 4 * S; ++e) av[e] = nx[e];
+        load_a(g + gridDim.x, nx);  // in flight while this group is computed
+        float acc[NB];
+#pragma unroll
+        for (int n = 0; n < NB; ++n) acc[n] = 0.f;
+#pragma unroll
+        for (int n = 0; n < NB; ++n) {
+            const float* bn = sb + n * KP;
+            if (VEC) {
+#pragma unroll
+                for (int j = 0; j < S; ++j) {
+                    if (4 * L * j >= K) break;  // uniform: slots past K hold zeros
+                    const float4 q = ld4(bn + 4 * L * j + 4 * lane);
+                    acc[n] += av[4 * j] * q.x;
+                    acc[n] += av[4 * j + 1] * q.y;
+                    acc[n] += av[4 * j + 2] * q.z;
+                    acc[n] += av[4 * j + 3] * q.w;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4 * S; ++e) {
+                    if (L * e >= K) break;
+                    acc[n] += av[e] * bn[lane + L * e];
+                }
+            }
+        }
+        float* rb = red[buf];
+#pragma unroll
+        for (int n = 0; n < NB; ++n) rb[(n * ROWS + r) * (L + 1) + lane] = acc[n];
+        __syncthreads();  // the group's partials are in red[buf]; red[buf ^ 1]'s readers are done
+        for (int o = tid; o < ROWS * NB; o += THREADS) {
+            const int n = o / ROWS, rr = o % ROWS, row = g * ROWS + rr;
+            if (row >= M || n >= N) continue;
+            const float* p = rb + o * (L + 1);
+            float s = p[0];
+#pragma unroll
+            for (int l = 1; l < L; ++l) s += p[l];  // lane order: fixed
+            const size_t at = (size_t)row * N + n;
+            C[at] = axpby(s, alpha, beta, C + at);
+        }
+    }
+}
