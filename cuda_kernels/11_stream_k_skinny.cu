@@ -316,18 +316,26 @@ skinny_short(int M, int N, int K, float alpha, const float* __restrict__ A, cons
         }
     };
 
+    // Software pipeline (VEC builds): the next group's loads are issued before this group is
+    // computed. The scalar builds load a group where it is used: holding 2 x 32 scalars and their
+    // predicates spilled there (sm_90, 76-104 bytes, every NB at L = 8).
+    constexpr bool PIPE = VEC;
     float nx[4 * S], av[4 * S];
     int g = blockIdx.x;
-    load_a(g, nx);  // the first group's loads go out before B's copy
+    if (PIPE) load_a(g, nx);  // the first group's loads go out before B's copy
     for (int e = tid; e < NB * KMAX; e += THREADS) {
         const int kk = e / NB, n = e % NB;
         sb[n * KP + kk] = (n < N && kk < K) ? B[(size_t)kk * N + n] : 0.f;
     }
     __syncthreads();  // B is in shared memory for every thread
     for (int buf = 0; g < groups; g += gridDim.x, buf ^= 1) {
+        if (PIPE) {
 #pragma unroll
-        for (int e = 0; e < 4 * S; ++e) av[e] = nx[e];
-        load_a(g + gridDim.x, nx);  // in flight while this group is computed
+            for (int e = 0; e < 4 * S; ++e) av[e] = nx[e];
+            load_a(g + gridDim.x, nx);  // in flight while this group is computed
+        } else {
+            load_a(g, av);
+        }
         float acc[NB];
 #pragma unroll
         for (int n = 0; n < NB; ++n) acc[n] = 0.f;
