@@ -1,7 +1,9 @@
 // Stage 11 - bandwidth-bound paths of the stream-K kernel: one row (M = 1, gemv_row) and a
 // matrix times 1-8 vectors (N <= 8, skinny_n). Included by 11_stream_k.cu; stage 11's prepare
 // picks the path (launch.py, stream_k_path: N <= 8 -> skinny_n, else M = 1 -> gemv, else the
-// stream-K tile plan) and names it in the row's config.
+// stream-K tile plan) and names it in the row's config. skinny_n has a second, short-K build
+// (skinny_short, option skinny_b=resident, K <= 256; its header is at its template, below),
+// not the default yet: it runs only where the option asks for it.
 //
 // Bottleneck removed: a tile kernel on a product that is a stream of one operand. With N <= 8 a
 // GEMM does at most 2*8 flops per 4-byte element of A (4 flops per byte) and with M = 1 half a
@@ -269,7 +271,27 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
     if (i < count) C[i] = axpby(s, alpha, beta, C + i);
 }
 
-// skinny_n's short-K build ("resident" B: the skinny_b=resident option): K <= 32 L (256 at L = 8),
+// skinny_n's short-K build, skinny_short (option skinny_b=resident; K <= 256, N <= 8).
+// Bottleneck removed: skinny_n's fixed costs per block of rows where K is short. At K <= 256 a
+// skinny_n block streams one 256-wide chunk of A (16 KiB for its 16 rows at N = 8) and for it
+// copies B's whole chunk from L2 into shared memory (8 KiB at N = 8, half the A bytes again),
+// waits on its barriers, and sums 32 lane partials per output through shared memory (16 x 8 x 33
+// floats written and read, 16896 bytes per 16 KiB of A): a long K spreads these over many chunks,
+// a short K pays them every 16 KiB. Measured on an H100 (results/h100/skinny/report.md, skinny_n):
+// 56.2% of a device copy's bandwidth at 131072x8x256, 67.0% at 1000000x2x100. Here B is copied
+// once per persistent block (grid = min(row groups, SMs x 2); at 131072x8x256 a block streams
+// ~500 KiB of A for its one 8 KiB copy), the next group's A loads are in flight while a group is
+// computed, and L = 4 or 8 lanes per row (the fewest whose 32 k's each cover K) leave L partials
+// per output: 8 per output at N = 8, K = 256, 8 KiB written and read per 32 KiB of A (a quarter).
+// Still there: that reduction and its barrier (one per group of 32-64 rows), and B read from
+// shared memory, 2 bytes per byte of A at N = 8 (each B value read serves the warp's 32 / L rows).
+// Cost: 26 KiB of shared memory per block at N = 8 (B padded, two reduction buffers), 106-118
+// registers (2 blocks per SM); the scalar builds keep one group of loads in flight, not two.
+// Speed against skinny_n: to be measured (reproduce/measure-skinny-short).
+// Requirement: K <= 256 (skinny_b=resident refuses more), N <= 8; 16-byte loads of A's rows where
+// K % 4 == 0 and A is 16-byte aligned, predicated scalar loads otherwise (VEC = false).
+//
+// Layout ("resident" B): K <= 32 L (256 at L = 8),
 // N <= NB <= 8. B's whole K x N (<= 8 KiB) is read into shared memory once per block, transposed
 // (row n of the copy is KMAX + 4 floats: the 4-float pad staggers the copy's writes over the banks),
 // zero past K and N; the block is persistent: grid = min(row groups, SMs x 2), block b computes
@@ -277,7 +299,7 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
 // and lane l = t % L of it: 8 slots of 4 k's, k = 4 L j + 4 l + i (VEC: one 16-byte load per slot,
 // a warp instruction reads 4 L contiguous floats of each of its 32 / L rows) or k = l + L e, e < 32
 // (scalar: L contiguous floats per row per instruction). The next group's A loads are issued before
-// this group is computed, so each thread keeps a group in flight while it computes (8 KiB per warp,
+// this group is computed (VEC), so each thread keeps a group in flight while it computes (4 KiB per warp,
 // up to 32 KiB a block). Each B value read from shared memory serves the warp's 32 / L rows (one
 // address for all of them: a broadcast), NB / (32 / L) shared bytes per byte of A: 2 at NB = 8.
 // The L lane partials of each (row, n) meet in shared memory and are added in lane order (fixed:
