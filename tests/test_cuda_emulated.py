@@ -668,3 +668,8 @@ def test_skinny_b_is_declared_on_the_deterministic_kernel_only():
     assert "skinny_b" not in {o.name for o in atomic.options}
     with pytest.raises(UsageError, match="must be one of chunked, resident"):
         k.parse_options({"skinny_b": "fast"})
+    # the A/B line reproduce/measure-skinny-short runs: one variant per build, labelled as its rows are
+    from compare.harness import registry as harness_registry, variants
+    known = {x.name: x for x in harness_registry.kernels()}
+    got = [v.name for _, v in variants.resolve(["cuda.11_stream_k:skinny_b=chunked|resident"], known)]
+    assert got == ["cuda.11_stream_k[skinny_b=chunked]", "cuda.11_stream_k[skinny_b=resident]"]
