@@ -289,7 +289,10 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
 // registers (2 blocks per SM); the scalar builds keep one group of loads in flight, not two.
 // Speed against skinny_n: to be measured (reproduce/measure-skinny-short).
 // Requirement: K <= 256 (skinny_b=resident refuses more), N <= 8; 16-byte loads of A's rows where
-// K % 4 == 0 and A is 16-byte aligned, predicated scalar loads otherwise (VEC = false).
+// K % 4 == 0 and A is 16-byte aligned, predicated scalar loads otherwise (VEC = false). Why 256:
+// a thread holds 32 of a row's A values twice (this group's and the next's, 106-118 of the 128
+// registers 2 blocks per SM allow), so its 8 lanes cover 256; a longer row needs more lanes (more
+// partials per output) or a K loop, and from 512 on skinny_n spreads its per-block costs over 2+ chunks.
 //
 // Layout ("resident" B): K <= 32 L (256 at L = 8),
 // N <= NB <= 8. B's whole K x N (<= 8 KiB) is read into shared memory once per block, transposed
