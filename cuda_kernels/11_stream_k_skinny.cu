@@ -285,12 +285,12 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
 // per output: 8 per output at N = 8, K = 256, 8 KiB written and read per 32 KiB of A (a quarter).
 // Still there: that reduction and its barrier (one per group of 32-64 rows), and B read from
 // shared memory, 2 bytes per byte of A at N = 8 (each B value read serves the warp's 32 / L rows).
-// Cost: 26 KiB of shared memory per block at N = 8 (B padded, two reduction buffers), 106-118
+// Cost: 26 KiB of shared memory per block at N = 8 (B padded, two reduction buffers), 105-118
 // registers (2 blocks per SM); the scalar builds keep one group of loads in flight, not two.
 // Speed against skinny_n: to be measured (reproduce/measure-skinny-short).
 // Requirement: K <= 256 (skinny_b=resident refuses more), N <= 8; 16-byte loads of A's rows where
 // K % 4 == 0 and A is 16-byte aligned, predicated scalar loads otherwise (VEC = false). Why 256:
-// a thread holds 32 of a row's A values twice (this group's and the next's, 106-118 of the 128
+// a thread holds 32 of a row's A values twice (this group's and the next's, 105-118 of the 128
 // registers 2 blocks per SM allow), so its 8 lanes cover 256; a longer row needs more lanes (more
 // partials per output) or a K loop, and from 512 on skinny_n spreads its per-block costs over 2+ chunks.
 //
@@ -313,7 +313,9 @@ __global__ void __launch_bounds__(256, 2)
 skinny_short(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
              float beta, float* __restrict__ C) {
     constexpr int THREADS = 256, ROWS = THREADS / L, S = 8, KMAX = 4 * S * L, KP = KMAX + 4;
-    constexpr int RED = ROWS * NB * (L + 1);  // L partials per output, padded to L + 1 (reads stride L + 1)
+    // L partials per output (row-major: output o = row * NB + n), padded to L + 1: a warp's reads of
+    // 32 outputs' partials stride L + 1 words, conflict-free
+    constexpr int RED = ROWS * NB * (L + 1);
     static_assert(NB >= 1 && NB <= 8 && (L == 4 || L == 8), "builds: NB 1, 2, 4, 8; L 4 or 8");
     __shared__ __align__(16) float sb[NB * KP];
     __shared__ float red[2][RED];
@@ -387,10 +389,10 @@ skinny_short(int M, int N, int K, float alpha, const float* __restrict__ A, cons
         }
         float* rb = red[buf];
 #pragma unroll
-        for (int n = 0; n < NB; ++n) rb[(n * ROWS + r) * (L + 1) + lane] = acc[n];
+        for (int n = 0; n < NB; ++n) rb[(r * NB + n) * (L + 1) + lane] = acc[n];
         __syncthreads();  // the group's partials are in red[buf]; red[buf ^ 1]'s readers are done
         for (int o = tid; o < ROWS * NB; o += THREADS) {
-            const int n = o / ROWS, rr = o % ROWS, row = g * ROWS + rr;
+            const int rr = o / NB, n = o % NB, row = g * ROWS + rr;  // consecutive threads: consecutive C
             if (row >= M || n >= N) continue;
             const float* p = rb + o * (L + 1);
             float s = p[0];
