@@ -556,9 +556,11 @@ def test_tile_path_still_takes_skinny_shapes_when_asked(small_gpu):
 
 # K: one element, odd, a multiple of 4, the lane counts' edges (4 lanes cover 128, 8 lanes 256: the
 # bound) and the odd ones just past / below them. M: tails of the 64- and 32-row groups, one row, and
-# 300 rows (5 groups of 64, 10 of 32: with 2 SMs x 2 blocks, blocks walk 2-3 groups each).
+# more groups than the 2 SMs x 2 blocks: 300 rows (5 groups of 64 at K = 4, 10 of 32 at K = 256: the
+# float4 builds' next-group loads and both reduction buffers), 129 rows at K = 129 (5 groups of 32,
+# scalar).
 SHORT_K = (1, 3, 4, 100, 128, 129, 255, 256)
-SHORT_M = (300, 1, 67, 131, 65, 33, 129, 7)
+SHORT_M = (67, 1, 300, 131, 65, 129, 33, 300)
 
 
 @needs_cxx
