@@ -244,7 +244,8 @@ def _skinny_short_launch(spec: StageSpec, problem, inputs, opts: dict):
     M, N, K = problem.M, problem.N, problem.K
     A, B, C, _ = operands(problem, inputs, vec_needed=False)
     nb = skinny_nb(N)
-    vec = K % 4 == 0 and be.address(A) % 16 == 0
+    a_aligned = be.address(A) % 16 == 0  # a view of a larger buffer may start anywhere
+    vec = K % 4 == 0 and a_aligned
     lanes, rows, blocks = skinny_short_plan(M, N, K, be.sm_count())
     cfg = spec.config(f"skinny_short{nb}.l{lanes}.{'vec' if vec else 'scalar'}")
     grid = (blocks, 1, 1)
