@@ -44,8 +44,9 @@ from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, SKINNY_MAX_N, cdiv, skinn
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
-                       SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE,
-                       TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES, Config, StageSpec)
+                       SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
+                       STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
+                       Config, StageSpec)
 from .wgmma_launch import wgmma_prepare
 
 
@@ -289,8 +290,8 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
         steps.append((function(spec, s_cfg), (cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
                       (np.int32(count), np.int32(splits), alpha, ws, beta, C)))
     bm, bn = cfg.tile
-    config = {"path": path, **({"skinny_b": "chunked"} if path == "skinny_n" else {}), "path_rule": PATH_RULE, "tile": f"{bm}x{bn}", **geometry(cfg, grid),
-              "operands": "float4" if vec else "scalar",
+    config = {"path": path, **({"skinny_b": "chunked"} if path == "skinny_n" else {}), "path_rule": PATH_RULE,
+              "tile": f"{bm}x{bn}", **geometry(cfg, grid), "operands": "float4" if vec else "scalar",
               "streamed": ("B (K x N) read once, 16-byte loads along N" if path == "gemv" else
                            "A (M x K) read once, 16-byte loads along K; B (K x N) by each block of rows, "
                            "through shared memory"),

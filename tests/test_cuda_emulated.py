@@ -624,7 +624,8 @@ def test_skinny_b_chunked_is_the_default_build(small_gpu):
         assert res.ok, res.message
         configs.append(launch.config)
     assert configs[0]["skinny_b"] == configs[1]["skinny_b"] == "chunked"
-    assert configs[0]["grid"] == configs[1]["grid"] and configs[0]["tile"] == configs[1]["tile"] == "16x8"  # N = 5: the NB = 8 build, 8 warps x 2 rows
+    # N = 5: the NB = 8 build, 8 warps x 2 rows
+    assert configs[0]["grid"] == configs[1]["grid"] and configs[0]["tile"] == configs[1]["tile"] == "16x8"
     with loader.use_backend(small_gpu):
         for shape in ((1, 127, 33), (40, 40, 40)):
             cfg = k.prepare(Problem(*shape), EmuInputs(make_inputs(Problem(*shape), device="cpu")), {}).config
