@@ -1,7 +1,9 @@
 // Stage 11 - bandwidth-bound paths of the stream-K kernel: one row (M = 1, gemv_row) and a
 // matrix times 1-8 vectors (N <= 8, skinny_n). Included by 11_stream_k.cu; stage 11's prepare
 // picks the path (launch.py, stream_k_path: N <= 8 -> skinny_n, else M = 1 -> gemv, else the
-// stream-K tile plan) and names it in the row's config.
+// stream-K tile plan) and names it in the row's config. skinny_n has a second, short-K build
+// (skinny_short, option skinny_b=resident, K <= 256; its header is at its template, below),
+// not the default yet: it runs only where the option asks for it.
 //
 // Bottleneck removed: a tile kernel on a product that is a stream of one operand. With N <= 8 a
 // GEMM does at most 2*8 flops per 4-byte element of A (4 flops per byte) and with M = 1 half a
@@ -267,4 +269,137 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
         for (int l = 1; l < LANES; ++l) s += lane_sums[l * COLS + c];  // lane order: fixed
     }
     if (i < count) C[i] = axpby(s, alpha, beta, C + i);
+}
+
+// skinny_n's short-K build, skinny_short (option skinny_b=resident; K <= 256, N <= 8).
+// Bottleneck removed: skinny_n's fixed costs per block of rows where K is short. At K <= 256 a
+// skinny_n block streams one 256-wide chunk of A (16 KiB for its 16 rows at N = 8) and for it
+// copies B's whole chunk from L2 into shared memory (8 KiB at N = 8, half the A bytes again),
+// waits on its barriers, and sums 32 lane partials per output through shared memory (16 x 8 x 33
+// floats written and read, 16896 bytes per 16 KiB of A): a long K spreads these over many chunks,
+// a short K pays them every 16 KiB. Measured on an H100 (results/h100/skinny/report.md, skinny_n):
+// 56.2% of a device copy's bandwidth at 131072x8x256, 67.0% at 1000000x2x100. Here B is copied
+// once per persistent block (grid = min(row groups, SMs x 2); at 131072x8x256 a block streams
+// ~500 KiB of A for its one 8 KiB copy), the next group's A loads are in flight while a group is
+// computed, and L = 4 or 8 lanes per row (the fewest whose 32 k's each cover K) leave L partials
+// per output: 8 per output at N = 8, K = 256, 8 KiB written and read per 32 KiB of A (a quarter).
+// Still there: that reduction and its barrier (one per group of 32-64 rows), and B read from
+// shared memory, 2 bytes per byte of A at N = 8 (each B value read serves the warp's 32 / L rows).
+// Cost: 26 KiB of shared memory per block at N = 8 (B padded, two reduction buffers), 105-118
+// registers (2 blocks per SM); the scalar builds keep one group of loads in flight, not two.
+// Speed against skinny_n: to be measured (reproduce/measure-skinny-short).
+// Requirement: K <= 256 (skinny_b=resident refuses more), N <= 8; 16-byte loads of A's rows where
+// K % 4 == 0 and A is 16-byte aligned, predicated scalar loads otherwise (VEC = false). Why 256:
+// a thread holds 32 of a row's A values twice (this group's and the next's, 105-118 of the 128
+// registers 2 blocks per SM allow), so its 8 lanes cover 256; a longer row needs more lanes (more
+// partials per output) or a K loop, and from 512 on skinny_n spreads its per-block costs over 2+ chunks.
+//
+// Layout ("resident" B): K <= 32 L (256 at L = 8),
+// N <= NB <= 8. B's whole K x N (<= 8 KiB) is read into shared memory once per block, transposed
+// (row n of the copy is KMAX + 4 floats: the 4-float pad staggers the copy's writes over the banks),
+// zero past K and N; the block is persistent: grid = min(row groups, SMs x 2), block b computes
+// row groups b, b + gridDim.x, ... of ROWS = 256 / L rows each. Thread t owns row t / L of the group
+// and lane l = t % L of it: 8 slots of 4 k's, k = 4 L j + 4 l + i (VEC: one 16-byte load per slot,
+// a warp instruction reads 4 L contiguous floats of each of its 32 / L rows) or k = l + L e, e < 32
+// (scalar: L contiguous floats per row per instruction). The next group's A loads are issued before
+// this group is computed (VEC), so each thread keeps a group in flight while it computes (4 KiB per warp,
+// up to 32 KiB a block). Each B value read from shared memory serves the warp's 32 / L rows (one
+// address for all of them: a broadcast), NB / (32 / L) shared bytes per byte of A: 2 at NB = 8.
+// The L lane partials of each (row, n) meet in shared memory and are added in lane order (fixed:
+// bit-identical run to run), into one of two buffers by group parity so one barrier a group
+// separates a group's writes from its reads and the previous reads from the next writes.
+template <int NB, int L, bool VEC>
+__global__ void __launch_bounds__(256, 2)
+skinny_short(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,
+             float beta, float* __restrict__ C) {
+    constexpr int THREADS = 256, ROWS = THREADS / L, S = 8, KMAX = 4 * S * L, KP = KMAX + 4;
+    // L partials per output (row-major: output o = row * NB + n), padded to L + 1: a warp's reads of
+    // 32 outputs' partials stride L + 1 words, conflict-free
+    constexpr int RED = ROWS * NB * (L + 1);
+    static_assert(NB >= 1 && NB <= 8 && (L == 4 || L == 8), "builds: NB 1, 2, 4, 8; L 4 or 8");
+    __shared__ __align__(16) float sb[NB * KP];
+    __shared__ float red[2][RED];
+    const int tid = threadIdx.x, r = tid / L, lane = tid % L;
+    const int groups = cdiv(M, ROWS);
+
+    // Group g's A values of this thread's row; zero past K and below the last row.
+    auto load_a = [&](int g, float (&v)[4 * S]) {
+        const int row = g * ROWS + r;
+        const bool live = g < groups && row < M;
+        const float* arow = A + (size_t)row * K;
+        if (VEC) {
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                const int k = 4 * L * j + 4 * lane;
+                const float4 q = (live && k < K) ? ld4(arow + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+                v[4 * j] = q.x; v[4 * j + 1] = q.y; v[4 * j + 2] = q.z; v[4 * j + 3] = q.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4 * S; ++e) {
+                const int k = lane + L * e;
+                v[e] = (live && k < K) ? arow[k] : 0.f;
+            }
+        }
+    };
+
+    // Software pipeline (VEC builds): the next group's loads are issued before this group is
+    // computed. The scalar builds load a group where it is used: holding 2 x 32 scalars and their
+    // predicates spilled there (sm_90, 76-104 bytes, every NB at L = 8).
+    constexpr bool PIPE = VEC;
+    float nx[4 * S], av[4 * S];
+    int g = blockIdx.x;
+    if (PIPE) load_a(g, nx);  // the first group's loads go out before B's copy
+    for (int e = tid; e < NB * KMAX; e += THREADS) {
+        const int kk = e / NB, n = e % NB;
+        sb[n * KP + kk] = (n < N && kk < K) ? B[(size_t)kk * N + n] : 0.f;
+    }
+    __syncthreads();  // B is in shared memory for every thread
+    for (int buf = 0; g < groups; g += gridDim.x, buf ^= 1) {
+        if (PIPE) {
+#pragma unroll
+            for (int e = 0; e < 4 * S; ++e) av[e] = nx[e];
+            load_a(g + gridDim.x, nx);  // in flight while this group is computed
+        } else {
+            load_a(g, av);
+        }
+        float acc[NB];
+#pragma unroll
+        for (int n = 0; n < NB; ++n) acc[n] = 0.f;
+#pragma unroll
+        for (int n = 0; n < NB; ++n) {
+            const float* bn = sb + n * KP;
+            if (VEC) {
+#pragma unroll
+                for (int j = 0; j < S; ++j) {
+                    if (4 * L * j >= K) break;  // uniform: slots past K hold zeros
+                    const float4 q = ld4(bn + 4 * L * j + 4 * lane);
+                    acc[n] += av[4 * j] * q.x;
+                    acc[n] += av[4 * j + 1] * q.y;
+                    acc[n] += av[4 * j + 2] * q.z;
+                    acc[n] += av[4 * j + 3] * q.w;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4 * S; ++e) {
+                    if (L * e >= K) break;
+                    acc[n] += av[e] * bn[lane + L * e];
+                }
+            }
+        }
+        float* rb = red[buf];
+#pragma unroll
+        for (int n = 0; n < NB; ++n) rb[(r * NB + n) * (L + 1) + lane] = acc[n];
+        __syncthreads();  // the group's partials are in red[buf]; red[buf ^ 1]'s readers are done
+        for (int o = tid; o < ROWS * NB; o += THREADS) {
+            const int rr = o / NB, n = o % NB, row = g * ROWS + rr;  // consecutive threads: consecutive C
+            if (row >= M || n >= N) continue;
+            const float* p = rb + o * (L + 1);
+            float s = p[0];
+#pragma unroll
+            for (int l = 1; l < L; ++l) s += p[l];  // lane order: fixed
+            const size_t at = (size_t)row * N + n;
+            C[at] = axpby(s, alpha, beta, C + at);
+        }
+    }
 }

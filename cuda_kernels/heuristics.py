@@ -10,7 +10,8 @@ from typing import Optional
 
 from compare.families import decompose
 
-from .registry import GEMV_COLS, GEMV_UNROLL, GEMV_WARPS, REGB_TILES, SKINNY_KC, SKINNY_NB, skinny_rows
+from .registry import (GEMV_COLS, GEMV_UNROLL, GEMV_WARPS, REGB_TILES, SKINNY_KC, SKINNY_NB, SKINNY_SHORT_LANES,
+                       SKINNY_SHORT_MAX_K, skinny_rows)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -108,6 +109,18 @@ def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[in
     else:
         raise ValueError(f"no bandwidth-bound path {path!r}")
     return blocks, splits, kps
+
+
+def skinny_short_plan(M: int, N: int, K: int, sms: int) -> tuple[int, int, int]:
+    """(lanes per row, rows per group, blocks) of skinny_n's short-K build (skinny_b=resident,
+    K <= SKINNY_SHORT_MAX_K): the fewest lanes whose 32 k's each cover K, 256 / lanes rows a group,
+    and a persistent grid of at most SKINNY_COST.blocks_per_sm blocks per SM (the blocks its
+    __launch_bounds__ promise), each walking every grid-th group."""
+    if not 1 <= K <= SKINNY_SHORT_MAX_K:
+        raise ValueError(f"skinny_short takes 1 <= K <= {SKINNY_SHORT_MAX_K}; got K={K}")
+    lanes = next(l for l in SKINNY_SHORT_LANES if 32 * l >= K)
+    rows = 256 // lanes
+    return lanes, rows, min(cdiv(M, rows), sms * SKINNY_COST.blocks_per_sm)
 
 
 # Stage 10's split-K geometry: each split keeps at least this much K (a multiple of BK), so the

@@ -20,6 +20,10 @@ launch reports the resolved values in ``launch.config``):
   plan or one of the bandwidth-bound paths of 11_stream_k_skinny.cu; ``auto`` applies
   ``PATH_RULE`` (``stream_k_path``), or takes the tile path where ``tile``, ``mode`` or ``grid``
   is set. Their K split: ``skinny_plan`` (``compare.families.decompose.skinny_split``).
+* ``skinny_b`` (cuda.11_stream_k): ``chunked`` | ``resident``: skinny_n's build. ``chunked`` (the
+  default) copies B through shared memory 256 rows of K at a time in every block of rows;
+  ``resident`` (K <= 256, ``skinny_short``) copies all of B once per persistent block
+  (``skinny_short_plan``) and has no K split.
 
 The per-shape heuristics are in cuda_kernels/heuristics.py, the pieces every launch is made of in
 cuda_kernels/launch_steps.py, stage 13's prepare in cuda_kernels/wgmma_launch.py.
@@ -35,13 +39,14 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan, split_plan,
-                         stream_k_path, stream_k_tile)
+from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan, skinny_short_plan,
+                         split_plan, stream_k_path, stream_k_tile)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
-                       SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K, STREAM_K_TILES, TF32_DEFAULT_TILE,
-                       TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES, Config, StageSpec)
+                       SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
+                       STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
+                       Config, StageSpec)
 from .wgmma_launch import wgmma_prepare
 
 
@@ -84,6 +89,10 @@ def _options(spec: StageSpec) -> tuple:
                                       f"(M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", PATHS))
             out.append(Option.count("k_splits", "K ranges of the gemv / skinny_n paths, >= 1 (1 = no split; default: "
                                           "decompose.skinny_split's bandwidth model)"))
+            out.append(Option.choice("skinny_b", f"skinny_n's build: chunked (the default: B copied into shared memory "
+                                      f"256 rows of K at a time by every block of rows, K split over blocks) or "
+                                      f"resident (K <= {SKINNY_SHORT_MAX_K} only: B copied once per persistent "
+                                      f"block, 4-8 lanes per row of A, no K split)", SKINNY_B))
     return tuple(out)
 
 
@@ -212,6 +221,45 @@ def _resolve_path(spec: StageSpec, problem, opts: dict) -> str:
     return path
 
 
+def _resolve_skinny_b(spec: StageSpec, path: str, problem, opts: dict) -> Optional[str]:
+    """skinny_n's build (None off skinny_n); a UsageError where skinny_b is set for another path or
+    asks for the resident build on a problem it can't take."""
+    build = opts.get("skinny_b")
+    if build is None:
+        return "chunked" if path == "skinny_n" else None
+    if path != "skinny_n":
+        raise UsageError(f"{spec.name}: skinny_b chooses the skinny_n path's build (N <= {SKINNY_MAX_N}); this "
+                         f"problem (N={problem.N}) takes the {path} path")
+    if build == "resident" and problem.K > SKINNY_SHORT_MAX_K:
+        raise UsageError(f"{spec.name}: skinny_b=resident holds all of B in shared memory and takes K <= "
+                         f"{SKINNY_SHORT_MAX_K}; this problem has K={problem.K}")
+    if build == "resident" and "k_splits" in opts:
+        raise UsageError(f"{spec.name}: skinny_b=resident has no K split (K <= {SKINNY_SHORT_MAX_K} is one range); "
+                         f"k_splits set")
+    return build
+
+
+def _skinny_short_launch(spec: StageSpec, problem, inputs, opts: dict):
+    """skinny_short: B resident in shared memory, a persistent grid over groups of rows, no K split."""
+    be = loader.backend()
+    M, N, K = problem.M, problem.N, problem.K
+    A, B, C, _ = operands(problem, inputs, vec_needed=False)
+    nb = skinny_nb(N)
+    a_aligned = be.address(A) % 16 == 0  # a view of a larger buffer may start anywhere
+    vec = K % 4 == 0 and a_aligned
+    lanes, rows, blocks = skinny_short_plan(M, N, K, be.sm_count())
+    cfg = spec.config(f"skinny_short{nb}.l{lanes}.{'vec' if vec else 'scalar'}")
+    grid = (blocks, 1, 1)
+    args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), A, B, np.float32(problem.beta), C)
+    config = {"path": "skinny_n", "skinny_b": "resident", "path_rule": PATH_RULE, "tile": f"{rows}x{nb}",
+              **geometry(cfg, grid), "operands": "float4" if vec else "scalar",
+              "streamed": ("A (M x K) read once, 16-byte loads along K; B (K x N) copied into shared memory once "
+                           "per persistent block"),
+              "lanes_per_row": lanes, "row_groups": cdiv(M, rows), "variant": spec.variant,
+              "k_splits": 1, "k_per_split": K, "fixup": "none (one K range)", "chosen_by": chosen_by(opts)}
+    return with_config(launcher((function(spec, cfg), grid, cfg.block, args)), config)
+
+
 def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
     """gemv_row / skinny_n over (output blocks, K ranges), then, with more than one range, the
     fixed-order sum of the ranges' partials."""
@@ -242,8 +290,8 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
         steps.append((function(spec, s_cfg), (cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
                       (np.int32(count), np.int32(splits), alpha, ws, beta, C)))
     bm, bn = cfg.tile
-    config = {"path": path, "path_rule": PATH_RULE, "tile": f"{bm}x{bn}", **geometry(cfg, grid),
-              "operands": "float4" if vec else "scalar",
+    config = {"path": path, **({"skinny_b": "chunked"} if path == "skinny_n" else {}), "path_rule": PATH_RULE,
+              "tile": f"{bm}x{bn}", **geometry(cfg, grid), "operands": "float4" if vec else "scalar",
               "streamed": ("B (K x N) read once, 16-byte loads along N" if path == "gemv" else
                            "A (M x K) read once, 16-byte loads along K; B (K x N) by each block of rows, "
                            "through shared memory"),
@@ -264,6 +312,9 @@ def _stream_k_prepare(spec: StageSpec):
         be = loader.backend()
         M, N, K = problem.M, problem.N, problem.K
         path = "tile" if atomic else _resolve_path(spec, problem, opts)
+        build = None if atomic else _resolve_skinny_b(spec, path, problem, opts)
+        if build == "resident":
+            return _skinny_short_launch(spec, problem, inputs, opts)
         if path != "tile":
             return _skinny_launch(spec, path, problem, inputs, opts)
         tile = opts.get("tile") or stream_k_tile(M, N, K, be.sm_count())

@@ -198,6 +198,13 @@ SKINNY_KC = 256
 # lane per output below (<= 16 partials a thread, 4 loads in flight).
 SKINNY_SUM = {"skinny.sum.l1": (128, 1), "skinny.sum.l32": (8, 32)}
 SKINNY_SUM_MANY_RANGES = 17
+# skinny_short<NB, L, VEC> (skinny_n's short-K build, skinny_b=resident): B's whole K x N in shared
+# memory once per persistent block; L lanes per row of A, 8 slots of 4 k's each, so K <= 32 L.
+# L = 4 up to K = 128 (64 rows a group), 8 up to 256 (32 rows): the fewest lanes that cover K,
+# so each output adds the fewest partials (4 or 8, where skinny_n adds 32).
+SKINNY_SHORT_LANES = (4, 8)
+SKINNY_SHORT_MAX_K = 32 * SKINNY_SHORT_LANES[-1]
+SKINNY_B = ("chunked", "resident")
 
 
 def skinny_rows(nb: int) -> int:
@@ -211,6 +218,9 @@ def _skinny_configs():
     out += [Config("skinny_n", (nb, r, vec), (256, 1, 1), (skinny_rows(nb), nb),
                    label=f"skinny_n{nb}.{'vec' if vec else 'scalar'}", bk=SKINNY_KC)
             for nb, r in SKINNY_ROWS_PER_WARP.items() for vec in (True, False)]
+    out += [Config("skinny_short", (nb, lanes, vec), (256, 1, 1), (256 // lanes, nb),
+                   label=f"skinny_short{nb}.l{lanes}.{'vec' if vec else 'scalar'}", bk=32 * lanes)
+            for nb in SKINNY_NB for lanes in SKINNY_SHORT_LANES for vec in (True, False)]
     out += [Config("skinny_sum_splits", (cols, lanes), (cols * lanes, 1, 1), label=label)
             for label, (cols, lanes) in SKINNY_SUM.items()]
     return tuple(out)

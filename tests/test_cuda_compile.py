@@ -309,6 +309,47 @@ def test_skinny_paths_keep_the_blocks_their_split_model_counts_on(compiled_by_ar
             assert blocks >= (4 if label.startswith("gemv") else 2), f"{label} on {arch}: {blocks} blocks per SM"
 
 
+def _skinny_short_configs():
+    spec = next(s for s in registry.SPECS if s.name == "cuda.11_stream_k")
+    return spec, [c for c in spec.configs if c.kernel == "skinny_short"]
+
+
+@needs_nvcc
+def test_skinny_short_keeps_two_blocks_per_sm_without_spills(tmp_path):
+    """skinny_b=resident's builds (every N build, 4 and 8 lanes, float4 and scalar) on sm_90: no
+    spills, <= 128 registers (its __launch_bounds__(256, 2)), >= 2 blocks per SM: the persistent
+    grid (heuristics.skinny_short_plan) launches SMs x 2 blocks and counts on them being resident."""
+    spec, cfgs = _skinny_short_configs()
+    assert len(cfgs) == len(registry.SKINNY_NB) * len(registry.SKINNY_SHORT_LANES) * 2
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        rows = [r[0] for r in ex.map(lambda c: resources.compile_config_archs(spec, c, ["sm_90"], str(tmp_path)), cfgs)]
+    for cfg, r in zip(cfgs, rows):
+        assert r["ok"], f"{cfg.label}: {r.get('log')}"
+        assert r["spill_stores"] == r["spill_loads"] == r["stack"] == 0, f"{cfg.label} spills: {r}"
+        assert r["registers"] <= 128 and r["blocks_per_sm"] >= 2, f"{cfg.label}: {r}"
+
+
+@needs_nvcc
+def test_skinny_short_loads_16_bytes_only_in_its_aligned_builds(tmp_path):
+    """The .vec builds read A with 16-byte loads (8 slots of a row per thread: >= 8 ld.global.v4 in
+    the PTX); the .scalar builds (K % 4 != 0 or A misaligned) have none."""
+    spec, cfgs = _skinny_short_configs()
+    for cfg in cfgs:
+        src = tmp_path / "k.cu"
+        src.write_text(resources.instantiation_source(spec, cfg))
+        ptx = tmp_path / "k.ptx"
+        subprocess.run([resources.nvcc_path(), "-ptx", "-arch=sm_90", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
+                       check=True, capture_output=True)
+        text = ptx.read_text()
+        v4 = len(re.findall(r"ld\.global(?:\.nc)?\.v4\.f32", text))
+        scalar = len(re.findall(r"ld\.global(?:\.nc)?\.f32", text))
+        if cfg.label.endswith(".vec"):
+            assert v4 >= 8, f"{cfg.label}: {v4} 16-byte global loads, want >= 8"
+        else:
+            assert v4 == 0 and scalar >= 32, f"{cfg.label}: {v4} 16-byte, {scalar} 4-byte global loads"
+
+
 def test_importing_cuda_kernels_does_not_import_cupy():
     code = "import sys, cuda_kernels; sys.exit(1 if 'cupy' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0

@@ -550,3 +550,129 @@ def test_tile_path_still_takes_skinny_shapes_when_asked(small_gpu):
         res, _, launch = run(small_gpu, k, Problem(*shape, alpha=0.5, beta=-1.5), options=opts)
         assert res.ok, res.message
         assert launch.config["path"] == "tile" and "mode" in launch.config, launch.config
+
+
+# ---- skinny_n's short-K build (skinny_short, skinny_b=resident: B resident, persistent blocks) -----
+
+# K: one element, odd, a multiple of 4, the lane counts' edges (4 lanes cover 128, 8 lanes 256: the
+# bound) and the odd ones just past / below them. M: tails of the 64- and 32-row groups, one row, and
+# more groups than the 2 SMs x 2 blocks: 300 rows (5 groups of 64 at K = 4, 10 of 32 at K = 256: the
+# float4 builds' next-group loads and both reduction buffers), 129 rows at K = 129 (5 groups of 32,
+# scalar).
+SHORT_K = (1, 3, 4, 100, 128, 129, 255, 256)
+SHORT_M = (67, 1, 300, 131, 65, 129, 33, 300)
+
+
+@needs_cxx
+@pytest.mark.parametrize("N", range(1, 9))
+def test_skinny_short_on_odd_shapes(small_gpu, N):
+    """skinny_b=resident against the float64 reference for every N of skinny_n and K up to its
+    bound, beta != 0 on most (C NaN-poisoned where beta == 0), both alignments, run twice with the
+    same bits; lanes, groups, grid and operands as worked out here."""
+    k = KERNELS["cuda.11_stream_k"]
+    for i, (K, M) in enumerate(zip(SHORT_K, SHORT_M)):
+        alpha, beta = AB[(i + N) % len(AB)]
+        place = ("start", "end")[(i + N) % 2]
+        p = Problem(M, N, K, alpha=alpha, beta=beta, seed=10 * N + i)
+        be = EmuBackend(sm_count=2, place=place)
+        be._libs = small_gpu._libs
+        res, outs, launch = run(be, k, p, runs=2, options={"skinny_b": "resident"}, place=place)
+        cfg = launch.config
+        assert res.ok, f"{p.M}x{N}x{K} ({place}): {res.message} ({cfg})"
+        assert np.array_equal(np.asarray(outs[0]).view(np.uint32), np.asarray(outs[1]).view(np.uint32)), cfg
+        lanes = 4 if K <= 128 else 8          # 8 slots of 4 k's per lane: 4 lanes cover 128, 8 cover 256
+        rows = 256 // lanes
+        groups = -(-M // rows)
+        aligned = K % 4 == 0 and (place == "start" or (M * K) % 4 == 0)
+        assert (cfg["path"], cfg["skinny_b"], cfg["lanes_per_row"], cfg["row_groups"]) == \
+            ("skinny_n", "resident", lanes, groups), cfg
+        assert cfg["grid"] == [min(groups, 2 * 2), 1, 1] and cfg["k_splits"] == 1, cfg
+        nb = next(b for b in (1, 2, 4, 8) if b >= N)
+        assert cfg["tile"] == f"{rows}x{nb}" and cfg["operands"] == ("float4" if aligned else "scalar"), cfg
+        assert cfg["chosen_by"] == "user (skinny_b), heuristic (the rest)"
+
+
+@needs_cxx
+def test_skinny_short_falls_back_to_scalar_loads_on_a_misaligned_base(small_gpu):
+    """K % 4 == 0 but A's base 4 bytes past a 16-byte boundary: the scalar build, never a
+    misaligned 16-byte load (the emulator reports one); aligned: the float4 build."""
+    k = KERNELS["cuda.11_stream_k"]
+    p = Problem(67, 3, 100, alpha=0.5, beta=-1.5)
+    inputs = make_inputs(p, device="cpu")
+    for shift, want in ((False, "float4"), (True, "scalar")):
+        ei = EmuInputs(inputs, place="start")
+        if shift:
+            ei._arrays["A"] = _shifted(ei._arrays["A"])
+        with loader.use_backend(small_gpu):
+            launch = k.prepare(p, ei, k.parse_options({"skinny_b": "resident"}))
+            ei.reset_c()
+            launch()
+        assert launch.config["operands"] == want, launch.config
+        res = check(p, ei.c_tensor(), inputs.ref, inputs.bound)
+        assert res.ok, f"shifted={shift}: {res.message}"
+
+
+@needs_cxx
+def test_skinny_b_chunked_is_the_default_build(small_gpu):
+    """path=auto on N <= 8 runs skinny_n's chunked build and says so; skinny_b=chunked is the same
+    launch; the gemv and tile paths name no skinny_n build."""
+    k = KERNELS["cuda.11_stream_k"]
+    p = Problem(33, 5, 100, alpha=0.5, beta=-1.5)
+    configs = []
+    for opts in ({}, {"skinny_b": "chunked"}):
+        res, _, launch = run(small_gpu, k, p, options=opts)
+        assert res.ok, res.message
+        configs.append(launch.config)
+    assert configs[0]["skinny_b"] == configs[1]["skinny_b"] == "chunked"
+    # N = 5: the NB = 8 build, 8 warps x 2 rows
+    assert configs[0]["grid"] == configs[1]["grid"] and configs[0]["tile"] == configs[1]["tile"] == "16x8"
+    with loader.use_backend(small_gpu):
+        for shape in ((1, 127, 33), (40, 40, 40)):
+            cfg = k.prepare(Problem(*shape), EmuInputs(make_inputs(Problem(*shape), device="cpu")), {}).config
+            assert "skinny_b" not in cfg, cfg
+
+
+def test_skinny_short_plan_by_hand():
+    """4 lanes (64 rows a group) up to K = 128, 8 lanes (32 rows) up to 256; the grid: the groups,
+    at most 2 blocks per SM."""
+    plan = heuristics.skinny_short_plan
+    assert plan(131072, 8, 256, 132) == (8, 32, 264)        # 4096 groups of 32 rows over 132 x 2 blocks
+    assert plan(1000000, 2, 100, 132) == (4, 64, 264)       # 15625 groups of 64
+    assert plan(200, 4, 128, 132) == (4, 64, 4)             # 4 groups: 4 blocks
+    assert plan(200, 4, 129, 132) == (8, 32, 7)             # 7 groups
+    assert plan(1, 1, 1, 132) == (4, 64, 1)
+    for K in (0, 257):
+        with pytest.raises(ValueError, match="1 <= K <= 256"):
+            plan(8, 8, K, 132)
+
+
+@pytest.mark.parametrize("shape, raw, msg", [
+    ((1000, 8, 257), {"skinny_b": "resident"}, "skinny_b=resident holds all of B in shared memory and takes "
+                                               "K <= 256; this problem has K=257"),
+    ((1000, 9, 100), {"skinny_b": "resident"}, "skinny_b chooses the skinny_n path's build (N <= 8); this "
+                                               "problem (N=9) takes the tile path"),
+    ((1, 9, 100), {"skinny_b": "chunked"}, "this problem (N=9) takes the gemv path"),
+    ((100, 8, 100), {"skinny_b": "resident", "path": "tile"}, "(N=8) takes the tile path"),
+    ((100, 8, 100), {"skinny_b": "resident", "tile": "32x64x16"}, "(N=8) takes the tile path"),
+    ((100, 8, 100), {"skinny_b": "resident", "k_splits": "2"}, "skinny_b=resident has no K split (K <= 256 is "
+                                                               "one range); k_splits set"),
+])
+def test_skinny_b_refused_in_words(shape, raw, msg):
+    """Before anything is compiled or launched (the backend here has no device at all)."""
+    k = KERNELS["cuda.11_stream_k"]
+    with loader.use_backend(object()):
+        with pytest.raises(UsageError, match=re.escape(msg)):
+            k.prepare(Problem(*shape), None, k.parse_options(raw))
+
+
+def test_skinny_b_is_declared_on_the_deterministic_kernel_only():
+    k, atomic = KERNELS["cuda.11_stream_k"], KERNELS["cuda.11_stream_k_atomic"]
+    assert {o.name: o for o in k.options}["skinny_b"].choices == ("chunked", "resident")
+    assert "skinny_b" not in {o.name for o in atomic.options}
+    with pytest.raises(UsageError, match="must be one of chunked, resident"):
+        k.parse_options({"skinny_b": "fast"})
+    # the A/B line reproduce/measure-skinny-short runs: one variant per build, labelled as its rows are
+    from compare.harness import registry as harness_registry, variants
+    known = {x.name: x for x in harness_registry.kernels()}
+    got = [v.name for _, v in variants.resolve(["cuda.11_stream_k:skinny_b=chunked|resident"], known)]
+    assert got == ["cuda.11_stream_k[skinny_b=chunked]", "cuda.11_stream_k[skinny_b=resident]"]

@@ -438,3 +438,55 @@ def test_skinny_paths_are_captured_by_a_cuda_graph(shape):
     assert launch.config["k_splits"] > 1
     res = _replayed_from_a_graph(p, inputs, launch)
     assert res.ok, res.message
+
+
+# ---- skinny_n's short-K build (skinny_b=resident: B resident in shared memory, persistent blocks) --
+RESIDENT = {"skinny_b": "resident"}
+# Every N of skinny_n; K at 1, odd, the lane counts' edges (4 lanes up to 128, 8 up to 256: the
+# bound) and a multiple of 4 (float4); M odd, from one row to more row groups than the grid has
+# blocks (100003 rows: 1563-3126 groups for 264 blocks on an H100), and the issue's short-K shapes.
+SHORT_K_SHAPES = [
+    (1, 1, 1), (7, 2, 3), (1023, 3, 128), (100003, 4, 129), (4097, 5, 255), (100003, 6, 256),
+    (33, 7, 100), (100003, 8, 4), (131071, 8, 256), (1000003, 2, 100), (255, 1, 200), (65537, 3, 33),
+]
+
+
+@pytest.mark.parametrize("i", range(len(SHORT_K_SHAPES)), ids=lambda i: "x".join(map(str, SHORT_K_SHAPES[i])))
+def test_skinny_short_on_odd_shapes(i):
+    """skinny_b=resident against the float64 reference (C NaN-poisoned where beta == 0) and the
+    same bits in 3 runs (each output's lane partials added in a fixed order)."""
+    shape = SHORT_K_SHAPES[i]
+    alpha, beta = AB[i % len(AB)]
+    k = KERNELS[SK]
+    p = Problem(*shape, alpha=alpha, beta=beta, seed=i)
+    res = check_kernel(k, p, options=k.parse_options(RESIDENT))
+    assert res.ok, f"{SK} {shape} skinny_b=resident alpha={alpha} beta={beta}: {res.message}"
+    seen, launch = _runs(SK, p, 3, RESIDENT)
+    assert (launch.config["path"], launch.config["skinny_b"]) == ("skinny_n", "resident"), launch.config
+    assert len(seen) == 1, f"{SK} {shape}: {len(seen)} different results in 3 runs ({launch.config})"
+
+
+def test_skinny_short_on_a_misaligned_base():
+    """A 4 bytes past a 16-byte boundary, K % 4 == 0: the scalar build runs, and is right."""
+    from compare.harness.inputs import Inputs
+    p = Problem(10001, 8, 256, alpha=0.5, beta=-1.5, seed=7)
+    base = make_inputs(p)
+    buf = torch.empty(base.A.numel() + 1, device="cuda", dtype=torch.float32)
+    moved = buf[1:].view(base.A.shape)
+    moved.copy_(base.A)
+    inputs = Inputs(p, moved, base.B, base.C0, base.C0.clone(), base.ref, base.bound)
+    launch = KERNELS[SK].prepare(p, inputs, KERNELS[SK].parse_options(RESIDENT))
+    inputs.reset_c()
+    launch()
+    torch.cuda.synchronize()
+    assert launch.config["operands"] == "scalar", launch.config
+    res = check(p, inputs.C, inputs.ref, inputs.bound)
+    assert res.ok, res.message
+
+
+def test_skinny_short_is_captured_by_a_cuda_graph():
+    p = Problem(100003, 8, 256, alpha=1.0, beta=0.5)
+    inputs = make_inputs(p)
+    launch = KERNELS[SK].prepare(p, inputs, KERNELS[SK].parse_options(RESIDENT))
+    res = _replayed_from_a_graph(p, inputs, launch)
+    assert res.ok, res.message
