@@ -254,6 +254,53 @@ def test_skinny_tf32_k_loop_truncates_every_load():
         assert r["loop: and.b32"] == 4 * r["loop: 16-byte loads"] and r["loop: fma"] >= n, (name, r)
 
 
+def _result(kernel, shape, ms, pct, deco="", path="", status="ok"):
+    M, N, K = (int(x) for x in shape.split("x"))
+    return {"kernel": kernel, "shape": shape, "M": M, "N": N, "K": K, "precision": "tf32", "beta": 0.0,
+            "status": status, "median_ms": ms, "pct_cublas": pct,
+            "config": {"decomposition": deco, "precision_path": path}}
+
+
+def test_measure_summary_by_hand(tmp_path):
+    """reproduce/tf32_skinny_summary.py: N <= 8 tile GEMM at 90% and 80% of cuBLAS tf32 is a geomean
+    of sqrt(90 * 80) = 84.9%, worst 80.0%; the new path at 110% and 120%: 114.9%, worst 110.0%,
+    114.89 / 84.85 = 1.354x. 4096x8x4096 moves 4 * (4096*4096 + 2 * 4096*8) = 67,371,008 bytes:
+    in 0.0164 ms 4108 GB/s. A new-path row that FAILED, or that ran the tile GEMM, fails the run."""
+    from reproduce import tf32_skinny_summary as summary
+    tf32 = "TF32 inputs (low 13 mantissa bits dropped, ...)"
+    rows = [_result("cublas", "4096x8x4096", 0.018, 100.0),
+            _result("triton.stream_k", "4096x8x4096", 0.02, 90.0, "dp"),
+            _result("triton.stream_k[mode=skinny]", "4096x8x4096", 0.0164, 110.0, "skinny", tf32),
+            _result("triton.stream_k", "2048x2x2048", 0.02, 80.0, "hybrid"),
+            _result("triton.stream_k[mode=skinny]", "2048x2x2048", 0.01, 120.0, "skinny", tf32),
+            _result("triton.stream_k", "1x1024x1024", 0.01, 95.0, "hybrid"),
+            _result("triton.stream_k[mode=gemv]", "1x1024x1024", 0.01, 100.0, "gemv", tf32)]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"results": rows}))
+    lines, ok = summary.summarize([str(path)])
+    text = "\n".join(lines)
+    assert ok, text
+    assert ("N <= 8  2 shapes: tile GEMM (triton.stream_k) geomean   84.9%, worst   80.0% (2048x2x2048); "
+            "triton.stream_k[mode=skinny] geomean  114.9%, worst  110.0% (4096x8x4096); "
+            "new / tile GEMM geomean 1.354x") in text, text
+    assert "| 4096x8x4096 | N <= 8 | dp | 90.0 | 110.0 | 3369 | 4108 | 3743 |" in text, text
+    bad = list(rows)
+    bad[4] = _result("triton.stream_k[mode=skinny]", "2048x2x2048", None, None, "skinny", tf32, status="FAILED")
+    bad[6] = _result("triton.stream_k[mode=gemv]", "1x1024x1024", 0.01, 100.0, "dp", "")
+    path.write_text(json.dumps({"results": bad}))
+    lines, ok = summary.summarize([str(path)])
+    text = "\n".join(lines)
+    assert not ok and "FAIL triton.stream_k[mode=skinny] 2048x2x2048: FAILED" in text, text
+    assert "FAIL triton.stream_k[mode=gemv] 1x1024x1024: ran 'dp'" in text, text
+    # The shape files: heldout_skinny's 20 shapes of N <= 8 and 10 single rows, by class.
+    assert summary.main(["--write-shapes", str(tmp_path)]) == 0
+    n8 = (tmp_path / "n8.shapes").read_text().split()
+    m1 = (tmp_path / "m1.shapes").read_text().split()
+    assert len(n8) == 20 and len(m1) == 10 and "1000000x2x100" in n8 and "1x50257x4096" in m1
+    assert all(int(s.split("x")[1]) <= 8 for s in n8) and all(s.startswith("1x") for s in m1)
+    assert summary.main([str(tmp_path / "missing.json")]) == 2
+
+
 # GPU: the compiled kernels on odd shapes (N <= 8 through mode=skinny, M = 1 through mode=gemv),
 # against float64 of the inputs truncated here.
 GPU_SHAPES = [(4099, 1, 4093, "skinny"), (1001, 3, 100003, "skinny"), (50000, 5, 999, "skinny"),
