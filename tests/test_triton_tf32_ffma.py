@@ -198,12 +198,6 @@ def test_tf32_default_follows_the_switch(monkeypatch, M, N, switch):
     assert _plan(M, N, 8192, "tf32", tile="16x128x32").config["decomposition"] in ("dp", "hybrid")
 
 
-def test_tf32_switch_ships_off():
-    """The default stays the tile GEMM until the GPU A/B (reproduce/measure-tf32-skinny) is in."""
-    assert sk.TF32_ON_FFMA_PATHS is False
-    assert _plan(4096, 8, 8192, "tf32").config["decomposition"] in ("dp", "hybrid")
-
-
 @pytest.mark.parametrize("M,N,options,message", [
     (4, 64, {"mode": "gemv"}, "single row"),
     (64, 9, {"mode": "skinny"}, "at most 8 columns"),

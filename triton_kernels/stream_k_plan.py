@@ -64,8 +64,8 @@ OPTIONS = (
            "through FFMAs for all columns, K split to fill the SMs; fp32, tf32x3 through "
            "tf32x3_split=ffma, tf32 on TF32-truncated inputs) or ws (tf32 on sm_90: the warp-specialised "
            "Gluon GEMM, B read as stored, one program per tile and K range); default: the heuristic (gemv for a "
-           f"single row and skinny for N <= {SKINNY_MAX_N} in fp32, tf32x3"
-           f"{' and tf32' if TF32_ON_FFMA_PATHS else ''}, ws for tf32 where ws_pays)",
+           f"single row and skinny for N <= {SKINNY_MAX_N} in "
+           f"{'fp32, tf32x3 and tf32' if TF32_ON_FFMA_PATHS else 'fp32 and tf32x3'}, ws for tf32 where ws_pays)",
            DECOMPOSITIONS),
     Option.count("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=hybrid"),
