@@ -4,7 +4,7 @@ without a GPU and count the global copies by width, or read the load lanes from 
     python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
                                             | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir | --ws-ir
-                                            | --skinny-ir | --skinny-check RUN.json...
+                                            | --skinny-ir [tf32] | --skinny-check RUN.json...
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
@@ -21,15 +21,16 @@ docs/examples/tf32_b_by_tma.py (`tl.dot`) and docs/examples/tf32_gluon_swap.py (
 for sm_90 (docs/findings.md, "tf32 on LLM projections"). --ws-ir: stream_k_gluon.py's
 warp-specialised kernel (mode=ws) compiled the same way, with ptxas's registers, spills and notes.
 
---skinny-ir: stream_k_skinny.py's kernel (mode=skinny) for N = 1..8 as SkinnyPlan launches it,
-compiled for sm_90: ptxas's registers and spills, and the K loop's global loads by width, FFMAs
-and shared-memory accesses (none: no layout conversion inside the loop).
+--skinny-ir [tf32]: stream_k_skinny.py's kernel (mode=skinny) for N = 1..8 as SkinnyPlan launches it
+(fp32, or tf32: inputs truncated to TF32 as loaded), compiled for sm_90: ptxas's registers and
+spills, and the K loop's global loads by width, FFMAs, integer ANDs (tf32's truncation) and
+shared-memory accesses (none: no layout conversion inside the loop).
 
 --skinny-check RUN.json...: runs of ``python -m compare --kernel triton.stream_k ... --format
 json`` judged against issue 43's goals for N <= 8 and M = 1: per precision and class, the
 geomean and worst % of cuBLAS (tf32x3 against cuBLAS fp32) with PASS/FAIL (fp32 geomean >= 95%,
 worst >= 80%; tf32x3 worst >= 100%; tf32 reported), each row's path (skinny or gemv for fp32 and
-tf32x3, the tile GEMM for tf32), and the bytes a row must move (A, B and C once, C twice with
+tf32x3, the tile GEMM for tf32 unless TF32_ON_FFMA_PATHS), and the bytes a row must move (A, B and C once, C twice with
 beta) over its median time, GB/s, for ours and cuBLAS's. Exit 1 on a FAIL.
 """
 from __future__ import annotations
@@ -57,7 +58,8 @@ from triton_kernels import _operands as ops
 from triton_kernels.stream_k import KERNEL, KERNEL_ATOMIC
 from triton_kernels.stream_k_gemv import GEMV_MAX_M
 from triton_kernels.stream_k_gemv import default_tile as gemv_tile
-from triton_kernels.stream_k_heuristic import STAGES, X3_MASK_NAN, Tile, choose_plan, x3_uses_ffma
+from triton_kernels.stream_k_heuristic import (STAGES, TF32_ON_FFMA_PATHS, X3_MASK_NAN, Tile, choose_plan,
+                                               x3_uses_ffma)
 from triton_kernels.stream_k_kernels import _stream_k_kernel
 from triton_kernels.stream_k_plan import _Plan
 from triton_kernels.stream_k_skinny import SKINNY_MAX_N
@@ -284,11 +286,12 @@ def rows_csv(paths: list[str]) -> str:
     return out.getvalue()
 
 
-def skinny_ir(M: int = 4096, K: int = 8192) -> dict:
-    """mode=skinny's kernel for N = 1..8 on an M x K row-major A, as launched, compiled for sm_90."""
+def skinny_ir(M: int = 4096, K: int = 8192, precision: str = "fp32") -> dict:
+    """mode=skinny's kernel for N = 1..8 on an M x K row-major A, as launched in ``precision``
+    (tf32: the inputs truncated to TF32 on the FFMA pipe), compiled for sm_90."""
     out = {}
     for n in range(1, 9):
-        for fn, args, ce, warps, stages in launch_specs(M, n, K, "fp32", 1.0, 0.0, True, {"mode": "skinny"}):
+        for fn, args, ce, warps, stages in launch_specs(M, n, K, precision, 1.0, 0.0, True, {"mode": "skinny"}):
             if fn.__name__ != "_skinny_kernel":
                 continue
             ptx = compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
@@ -299,6 +302,7 @@ def skinny_ir(M: int = 4096, K: int = 8192) -> dict:
                 "loop: 16-byte loads": len(re.findall(r"ld\.global(?:\.\w+)*\.v4", body)),
                 "loop: other loads": len(re.findall(r"ld\.global(?!(?:\.\w+)*\.v4)", body)),
                 "loop: fma": len(re.findall(r"fma\.rn\.f32", body)),
+                "loop: and.b32": len(re.findall(r"and\.b32", body)),
                 "loop: shared or barrier": len(re.findall(r"\.shared|bar\.sync", body))}
     return out
 
@@ -323,7 +327,8 @@ def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
         M, N, K, prec = r["M"], r["N"], r["K"], r["precision"]
         cls = "M = 1" if M == 1 else "N <= 8"
         deco = (r.get("config") or {}).get("decomposition", "?")
-        want = ("dp", "hybrid", "ws") if prec == "tf32" else ("gemv",) if M == 1 else ("skinny",)
+        tiles = prec == "tf32" and not TF32_ON_FFMA_PATHS
+        want = ("dp", "hybrid", "ws") if tiles else ("gemv",) if M == 1 else ("skinny",)
         if r["status"] != "ok" or r.get("pct_cublas") is None:
             why = f"status {r['status']} {r.get('reason', '')}" if r["status"] != "ok" else "not timed (--check or --interpret?)"
             lines.append(f"FAIL {prec:6s} {r['shape']}: {why}")
@@ -410,8 +415,8 @@ if __name__ == "__main__":
         print(json.dumps(gluon_swap_ir(), indent=1))
     elif sys.argv[1:2] == ["--ws-ir"]:
         print(json.dumps(ws_ir(), indent=1))
-    elif sys.argv[1:2] == ["--skinny-ir"]:
-        print(json.dumps(skinny_ir(), indent=1))
+    elif sys.argv[1:2] == ["--skinny-ir"] and len(sys.argv) <= 3:
+        print(json.dumps(skinny_ir(precision=sys.argv[2] if len(sys.argv) == 3 else "fp32"), indent=1))
     elif sys.argv[1:2] == ["--skinny-check"] and len(sys.argv) >= 3:
         lines, ok = skinny_check(sys.argv[2:])
         print("\n".join(lines))

@@ -95,7 +95,7 @@ def _plan(M, N, K, precision, **options):
 @pytest.mark.parametrize("M,precision,options,want", [
     (1, "fp32", {}, "gemv"),
     (1, "tf32x3", {}, "gemv"),          # through tf32x3_split=ffma
-    (1, "tf32", {}, "tiles"),           # tf32's label promises tensor-core rounding
+    (1, "tf32", {}, "gemv" if sk.TF32_ON_FFMA_PATHS else "tiles"),   # the switch: TF32-truncated inputs on FFMA
     (2, "fp32", {}, "tiles"),
     (1, "fp32", {"tile": "16x128x32"}, "tiles"),   # a tile asks for the GEMM
     (1, "fp32", {"mode": "hybrid"}, "hybrid"),
@@ -121,7 +121,6 @@ def test_gemv_default_splits_fill_the_gpu():
 
 @pytest.mark.parametrize("M,precision,options,message", [
     (4, "fp32", {"mode": "gemv"}, "single row"),
-    (1, "tf32", {"mode": "gemv"}, "tf32 keeps the tensor cores"),
     (1, "fp32", {"k_splits": 2, "mode": "dp"}, "contradict"),
     (1, "fp32", {"gemv_tile": "1x64x16", "grid": 4}, "do not apply"),
     (1, "tf32x3", {"mode": "gemv", "tf32x3_split": "b"}, "contradicts"),

@@ -46,14 +46,15 @@ def _plan(M, N, K, precision, **options):
 @pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
 def test_skinny_every_n(N, precision):
     problem = Problem(37, N, 203, precision=precision, alpha=0.5, beta=-1.5)
-    if precision == "tf32":
-        # tf32 keeps the tile GEMM (tensor cores), as at M = 1.
+    if precision == "tf32" and not sk.TF32_ON_FFMA_PATHS:
+        # tf32 keeps the tile GEMM (tensor cores) by default, as at M = 1; mode=skinny at tf32:
+        # tests/test_triton_tf32_ffma.py.
         r = _row(sk.KERNEL, problem, "cpu")
         assert r.config["decomposition"] in ("dp", "hybrid") and r.config["input_precision"] == "tf32", r.config
         return
     r = _row(sk.KERNEL, problem, "cpu", skinny_tile="16x16", skinny_splits=3)
     c = r.config
-    assert c["decomposition"] == "skinny" and c["input_precision"] == "ieee"
+    assert c["decomposition"] == "skinny" and c["input_precision"] == ("tf32" if precision == "tf32" else "ieee")
     assert c["tf32x3_split"] == ("ffma" if precision == "tf32x3" else "n/a")
     assert (c["tile"], c["k_splits"], c["k_per_split"], c["grid"]) == (f"16x{N}x16", 3, 80, [3, 3])
 
@@ -119,7 +120,8 @@ def test_skinny_reads_either_layout(layout):
     (1, 8, "fp32", {}, "gemv"),         # a single row takes the GEMV first
     (1, 9, "fp32", {}, "gemv"),
     (4096, 8, "tf32x3", {}, "skinny"),  # through tf32x3_split=ffma
-    (4096, 8, "tf32", {}, "tiles"),     # tf32's label promises tensor-core rounding
+    # tf32: the tile GEMM by default until TF32_ON_FFMA_PATHS (TF32-truncated inputs on FFMA)
+    (4096, 8, "tf32", {}, "skinny" if sk.TF32_ON_FFMA_PATHS else "tiles"),
     (4096, 8, "fp32", {"tile": "64x16x32"}, "tiles"),  # a tile asks for the GEMM
     (4096, 8, "fp32", {"mode": "hybrid"}, "hybrid"),
     (4096, 8, "tf32x3", {"tf32x3_split": "in_loop"}, "tiles"),
@@ -157,7 +159,6 @@ def test_skinny_default_tile_and_splits_by_hand():
 
 @pytest.mark.parametrize("M,N,precision,options,message", [
     (64, 9, "fp32", {"mode": "skinny"}, "at most 8 columns"),
-    (64, 8, "tf32", {"mode": "skinny"}, "tf32 keeps the tensor cores"),
     (64, 8, "fp32", {"skinny_splits": 2, "mode": "dp"}, "contradict"),
     (64, 8, "fp32", {"skinny_tile": "16x16", "mode": "gemv"}, "contradict"),
     (64, 8, "fp32", {"gemv_tile": "1x64x16", "mode": "skinny"}, "contradict"),
@@ -220,7 +221,7 @@ def test_skinny_k_loop_compiles_to_vector_loads_and_ffma():
 
 
 # GPU: odd shapes per path (the skinny kernel for N <= 8 in fp32 and tf32x3, the tile GEMM for
-# tf32, the GEMV at M = 1), checked against float64 by the runner.
+# tf32 by default, the GEMV at M = 1), checked against float64 by the runner.
 SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), (12289, 8, 12285),
           (3, 8, 1000001), (1 << 20, 2, 129)]
 
@@ -230,7 +231,7 @@ SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), 
 @pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
 def test_gpu_skinny_shapes(shape, precision):
     r = _row(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
-    want = ("dp", "hybrid") if precision == "tf32" else ("skinny",)
+    want = ("dp", "hybrid") if precision == "tf32" and not sk.TF32_ON_FFMA_PATHS else ("skinny",)
     assert r.config["decomposition"] in want, r.config
 
 

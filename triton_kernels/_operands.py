@@ -55,6 +55,24 @@ def tf32_round(x):
     return ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)
 
 
+# A bandwidth-bound product's tf32 on the FFMA pipe (mode=gemv, mode=skinny), as its row's config says it.
+TF32_FFMA_PATH = ("TF32 inputs (low 13 mantissa bits dropped, as the tensor cores read them), FFMA, fp32 "
+                  "accumulation: a bandwidth-bound product, the tensor cores would idle")
+FP32_FFMA_PATH = "fp32 inputs, FFMA (IEEE), fp32 accumulation"
+
+
+@triton.jit
+def tf32_truncate(x):
+    """x as the tensor cores read an fp32 operand of a tf32 product: the top 19 bits (sign, 8
+    exponent, 10 mantissa bits), the low 13 mantissa bits dropped (round toward zero), as fp32
+    bits; one integer AND, so the interpreter runs it too. Infinities stay infinite and every
+    quiet NaN (bit 22 set: any NaN arithmetic makes) stays NaN; a signalling NaN whose payload
+    lies in the low 13 bits alone reads as an infinity. Keeping that one NaN too (a compare and a
+    select per value) grew the skinny kernel's K loop at N = 8 from 327 PTX lines to 423 (279 in
+    fp32; compiled for sm_90), for an input no arithmetic produces."""
+    return (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
 @triton.jit
 def tf32_split(x):
     """(big, small): big = tf32_round(x), small = tf32_round(x - big), so big + small carries

@@ -18,7 +18,11 @@ same kernel saves the second launch that, with the tail, kept 1x4096x4096 (a ~20
 at 81% of cuBLAS (docs/findings.md); the ticket's count returns to 0 for the next launch.
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma (its error is then
-fp32's); tf32 keeps the tensor cores, whose rounding its label promises.
+fp32's). tf32 (mode=gemv; by default only where stream_k_heuristic.TF32_ON_FFMA_PATHS, off until
+measured: the tile GEMM otherwise) multiplies TF32 inputs on the FFMA pipe: the row and B are
+truncated to TF32 as they are loaded (_operands.tf32_truncate: the low 13 mantissa bits dropped,
+as the tensor cores read an fp32 operand), the products and sums in fp32; at half a flop per
+byte the tensor cores would idle on DRAM either way.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._common import check_block, check_stages, check_warps
-from ._operands import _aligned, _n_major_hintable
+from ._operands import FP32_FFMA_PATH, TF32_FFMA_PATH, _aligned, _n_major_hintable, tf32_truncate
 from .stream_k_kernels import _mult4
 
 # ---------------------------------------------------------------------------------------------
@@ -65,7 +69,7 @@ def _gemv_out(y, c_ptr, offs_c, mask, stride_cn, alpha, beta, HAS_BETA: tl.const
 @triton.jit
 def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, N, K, k_per_split, splits, stride_ak, stride_bk, stride_bn,
                  stride_cn, alpha, beta, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr,
-                 HAS_BETA: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                 HAS_BETA: tl.constexpr, TF32: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     # B is contiguous along N (row-major) or K; the unit stride is written as the constant 1 so
@@ -92,6 +96,10 @@ def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, N, K, k_per_split, splits
     for _ in range(0, n_full):
         x = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
+        if TF32:
+            # The row and B read as the tensor cores read them for a tf32 product.
+            x = tf32_truncate(x)
+            b = tf32_truncate(b)
         acc += x[:, None] * b
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
@@ -100,6 +108,9 @@ def _gemv_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, N, K, k_per_split, splits
         # The range's partial last step: the only masked loads.
         x = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if TF32:
+            x = tf32_truncate(x)
+            b = tf32_truncate(b)
         acc += x[:, None] * b
     y = tl.sum(acc, axis=0)
     offs_c = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -196,9 +207,10 @@ def default_splits(N: int, K: int, tile: GemvTile, sms: int) -> int:
 
 
 class GemvPlan:
-    """The M = 1 launch: ``tile`` (GemvTile) and ``k_splits`` (None: default_splits)."""
+    """The M = 1 launch: ``tile`` (GemvTile) and ``k_splits`` (None: default_splits); ``tf32``:
+    the row and B truncated to TF32 as they are loaded (tf32_truncate), multiplied and summed in fp32."""
 
-    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None):
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None, tf32=False):
         M, K = A.shape
         N = B.shape[1]
         if M > GEMV_MAX_M:
@@ -206,6 +218,7 @@ class GemvPlan:
         self.N, self.K = N, K
         self.A, self.B, self.C = A, B, C
         self.alpha, self.beta = float(alpha), float(beta)
+        self.tf32 = bool(tf32)
         self.b_k_contig = B.stride(0) == 1 and B.stride(1) != 1
         if self.b_k_contig:
             self.b_hint = _aligned(B) and B.stride(1) % 4 == 0 and K % 4 == 0
@@ -232,7 +245,8 @@ class GemvPlan:
                                   "workspace + in-kernel sum by the last range (range order)"),
             "operands": f"A direct, B direct ({'K' if self.b_k_contig else 'N'}-major"
                         f"{', 16-byte loads' if self.b_hint else ', 4-byte loads'})",
-            "operand_copy_bytes": 0, "input_precision": "ieee",
+            "operand_copy_bytes": 0, "input_precision": "tf32" if self.tf32 else "ieee",
+            "precision_path": TF32_FFMA_PATH if self.tf32 else FP32_FFMA_PATH,
         }
 
     def launch(self):
@@ -242,5 +256,5 @@ class GemvPlan:
         _gemv_kernel[(self.blocks, self.splits)](
             A, B, C, self.W if split else C, self.lock if split else C, self.N, self.K, self.k_per_split,
             self.splits, A.stride(1), B.stride(0), B.stride(1), C.stride(1), self.alpha, self.beta,
-            B_K_CONTIG=self.b_k_contig, B_HINT=self.b_hint, SPLIT=split, HAS_BETA=has_beta,
+            B_K_CONTIG=self.b_k_contig, B_HINT=self.b_hint, SPLIT=split, HAS_BETA=has_beta, TF32=self.tf32,
             BLOCK_N=t.bn, BLOCK_K=t.bk, num_warps=t.warps, num_stages=t.stages)

@@ -17,7 +17,8 @@ from compare.harness.registry import Option
 from ._common import check_block, check_stages, check_warps, interpreting, l2_bytes, sm_count
 from ._operands import _aligned, _prepare_a, _prepare_b
 from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS,
-                                 INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, X3_MASK_NAN, X3_SPLIT_CHOICES,
+                                 INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, TF32_ON_FFMA_PATHS, X3_MASK_NAN,
+                                 X3_SPLIT_CHOICES,
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
@@ -28,6 +29,12 @@ from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kern
 
 # ---------------------------------------------------------------------------------------------
 # Plan and launch.
+
+
+def _ffma_path(precision: str) -> bool:
+    """Does the heuristic send this precision's bandwidth-bound shapes to the FFMA paths (gemv,
+    skinny)? fp32 (and tf32x3, planned as fp32); tf32 only where TF32_ON_FFMA_PATHS."""
+    return precision == "fp32" or (precision == "tf32" and TF32_ON_FFMA_PATHS)
 
 
 _TILE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
@@ -52,11 +59,13 @@ OPTIONS = (
            parse_tile),
     Option.choice("mode", "decomposition: dp (one program per tile), hybrid (data-parallel waves + stream-K "
            f"for the last partial wave, all of it below one wave), gemv (M <= {GEMV_MAX_M}: B streamed through FFMAs, no tile; "
-           f"fp32, and tf32x3 through tf32x3_split=ffma), skinny (N <= {SKINNY_MAX_N}: A streamed once "
-           "through FFMAs for all columns, K split to fill the SMs; fp32, and tf32x3 through "
-           "tf32x3_split=ffma) or ws (tf32 on sm_90: the warp-specialised "
+           f"fp32, tf32x3 through tf32x3_split=ffma, tf32 on inputs truncated to TF32 as the tensor cores "
+           f"read them), skinny (N <= {SKINNY_MAX_N}: A streamed once "
+           "through FFMAs for all columns, K split to fill the SMs; fp32, tf32x3 through "
+           "tf32x3_split=ffma, tf32 on TF32-truncated inputs) or ws (tf32 on sm_90: the warp-specialised "
            "Gluon GEMM, B read as stored, one program per tile and K range); default: the heuristic (gemv for a "
-           f"single row and skinny for N <= {SKINNY_MAX_N} in fp32 and tf32x3, ws for tf32 where ws_pays)",
+           f"single row and skinny for N <= {SKINNY_MAX_N} in "
+           f"{'fp32, tf32x3 and tf32' if TF32_ON_FFMA_PATHS else 'fp32 and tf32x3'}, ws for tf32 where ws_pays)",
            DECOMPOSITIONS),
     Option.count("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=hybrid"),
@@ -107,8 +116,6 @@ OPTIONS = (
 CONFLICTS = (
     (lambda o, p: (o["gemv_tile"] is not None or o["k_splits"] is not None) and o["mode"] in ("dp", "hybrid", "skinny", "ws"),
      "options gemv_tile / k_splits (the single-row GEMV) and mode={mode} contradict each other"),
-    (lambda o, p: o["mode"] == "gemv" and p == "tf32",
-     "mode=gemv multiplies on the FFMA pipe (fp32, or tf32x3 with tf32x3_split=ffma); tf32 keeps the tensor cores"),
     (lambda o, p: o["mode"] == "gemv" and p == "tf32x3" and o["tf32x3_split"] not in ("auto", "ffma"),
      "mode=gemv runs tf32x3 as fp32 (tf32x3_split=ffma); tf32x3_split={tf32x3_split} contradicts it"),
     (lambda o, p: (o["mode"] == "gemv" or o["gemv_tile"] is not None or o["k_splits"] is not None) and (
@@ -120,8 +127,6 @@ CONFLICTS = (
     (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
         o["gemv_tile"] is not None or o["k_splits"] is not None),
      "options skinny_tile / skinny_splits (mode=skinny) and gemv_tile / k_splits (mode=gemv) contradict each other"),
-    (lambda o, p: o["mode"] == "skinny" and p == "tf32",
-     "mode=skinny multiplies on the FFMA pipe (fp32, or tf32x3 with tf32x3_split=ffma); tf32 keeps the tensor cores"),
     (lambda o, p: o["mode"] == "skinny" and p == "tf32x3" and o["tf32x3_split"] not in ("auto", "ffma"),
      "mode=skinny runs tf32x3 as fp32 (tf32x3_split=ffma); tf32x3_split={tf32x3_split} contradicts it"),
     (lambda o, p: (o["mode"] == "skinny" or o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
@@ -213,12 +218,13 @@ class _Plan:
         self.dot_precision = DOT_PRECISION[precision]
         self.gemv = self.skinny = self.ws = None
         if o["mode"] == "gemv" or (o["mode"] is None and self._gemv_by_default(precision, options, o)):
-            self.gemv = GemvPlan(A, B, C, alpha, beta, sms, o["gemv_tile"], o["k_splits"])
+            self.gemv = GemvPlan(A, B, C, alpha, beta, sms, o["gemv_tile"], o["k_splits"], tf32=precision == "tf32")
             self.config = dict(self.gemv.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
             return
         if o["mode"] == "skinny" or (o["mode"] is None and self._skinny_by_default(precision, options, o)):
-            self.skinny = SkinnyPlan(A, B, C, alpha, beta, sms, o["skinny_tile"], o["skinny_splits"])
+            self.skinny = SkinnyPlan(A, B, C, alpha, beta, sms, o["skinny_tile"], o["skinny_splits"],
+                                     tf32=precision == "tf32")
             self.config = dict(self.skinny.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
             return
@@ -330,15 +336,15 @@ class _Plan:
         }
 
     def _gemv_by_default(self, precision: str, options: dict, o: dict) -> bool:
-        """The heuristic's GEMV: a single row in fp32 (tf32x3 arrives here as fp32 through ffma)
-        where the user set nothing that shapes the tile GEMM."""
-        return self.M <= GEMV_MAX_M and precision == "fp32" and not self._shaped(options, o)
+        """The heuristic's GEMV: a single row in fp32 (tf32x3 arrives here as fp32 through ffma;
+        tf32 where TF32_ON_FFMA_PATHS) where the user set nothing that shapes the tile GEMM."""
+        return self.M <= GEMV_MAX_M and _ffma_path(precision) and not self._shaped(options, o)
 
     def _skinny_by_default(self, precision: str, options: dict, o: dict) -> bool:
         """The heuristic's matrix times 1-8 vectors: N <= SKINNY_MAX_N in fp32 (tf32x3 arrives as
-        fp32 through ffma; M <= GEMV_MAX_M took the GEMV first) where the user set nothing that
-        shapes the tile GEMM."""
-        return self.N <= SKINNY_MAX_N and precision == "fp32" and not self._shaped(options, o)
+        fp32 through ffma; tf32 where TF32_ON_FFMA_PATHS; M <= GEMV_MAX_M took the GEMV first)
+        where the user set nothing that shapes the tile GEMM."""
+        return self.N <= SKINNY_MAX_N and _ffma_path(precision) and not self._shaped(options, o)
 
     def _ws_by_default(self, A, B, C, precision: str, sms: int, options: dict, o: dict) -> bool:
         """The heuristic's Gluon GEMM: tf32 on operands it can read (ws_unsupported), where

@@ -25,7 +25,13 @@ are, with no second launch.
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma: at 4 flops per
 byte FFMA keeps up with DRAM, so the three TF32 products buy no time (and its error is fp32's).
-tf32 keeps the tensor cores whose rounding its label promises: the tile GEMM, as at M = 1.
+tf32 (mode=skinny; by default only where stream_k_heuristic.TF32_ON_FFMA_PATHS, off until
+measured: the tile GEMM otherwise) multiplies TF32 inputs on the FFMA pipe: every value of A and
+B is truncated to TF32 as it is loaded (_operands.tf32_truncate: the low 13 mantissa bits
+dropped, as the tensor cores read an fp32 operand and as the tile GEMM's tf32 dots read theirs),
+the products and sums in fp32. Its result is then the tensor cores' product of the same inputs
+up to the order of fp32 additions; the tensor cores would idle on DRAM here either way. The
+truncation costs one integer AND per loaded value (at N = 8, 48 in a K loop of 64 FFMAs).
 """
 from __future__ import annotations
 
@@ -39,7 +45,7 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._common import check_block, check_warps
-from ._operands import _aligned, _prepare_b
+from ._operands import FP32_FFMA_PATH, TF32_FFMA_PATH, _aligned, _prepare_b, tf32_truncate
 from .stream_k_gemv import _last_of
 from .stream_k_kernels import _mult4
 
@@ -48,11 +54,16 @@ from .stream_k_kernels import _mult4
 
 
 @triton.jit
-def _skinny_col(acc, a, b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr):
+def _skinny_col(acc, a, b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr,
+                TF32: tl.constexpr):
     # acc (BLOCK_M x BLOCK_K / K_GROUP) += a * column J of B, each thread's K_GROUP consecutive
-    # k of the product summed in its registers first (they are one 16-byte load of A).
+    # k of the product summed in its registers first (they are one 16-byte load of A). TF32:
+    # the column read as the tensor cores would (a is already).
     if J < N_COLS:
-        p = a * tl.load(b_ptrs + J * stride_bn)[None, :]
+        b = tl.load(b_ptrs + J * stride_bn)
+        if TF32:
+            b = tf32_truncate(b)
+        p = a * b[None, :]
         if K_GROUP > 1:
             p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
         acc += p
@@ -61,10 +72,13 @@ def _skinny_col(acc, a, b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr
 
 @triton.jit
 def _skinny_tail(acc, a, b_ptrs, stride_bn, kmask, J: tl.constexpr, N_COLS: tl.constexpr,
-                 K_GROUP: tl.constexpr):
+                 K_GROUP: tl.constexpr, TF32: tl.constexpr):
     # The range's partial last step: column J of B masked past the range (A is masked too).
     if J < N_COLS:
-        p = a * tl.load(b_ptrs + J * stride_bn, mask=kmask, other=0.0)[None, :]
+        b = tl.load(b_ptrs + J * stride_bn, mask=kmask, other=0.0)
+        if TF32:
+            b = tf32_truncate(b)
+        p = a * b[None, :]
         if K_GROUP > 1:
             p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
         acc += p
@@ -112,7 +126,7 @@ def _skinny_sum(c_ptr, w_ptr, offs_m, M, N, splits, stride_cm, stride_cn, alpha,
 def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak, stride_bn,
                    stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                    B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
-                   K_GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+                   K_GROUP: tl.constexpr, TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     # A's unit stride is written as the constant 1 so its loads are vectors; rows past M wrap
@@ -147,28 +161,33 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, M, N, K, k_per_split, s
     n_full = (k_hi - k_lo) // BLOCK_K
     for _ in range(0, n_full):
         a = tl.load(a_ptrs)
-        c0 = _skinny_col(c0, a, b_ptrs, stride_bn, 0, N_COLS, K_GROUP)
-        c1 = _skinny_col(c1, a, b_ptrs, stride_bn, 1, N_COLS, K_GROUP)
-        c2 = _skinny_col(c2, a, b_ptrs, stride_bn, 2, N_COLS, K_GROUP)
-        c3 = _skinny_col(c3, a, b_ptrs, stride_bn, 3, N_COLS, K_GROUP)
-        c4 = _skinny_col(c4, a, b_ptrs, stride_bn, 4, N_COLS, K_GROUP)
-        c5 = _skinny_col(c5, a, b_ptrs, stride_bn, 5, N_COLS, K_GROUP)
-        c6 = _skinny_col(c6, a, b_ptrs, stride_bn, 6, N_COLS, K_GROUP)
-        c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP)
+        if TF32:
+            # A read as the tensor cores read it for a tf32 product (B: in _skinny_col).
+            a = tf32_truncate(a)
+        c0 = _skinny_col(c0, a, b_ptrs, stride_bn, 0, N_COLS, K_GROUP, TF32)
+        c1 = _skinny_col(c1, a, b_ptrs, stride_bn, 1, N_COLS, K_GROUP, TF32)
+        c2 = _skinny_col(c2, a, b_ptrs, stride_bn, 2, N_COLS, K_GROUP, TF32)
+        c3 = _skinny_col(c3, a, b_ptrs, stride_bn, 3, N_COLS, K_GROUP, TF32)
+        c4 = _skinny_col(c4, a, b_ptrs, stride_bn, 4, N_COLS, K_GROUP, TF32)
+        c5 = _skinny_col(c5, a, b_ptrs, stride_bn, 5, N_COLS, K_GROUP, TF32)
+        c6 = _skinny_col(c6, a, b_ptrs, stride_bn, 6, N_COLS, K_GROUP, TF32)
+        c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP, TF32)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K
     k_left = k_hi - k_lo - n_full * BLOCK_K
     if k_left > 0:
         kmask = offs_k < k_left
         a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
-        c0 = _skinny_tail(c0, a, b_ptrs, stride_bn, kmask, 0, N_COLS, K_GROUP)
-        c1 = _skinny_tail(c1, a, b_ptrs, stride_bn, kmask, 1, N_COLS, K_GROUP)
-        c2 = _skinny_tail(c2, a, b_ptrs, stride_bn, kmask, 2, N_COLS, K_GROUP)
-        c3 = _skinny_tail(c3, a, b_ptrs, stride_bn, kmask, 3, N_COLS, K_GROUP)
-        c4 = _skinny_tail(c4, a, b_ptrs, stride_bn, kmask, 4, N_COLS, K_GROUP)
-        c5 = _skinny_tail(c5, a, b_ptrs, stride_bn, kmask, 5, N_COLS, K_GROUP)
-        c6 = _skinny_tail(c6, a, b_ptrs, stride_bn, kmask, 6, N_COLS, K_GROUP)
-        c7 = _skinny_tail(c7, a, b_ptrs, stride_bn, kmask, 7, N_COLS, K_GROUP)
+        if TF32:
+            a = tf32_truncate(a)
+        c0 = _skinny_tail(c0, a, b_ptrs, stride_bn, kmask, 0, N_COLS, K_GROUP, TF32)
+        c1 = _skinny_tail(c1, a, b_ptrs, stride_bn, kmask, 1, N_COLS, K_GROUP, TF32)
+        c2 = _skinny_tail(c2, a, b_ptrs, stride_bn, kmask, 2, N_COLS, K_GROUP, TF32)
+        c3 = _skinny_tail(c3, a, b_ptrs, stride_bn, kmask, 3, N_COLS, K_GROUP, TF32)
+        c4 = _skinny_tail(c4, a, b_ptrs, stride_bn, kmask, 4, N_COLS, K_GROUP, TF32)
+        c5 = _skinny_tail(c5, a, b_ptrs, stride_bn, kmask, 5, N_COLS, K_GROUP, TF32)
+        c6 = _skinny_tail(c6, a, b_ptrs, stride_bn, kmask, 6, N_COLS, K_GROUP, TF32)
+        c7 = _skinny_tail(c7, a, b_ptrs, stride_bn, kmask, 7, N_COLS, K_GROUP, TF32)
     offs_c = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     _skinny_out(c0, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 0, N_COLS, SPLIT, HAS_BETA)
     _skinny_out(c1, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 1, N_COLS, SPLIT, HAS_BETA)
@@ -249,9 +268,10 @@ def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
 
 
 class SkinnyPlan:
-    """The N <= 8 launch: ``tile`` (SkinnyTile) and ``k_splits`` (None: default_splits)."""
+    """The N <= 8 launch: ``tile`` (SkinnyTile) and ``k_splits`` (None: default_splits); ``tf32``:
+    A and B truncated to TF32 as they are loaded (tf32_truncate), multiplied and summed in fp32."""
 
-    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None):
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None, tf32=False):
         M, K = A.shape
         N = B.shape[1]
         if N > SKINNY_MAX_N:
@@ -259,6 +279,7 @@ class SkinnyPlan:
         self.M, self.N, self.K = M, N, K
         self.A, self.C = A, C
         self.alpha, self.beta = float(alpha), float(beta)
+        self.tf32 = bool(tf32)
         self.a_k_contig = not (A.stride(0) == 1 and A.stride(1) != 1)
         if self.a_k_contig:
             self.a_hint = _aligned(A) and A.stride(0) % 4 == 0
@@ -289,7 +310,8 @@ class SkinnyPlan:
             "fixup": ("none" if self.splits == 1 else "workspace + in-kernel sum by the last range (range order)"),
             "operands": f"A direct ({'K' if self.a_k_contig else 'M'}-major"
                         f"{', 16-byte loads' if self.a_hint else ', 4-byte loads'}), B {self.b.layout} (K-major)",
-            "operand_copy_bytes": self.b.copy_bytes(), "input_precision": "ieee",
+            "operand_copy_bytes": self.b.copy_bytes(), "input_precision": "tf32" if self.tf32 else "ieee",
+            "precision_path": TF32_FFMA_PATH if self.tf32 else FP32_FFMA_PATH,
         }
 
     def launch(self):
@@ -302,4 +324,4 @@ class SkinnyPlan:
             A, bv, C, self.W if split else C, self.lock if split else C, self.M, self.N, self.K,
             self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
             A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
-            N_COLS=self.N, K_GROUP=self.k_group, BLOCK_M=t.bm, BLOCK_K=t.bk, num_warps=t.warps, num_stages=1)
+            N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, num_warps=t.warps, num_stages=1)
