@@ -421,3 +421,48 @@ def test_the_early_cluster_returns_once_its_workers_are_spawned():
         assert len(multiprocessing.active_children()) - before >= 1
     finally:
         early.close()
+
+
+def test_a_worker_whose_context_died_will_leave_without_teardown(monkeypatch):
+    # The nanny's restart ends the process through Python's exit, where CuPy's module unload on the
+    # dead context raised TypeError (no CUDA error named, so the quiet hooks let it print): after a
+    # sticky error the worker must register the exit that skips the teardown.
+    left = []
+    monkeypatch.setattr(dist, "leave_at_exit_without_teardown", lambda: left.append(True))
+    monkeypatch.setattr(dist, "_DEAD_CONTEXT", None)
+    monkeypatch.setattr(dist, "load_plugins", lambda specs: None)
+    k = registry.get("cuda.01_naive")
+    trap = runner.blank_row(k, Problem(8, 8, 8), runner.ERROR, "CUDA error: unspecified launch failure")
+    healthy = runner.blank_row(k, Problem(8, 8, 8), runner.ERROR, "out of memory")
+    monkeypatch.setattr(runner, "run", lambda *a, **kw: [healthy])
+    dist.measure_shape(dist.ShapeJob(0, "8x8x8", [], {}, {}, False, True, {}))
+    assert left == [] and dist._DEAD_CONTEXT is None        # a usable context: nothing registered
+    monkeypatch.setattr(runner, "run", lambda *a, **kw: [trap])
+    got = dist.measure_shape(dist.ShapeJob(1, "8x8x8", [], {}, {}, False, True, {}))
+    assert got["sticky"] and left == [True]
+
+
+_TEARDOWN_RAISES = """
+import sys
+from compare.harness.cuda_faults import quiet_dead_context_teardown, leave_at_exit_without_teardown
+quiet_dead_context_teardown()
+{leave}
+class Module:
+    # as CuPy's Module at interpreter exit: its unload finds the module's globals cleared
+    def __del__(self):
+        raise TypeError("'NoneType' object is not callable")
+kept = Module()          # freed when the interpreter clears this module's globals
+print("measured", flush=True)
+sys.stderr.write("last line\\n")
+"""
+
+
+@pytest.mark.parametrize("leave", [False, True])
+def test_leaving_at_exit_skips_the_teardown_the_hooks_cannot_quiet(leave):
+    code = _TEARDOWN_RAISES.format(leave="leave_at_exit_without_teardown()" if leave else "")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == "measured\n", (p.stdout, p.stderr)
+    if leave:
+        assert p.stderr == "last line\n", p.stderr          # output flushed, no finalizer ran
+    else:
+        assert "Exception ignored" in p.stderr, p.stderr    # what the Dask worker printed without it

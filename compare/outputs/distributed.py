@@ -37,6 +37,7 @@ from ..harness.errors import UsageError
 from ..harness.precompile import compile_ahead
 from ..harness.runner import ERROR, FAULT, Result, blank_row
 from ..harness.variants import from_wire, wire_name
+from ..harness.cuda_faults import leave_at_exit_without_teardown
 from ..harness.worker import sticky_cuda_error as names_sticky_error
 from .dask_cluster import (EarlyCluster, close_quickly, dashboard, gpu_identity, local_cluster, max_interpret_workers,
                            join, local_gpus, probe_scheduler, stop_profiler, wait_until_ready, worker_environment)
@@ -134,6 +135,7 @@ def measure_shape(job: ShapeJob) -> dict:
     sticky = sticky_cuda_error(rows)
     if sticky:
         _DEAD_CONTEXT = sticky
+        leave_at_exit_without_teardown()   # the nanny's restart ends this process: no teardown
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
             "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret), "sticky": sticky}
 
