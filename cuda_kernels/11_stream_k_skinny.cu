@@ -3,7 +3,7 @@
 // picks the path (launch.py, stream_k_path: N <= 8 -> skinny_n, else M = 1 -> gemv, else the
 // stream-K tile plan) and names it in the row's config. skinny_n has a second, short-K build
 // (skinny_short, option skinny_b=resident, K <= 256; its header is at its template, below),
-// not the default yet: it runs only where the option asks for it.
+// the default where K <= 256 (launch.py, _resolve_skinny_b).
 //
 // Bottleneck removed: a tile kernel on a product that is a stream of one operand. With N <= 8 a
 // GEMM does at most 2*8 flops per 4-byte element of A (4 flops per byte) and with M = 1 half a
@@ -287,7 +287,8 @@ skinny_sum_splits(int count, int splits, float alpha, const float* __restrict__ 
 // shared memory, 2 bytes per byte of A at N = 8 (each B value read serves the warp's 32 / L rows).
 // Cost: 26 KiB of shared memory per block at N = 8 (B padded, two reduction buffers), 105-118
 // registers (2 blocks per SM); the scalar builds keep one group of loads in flight, not two.
-// Speed against skinny_n: to be measured (reproduce/measure-skinny-short).
+// Against skinny_n on a 4x H200 host (results/h200x4/skinny-short/): 1.18-1.96x on three tunable
+// short-K shapes, 0.98x at N = 1 (65536x1x256); 131072x8x256 at 59.6% of a device copy (was 41.9%).
 // Requirement: K <= 256 (skinny_b=resident refuses more), N <= 8; 16-byte loads of A's rows where
 // K % 4 == 0 and A is 16-byte aligned, predicated scalar loads otherwise (VEC = false). Why 256:
 // a thread holds 32 of a row's A values twice (this group's and the next's, 105-118 of the 128

@@ -62,7 +62,7 @@ def pads_many_rows(M: int, max_empty: float) -> bool:
 
 PATHS = ("auto", "tile", "gemv", "skinny_n")
 SKINNY_MAX_N = SKINNY_NB[-1]
-PATH_RULE = "N <= 8: skinny_n; else M == 1: gemv; else tile (the stream-K plan)"
+PATH_RULE = "N <= 8: skinny_n (its resident build where K <= 256); else M == 1: gemv; else tile (the stream-K plan)"
 # gemv_row keeps 16 KiB of loads in flight per block and fits up to 8 blocks per SM; 4 per SM
 # (64 KiB) is over three times the ~18 KiB per SM that covers DRAM latency on an H100.
 # skinny_n keeps 32-64 KiB per block (two chunks of 16-byte loads; one chunk, 16-32 KiB, in its

@@ -21,9 +21,10 @@ launch reports the resolved values in ``launch.config``):
   ``PATH_RULE`` (``stream_k_path``), or takes the tile path where ``tile``, ``mode`` or ``grid``
   is set. Their K split: ``skinny_plan`` (``compare.families.decompose.skinny_split``).
 * ``skinny_b`` (cuda.11_stream_k): ``chunked`` | ``resident``: skinny_n's build. ``chunked`` (the
-  default) copies B through shared memory 256 rows of K at a time in every block of rows;
-  ``resident`` (K <= 256, ``skinny_short``) copies all of B once per persistent block
-  (``skinny_short_plan``) and has no K split.
+  default from K = 257 on, or where ``k_splits`` is set) copies B through shared memory 256 rows
+  of K at a time in every block of rows; ``resident`` (the default for K <= 256,
+  ``skinny_short``) copies all of B once per persistent block (``skinny_short_plan``) and has no
+  K split.
 
 The per-shape heuristics are in cuda_kernels/heuristics.py, the pieces every launch is made of in
 cuda_kernels/launch_steps.py, stage 13's prepare in cuda_kernels/wgmma_launch.py.
@@ -89,10 +90,11 @@ def _options(spec: StageSpec) -> tuple:
                                       f"(M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", PATHS))
             out.append(Option.count("k_splits", "K ranges of the gemv / skinny_n paths, >= 1 (1 = no split; default: "
                                           "decompose.skinny_split's bandwidth model)"))
-            out.append(Option.choice("skinny_b", f"skinny_n's build: chunked (the default: B copied into shared memory "
-                                      f"256 rows of K at a time by every block of rows, K split over blocks) or "
-                                      f"resident (K <= {SKINNY_SHORT_MAX_K} only: B copied once per persistent "
-                                      f"block, 4-8 lanes per row of A, no K split)", SKINNY_B))
+            out.append(Option.choice("skinny_b", f"skinny_n's build: chunked (B copied into shared memory 256 rows "
+                                      f"of K at a time by every block of rows, K split over blocks) or resident "
+                                      f"(K <= {SKINNY_SHORT_MAX_K} only: B copied once per persistent block, 4-8 "
+                                      f"lanes per row of A, no K split); default: resident where K <= "
+                                      f"{SKINNY_SHORT_MAX_K} and k_splits is not set", SKINNY_B))
     return tuple(out)
 
 
@@ -226,7 +228,9 @@ def _resolve_skinny_b(spec: StageSpec, path: str, problem, opts: dict) -> Option
     asks for the resident build on a problem it can't take."""
     build = opts.get("skinny_b")
     if build is None:
-        return "chunked" if path == "skinny_n" else None
+        if path != "skinny_n":
+            return None
+        return "resident" if problem.K <= SKINNY_SHORT_MAX_K and "k_splits" not in opts else "chunked"
     if path != "skinny_n":
         raise UsageError(f"{spec.name}: skinny_b chooses the skinny_n path's build (N <= {SKINNY_MAX_N}); this "
                          f"problem (N={problem.N}) takes the {path} path")

@@ -400,6 +400,11 @@ SKINNY_CASES = [
     ((101, 8, 1), {}, "skinny_n", 1),               # K = 1
     ((1, 127, 3333), {"k_splits": "40"}, "gemv", 35),   # >= 17 ranges: 32 lanes per output sum them
     ((9, 3, 5000), {"k_splits": "20"}, "skinny_n", 20),
+    # K <= 256 takes the resident build by default (the cases above with K <= 256 and no k_splits):
+    # the chunked build there, named
+    ((65, 3, 255), {"skinny_b": "chunked"}, "skinny_n", 1),
+    ((101, 8, 1), {"skinny_b": "chunked"}, "skinny_n", 1),
+    ((129, 6, 36), {"skinny_b": "chunked"}, "skinny_n", 1),
 ]
 
 
@@ -474,7 +479,7 @@ def test_stream_k_path_rule():
     assert [path(1, n, 4096) for n in (9, 127, 1000, 65536)] == ["gemv"] * 4
     assert [path(m, 8, 4096) for m in (2, 33, 4096, 10**6)] == ["skinny_n"] * 4
     assert path(2, 9, 4096) == path(4096, 4096, 4096) == path(1000, 9, 10**6) == "tile"
-    assert heuristics.PATH_RULE.startswith("N <= 8: skinny_n; else M == 1: gemv")
+    assert heuristics.PATH_RULE.startswith("N <= 8: skinny_n (its resident build where K <= 256); else M == 1: gemv")
 
 
 def test_skinny_split_model_by_hand():
@@ -613,19 +618,22 @@ def test_skinny_short_falls_back_to_scalar_loads_on_a_misaligned_base(small_gpu)
 
 
 @needs_cxx
-def test_skinny_b_chunked_is_the_default_build(small_gpu):
-    """path=auto on N <= 8 runs skinny_n's chunked build and says so; skinny_b=chunked is the same
-    launch; the gemv and tile paths name no skinny_n build."""
+def test_skinny_b_default_build_follows_k(small_gpu):
+    """path=auto on N <= 8 runs skinny_n's resident build up to K = 256 and the chunked build from
+    K = 257 (or where k_splits is set), and says which; naming the build gives the same launch;
+    the gemv and tile paths name no skinny_n build."""
     k = KERNELS["cuda.11_stream_k"]
-    p = Problem(33, 5, 100, alpha=0.5, beta=-1.5)
-    configs = []
-    for opts in ({}, {"skinny_b": "chunked"}):
-        res, _, launch = run(small_gpu, k, p, options=opts)
-        assert res.ok, res.message
-        configs.append(launch.config)
-    assert configs[0]["skinny_b"] == configs[1]["skinny_b"] == "chunked"
-    # N = 5: the NB = 8 build, 8 warps x 2 rows
-    assert configs[0]["grid"] == configs[1]["grid"] and configs[0]["tile"] == configs[1]["tile"] == "16x8"
+    for K, opts, want in ((256, {}, "resident"), (257, {}, "chunked"), (100, {"k_splits": 1}, "chunked")):
+        p = Problem(33, 5, K, alpha=0.5, beta=-1.5)
+        configs = []
+        for named in ({}, {"skinny_b": want}):
+            res, _, launch = run(small_gpu, k, p, options={**opts, **named})
+            assert res.ok, res.message
+            configs.append(launch.config)
+        assert configs[0]["skinny_b"] == configs[1]["skinny_b"] == want, (K, opts)
+        assert configs[0]["grid"] == configs[1]["grid"] and configs[0]["tile"] == configs[1]["tile"]
+    # N = 5 at K = 257: the chunked NB = 8 build, 8 warps x 2 rows
+    assert configs[0]["tile"] == "16x8"
     with loader.use_backend(small_gpu):
         for shape in ((1, 127, 33), (40, 40, 40)):
             cfg = k.prepare(Problem(*shape), EmuInputs(make_inputs(Problem(*shape), device="cpu")), {}).config
