@@ -376,6 +376,9 @@ SKINNY_SHAPES = [
     ((255, 7, 4097), {"k_splits": "9"}, "skinny_n"),
     ((4096, 8, 4096), {}, "skinny_n"),
     ((1001, 8, 1000), {}, "skinny_n"),
+    # K <= 256 takes the resident build by default (1023x3x255, 100003x6x33 above): the chunked build there
+    ((1023, 3, 255), {"skinny_b": "chunked"}, "skinny_n"),
+    ((100003, 6, 33), {"skinny_b": "chunked"}, "skinny_n"),
 ]
 
 
