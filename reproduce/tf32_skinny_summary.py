@@ -1,8 +1,9 @@
-"""Judge reproduce/measure-tf32-skinny's runs: tf32 on heldout_skinny, triton.stream_k as its
+"""Judge reproduce/measure-tf32-skinny's runs: tf32 on a bandwidth-bound set (heldout_skinny to
+judge a rule, tune_skinny to choose one), triton.stream_k as its
 heuristic plans it (the tile GEMM on the tensor cores) against mode=skinny (N <= 8) / mode=gemv
 (M = 1), which multiply TF32-truncated inputs on the FFMA pipe, both as % of cuBLAS tf32.
 
-    python reproduce/tf32_skinny_summary.py --write-shapes OUTDIR   # OUTDIR/n8.shapes, OUTDIR/m1.shapes
+    python reproduce/tf32_skinny_summary.py --write-shapes OUTDIR [--set NAME]   # OUTDIR/n8.shapes, m1.shapes
     python reproduce/tf32_skinny_summary.py RUN.json... [-o SUMMARY.md]
 
 Prints one line per shape (each kernel's % of cuBLAS tf32 and GB/s: A, B and C once, C twice
@@ -36,9 +37,9 @@ def shape_class(M: int, N: int) -> str:
     return "M = 1" if M == 1 else "N <= 8" if N <= 8 else ""
 
 
-def write_shapes(outdir: str) -> None:
-    """heldout_skinny split by class: n8.shapes (N <= 8, M > 1) and m1.shapes (M = 1)."""
-    shapes = SHAPE_SETS["heldout_skinny"]
+def write_shapes(outdir: str, set_name: str = "heldout_skinny") -> None:
+    """The set split by class: n8.shapes (N <= 8, M > 1) and m1.shapes (M = 1)."""
+    shapes = SHAPE_SETS[set_name]
     for name, cls in (("n8.shapes", "N <= 8"), ("m1.shapes", "M = 1")):
         mine = [shape_text(s) for s in shapes if shape_class(s[0], s[1]) == cls]
         write_text_atomically(os.path.join(outdir, name), "".join(s + "\n" for s in mine))
@@ -60,7 +61,7 @@ def summarize(paths: list[str]) -> tuple[list[str], bool]:
             rows += [r for r in json.load(f)["results"] if r.get("precision") == "tf32"]
     by = {(r["kernel"], r["shape"]): r for r in rows}
     shapes = list(dict.fromkeys(r["shape"] for r in rows if shape_class(r["M"], r["N"])))
-    lines = [f"# tf32 on heldout_skinny: {AUTO} (its heuristic) against mode=skinny / mode=gemv "
+    lines = [f"# tf32 on bandwidth-bound shapes: {AUTO} (its heuristic) against mode=skinny / mode=gemv "
              "(TF32-truncated inputs, FFMA), % of cuBLAS tf32", "",
              "| shape | class | auto path | auto % | new % | auto GB/s | new GB/s | cuBLAS GB/s |",
              "|---|---|---|---:|---:|---:|---:|---:|"]
@@ -116,13 +117,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="*", help="compare --format json files")
     ap.add_argument("--write-shapes", metavar="OUTDIR", help="write OUTDIR/n8.shapes and OUTDIR/m1.shapes and exit")
+    ap.add_argument("--set", default="heldout_skinny", choices=("heldout_skinny", "tune_skinny"),
+                    help="the shapes --write-shapes writes (default heldout_skinny)")
     ap.add_argument("-o", dest="out", help="also write the summary here (markdown)")
     args = ap.parse_args(argv)
     if args.write_shapes:
         if not os.path.isdir(args.write_shapes):
             print(f"error: --write-shapes {args.write_shapes}: not a directory", file=sys.stderr)
             return 2
-        write_shapes(args.write_shapes)
+        write_shapes(args.write_shapes, args.set)
         return 0
     if not args.runs:
         print("error: no run files (RUN.json...)", file=sys.stderr)

@@ -109,7 +109,19 @@ def test_heldout_shares_no_shape_with_anything_tuning_may_use():
     assert len(nvec) == 20 and len(rows) == 10 and len(sk) == 30
     assert all(2**20 <= M * K <= 2**28 for M, N, K in nvec) and all(2**20 <= K * N <= 2**28 for M, N, K in rows)
     assert all(N > 8 for M, N, K in rows) and len(set(sk)) == len(sk)
-    assert [s.name for s in shapes.SETS.values() if s.bandwidth_bound] == ["asv_skinny", "heldout_skinny"]
+    assert [s.name for s in shapes.SETS.values() if s.bandwidth_bound] == ["asv_skinny", "heldout_skinny", "tune_skinny"]
+
+
+def test_tune_skinny_is_the_held_out_classes_with_none_of_their_shapes():
+    """Rules for the bandwidth-bound paths are chosen on tune_skinny and judged on heldout_skinny:
+    the same two classes (N <= 8 with M > 1, and M = 1 with N > 8), each shape at least 2^20 floats
+    streamed, tunable, and no shape of any held-out set."""
+    tune = shapes.SHAPE_SETS["tune_skinny"]
+    held = {s for h in shapes.HELDOUT_SETS for s in shapes.SHAPE_SETS[h]}
+    assert shapes.SETS["tune_skinny"].tunable and not set(tune) & held and len(set(tune)) == len(tune)
+    assert all((N <= 8 and M > 1) or (M == 1 and N > 8) for M, N, K in tune)
+    assert all(M * K + K * N >= 2**20 for M, N, K in tune)
+    assert sum(N <= 8 for M, N, K in tune) >= 10 and sum(M == 1 for M, N, K in tune) >= 10
 
 
 def test_asv_skinny_is_one_shape_per_weak_class_and_none_held_out():
