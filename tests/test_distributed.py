@@ -439,6 +439,12 @@ def test_a_worker_whose_context_died_will_leave_without_teardown(monkeypatch):
     assert left == [] and dist._DEAD_CONTEXT is None        # a usable context: nothing registered
     monkeypatch.setattr(runner, "run", lambda *a, **kw: [trap])
     got = dist.measure_shape(dist.ShapeJob(1, "8x8x8", [], {}, {}, False, True, {}))
+    # this test's own process (an in-process cluster's worker would be the program itself): its
+    # exit status must stay its own, so nothing is registered
+    assert got["sticky"] and left == []
+    monkeypatch.setattr(dist, "_DEAD_CONTEXT", None)
+    monkeypatch.setattr(dist.multiprocessing, "parent_process", lambda: object())   # a nanny's child
+    got = dist.measure_shape(dist.ShapeJob(2, "8x8x8", [], {}, {}, False, True, {}))
     assert got["sticky"] and left == [True]
 
 

@@ -25,6 +25,7 @@ time: its rows, then its done line, fsynced.
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import sys
 import time
@@ -135,7 +136,10 @@ def measure_shape(job: ShapeJob) -> dict:
     sticky = sticky_cuda_error(rows)
     if sticky:
         _DEAD_CONTEXT = sticky
-        leave_at_exit_without_teardown()   # the nanny's restart ends this process: no teardown
+        if multiprocessing.parent_process() is not None:
+            # a nanny's worker process: its restart ends this process, with no teardown. Never in
+            # the program's own process (an in-process cluster): its exit status is the run's.
+            leave_at_exit_without_teardown()
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
             "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret), "sticky": sticky}
 
