@@ -198,10 +198,8 @@ SKINNY_KC = 256
 # lane per output below (<= 16 partials a thread, 4 loads in flight).
 SKINNY_SUM = {"skinny.sum.l1": (128, 1), "skinny.sum.l32": (8, 32)}
 SKINNY_SUM_MANY_RANGES = 17
-# skinny_short<NB, L, VEC> (skinny_n's short-K build, skinny_b=resident): B's whole K x N in shared
-# memory once per persistent block; L lanes per row of A, 8 slots of 4 k's each, so K <= 32 L.
-# L = 4 up to K = 128 (64 rows a group), 8 up to 256 (32 rows): the fewest lanes that cover K,
-# so each output adds the fewest partials (4 or 8, where skinny_n adds 32).
+# skinny_short<NB, L, VEC> (skinny_b=resident): L lanes per row of A, 8 slots of 4 k's each, so
+# K <= 32 L; L = 4 up to K = 128, 8 up to 256: the fewest partials per output (skinny_n adds 32).
 SKINNY_SHORT_LANES = (4, 8)
 SKINNY_SHORT_MAX_K = 32 * SKINNY_SHORT_LANES[-1]
 SKINNY_B = ("chunked", "resident")

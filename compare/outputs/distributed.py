@@ -136,9 +136,7 @@ def measure_shape(job: ShapeJob) -> dict:
     sticky = sticky_cuda_error(rows)
     if sticky:
         _DEAD_CONTEXT = sticky
-        if multiprocessing.parent_process() is not None:
-            # a nanny's worker process: its restart ends this process, with no teardown. Never in
-            # the program's own process (an in-process cluster): its exit status is the run's.
+        if multiprocessing.parent_process() is not None:   # a nanny's child, not the program itself
             leave_at_exit_without_teardown()
     return {"index": job.index, "shape": job.shape, "rows": rows, "wall_s": wall, "worker": address,
             "label": label, "pid": os.getpid(), "env": worker_environment(job.interpret), "sticky": sticky}
