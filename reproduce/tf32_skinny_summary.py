@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -27,6 +26,7 @@ sys.path.insert(0, ROOT)
 
 from compare.harness.files import write_text_atomically  # noqa: E402
 from compare.harness.shapes import SHAPE_SETS, shape_text  # noqa: E402
+from compare.outputs.sweep import geomean  # noqa: E402
 
 AUTO = "triton.stream_k"
 NEW = {"N <= 8": "triton.stream_k[mode=skinny]", "M = 1": "triton.stream_k[mode=gemv]"}
@@ -48,10 +48,6 @@ def write_shapes(outdir: str, set_name: str = "heldout_skinny") -> None:
 def row_bytes(r: dict) -> int:
     M, N, K = r["M"], r["N"], r["K"]
     return 4 * (M * K + K * N + M * N * (2 if r.get("beta") else 1))
-
-
-def geomean(v):
-    return math.exp(sum(math.log(x) for x in v) / len(v))
 
 
 def summarize(paths: list[str]) -> tuple[list[str], bool]:

@@ -45,11 +45,12 @@ def main(dirs):
             doc, rows = load(path)
             env = env or doc["environment"]
             runs.append((d, tree, int(rnd), rows))
+    members = {s: {shape_text(x) for x in SHAPE_SETS[s]} for s in SETS}
     groups = {}
     for rows in (r[3] for r in runs):
         for (shape, kernel, prec) in rows:
             for s in SETS:
-                if shape in {shape_text(x) for x in SHAPE_SETS[s]}:
+                if shape in members[s]:
                     groups.setdefault((s, kernel, prec), set()).add((shape, kernel, prec))
     print(f"GPU: {env.get('gpu')}; torch {env.get('torch')}, triton {env.get('triton')}; "
           f"{len(dirs)} GPU(s), {len(runs)} runs\n")
