@@ -526,6 +526,16 @@ def test_skinny_plan_is_a_function_of_the_shape_and_the_sm_count():
                                          "takes the tile path"),
     ((1, 1000, 100), {"k_splits": "2", "tile": "32x128x16"}, "takes the tile path"),
     ((1, 1000, 100), {"path": "tile", "k_splits": "2"}, "not path=tile's"),
+    # skinny_b: skinny_n's build
+    ((1000, 8, 257), {"skinny_b": "resident"}, "skinny_b=resident holds all of B in shared memory and takes "
+                                               "K <= 256; this problem has K=257"),
+    ((1000, 9, 100), {"skinny_b": "resident"}, "skinny_b chooses the skinny_n path's build (N <= 8); this "
+                                               "problem (N=9) takes the tile path"),
+    ((1, 9, 100), {"skinny_b": "chunked"}, "this problem (N=9) takes the gemv path"),
+    ((100, 8, 100), {"skinny_b": "resident", "path": "tile"}, "(N=8) takes the tile path"),
+    ((100, 8, 100), {"skinny_b": "resident", "tile": "32x64x16"}, "(N=8) takes the tile path"),
+    ((100, 8, 100), {"skinny_b": "resident", "k_splits": "2"}, "skinny_b=resident has no K split (K <= 256 is "
+                                                               "one range); k_splits set"),
 ])
 def test_skinny_path_options_refused_in_words(shape, raw, msg):
     """Before anything is compiled or launched (the backend here has no device at all)."""
@@ -652,25 +662,6 @@ def test_skinny_short_plan_by_hand():
     for K in (0, 257):
         with pytest.raises(ValueError, match="1 <= K <= 256"):
             plan(8, 8, K, 132)
-
-
-@pytest.mark.parametrize("shape, raw, msg", [
-    ((1000, 8, 257), {"skinny_b": "resident"}, "skinny_b=resident holds all of B in shared memory and takes "
-                                               "K <= 256; this problem has K=257"),
-    ((1000, 9, 100), {"skinny_b": "resident"}, "skinny_b chooses the skinny_n path's build (N <= 8); this "
-                                               "problem (N=9) takes the tile path"),
-    ((1, 9, 100), {"skinny_b": "chunked"}, "this problem (N=9) takes the gemv path"),
-    ((100, 8, 100), {"skinny_b": "resident", "path": "tile"}, "(N=8) takes the tile path"),
-    ((100, 8, 100), {"skinny_b": "resident", "tile": "32x64x16"}, "(N=8) takes the tile path"),
-    ((100, 8, 100), {"skinny_b": "resident", "k_splits": "2"}, "skinny_b=resident has no K split (K <= 256 is "
-                                                               "one range); k_splits set"),
-])
-def test_skinny_b_refused_in_words(shape, raw, msg):
-    """Before anything is compiled or launched (the backend here has no device at all)."""
-    k = KERNELS["cuda.11_stream_k"]
-    with loader.use_backend(object()):
-        with pytest.raises(UsageError, match=re.escape(msg)):
-            k.prepare(Problem(*shape), None, k.parse_options(raw))
 
 
 def test_skinny_b_is_declared_on_the_deterministic_kernel_only():

@@ -387,14 +387,21 @@ def test_skinny_paths_on_odd_shapes(i):
     """Against the float64 reference (C NaN-poisoned where beta == 0), the path the rule names,
     and the same bits in 3 runs (the K ranges' partials are summed in a fixed order)."""
     shape, opts, path = SKINNY_SHAPES[i]
+    config = _right_and_the_same_bits_in_3_runs(shape, opts, i)
+    assert config["path"] == path, config
+
+
+def _right_and_the_same_bits_in_3_runs(shape, opts, i) -> dict:
+    """Stage 11 on ``shape`` with ``opts`` against the float64 reference, then 3 launches giving
+    the same bits; the launch's config."""
     alpha, beta = AB[i % len(AB)]
     k = KERNELS[SK]
     p = Problem(*shape, alpha=alpha, beta=beta, seed=i)
     res = check_kernel(k, p, options=k.parse_options(opts))
     assert res.ok, f"{SK} {shape} {opts} alpha={alpha} beta={beta}: {res.message}"
     seen, launch = _runs(SK, p, 3, opts)
-    assert launch.config["path"] == path, launch.config
     assert len(seen) == 1, f"{SK} {shape}: {len(seen)} different results in 3 runs ({launch.config})"
+    return launch.config
 
 
 def test_skinny_paths_split_k_where_the_output_is_small():
@@ -458,15 +465,8 @@ SHORT_K_SHAPES = [
 def test_skinny_short_on_odd_shapes(i):
     """skinny_b=resident against the float64 reference (C NaN-poisoned where beta == 0) and the
     same bits in 3 runs (each output's lane partials added in a fixed order)."""
-    shape = SHORT_K_SHAPES[i]
-    alpha, beta = AB[i % len(AB)]
-    k = KERNELS[SK]
-    p = Problem(*shape, alpha=alpha, beta=beta, seed=i)
-    res = check_kernel(k, p, options=k.parse_options(RESIDENT))
-    assert res.ok, f"{SK} {shape} skinny_b=resident alpha={alpha} beta={beta}: {res.message}"
-    seen, launch = _runs(SK, p, 3, RESIDENT)
-    assert (launch.config["path"], launch.config["skinny_b"]) == ("skinny_n", "resident"), launch.config
-    assert len(seen) == 1, f"{SK} {shape}: {len(seen)} different results in 3 runs ({launch.config})"
+    config = _right_and_the_same_bits_in_3_runs(SHORT_K_SHAPES[i], RESIDENT, i)
+    assert (config["path"], config["skinny_b"]) == ("skinny_n", "resident"), config
 
 
 def test_skinny_short_on_a_misaligned_base():
