@@ -472,3 +472,28 @@ def test_leaving_at_exit_skips_the_teardown_the_hooks_cannot_quiet(leave):
         assert p.stderr == "last line\n", p.stderr          # output flushed, no finalizer ran
     else:
         assert "Exception ignored" in p.stderr, p.stderr    # what the Dask worker printed without it
+
+
+def test_a_restarted_worker_keeps_its_nanny_however_long_the_restart_takes(monkeypatch):
+    """After a worker leaves the scheduler, Dask's cluster closes its nanny for good when no worker
+    of that name is back within distributed.deploy.lost-worker-timeout (15 s by default). The sweep
+    restarts a worker after each sticky CUDA error, and on an H100 that check fell inside a later
+    restart: the nanny was closed under the new worker and the sweep waited 120 s for it. Here the
+    timeout is 50 ms before the cluster starts, shorter than any restart: the worker must still come
+    back, twice."""
+    import dask
+    from distributed import Client
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)
+    dask.config.set({"distributed.deploy.lost-worker-timeout": "50ms"})
+    cluster = dist.local_cluster(1, interpret=False, gpus=["0"])
+    try:
+        with Client(cluster) as client:
+            client.wait_for_workers(1, timeout=60)
+            for _ in range(2):
+                client.restart_workers(list(client.scheduler_info()["workers"]), timeout=60)
+                client.wait_for_workers(1, timeout=60)
+                time.sleep(0.2)     # past the 50 ms, had the cluster kept it
+            assert list(cluster.workers) == ["gpu0"] and len(client.scheduler_info()["workers"]) == 1
+    finally:
+        cluster.close()
+        dask.config.set({"distributed.deploy.lost-worker-timeout": "15s"})

@@ -65,10 +65,21 @@ SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.sc
                     "distributed.worker.profile.enabled": False}
 
 
+# How long a local cluster waits, after a worker left the scheduler, before it closes that worker's
+# nanny for good when no worker of the same name has come back (Dask's default is 15 s). The sweep
+# restarts a worker after every sticky CUDA error, and the check runs whenever its delay is up:
+# at 15 s it fell inside a later restart's ~5 s gap in 1 of 1 runs of the Dask fault test on an
+# H100 (restarts ~7 s apart), and the sweep then waited 120 s for a worker that was never coming
+# (docs/findings.md, "A dead context's teardown"). A nanny restarts its worker; the cluster never
+# has to. Read when the removal happens, so it is set for the process, not around the start.
+LOST_WORKER_TIMEOUT = "24h"
+
+
 def local_cluster(n: int, interpret: bool, gpus: list):
     """n single-threaded worker processes, each under a nanny that restarts it when it dies:
     CPU workers under --interpret; else one per GPU, pinned through CUDA_VISIBLE_DEVICES."""
     import dask
+    dask.config.set({"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT})
     with dask.config.set(SCHEDULER_CONFIG):
         return _local_cluster(n, interpret, gpus)
 
