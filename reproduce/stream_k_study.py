@@ -30,8 +30,9 @@ shared-memory accesses (none: no layout conversion inside the loop).
 json`` judged against issue 43's goals for N <= 8 and M = 1: per precision and class, the
 geomean and worst % of cuBLAS (tf32x3 against cuBLAS fp32) with PASS/FAIL (fp32 geomean >= 95%,
 worst >= 80%; tf32x3 worst >= 100%; tf32 reported), each row's path (skinny or gemv for fp32 and
-tf32x3, the tile GEMM for tf32 unless TF32_ON_FFMA_PATHS), and the bytes a row must move (A, B and C once, C twice with
-beta) over its median time, GB/s, for ours and cuBLAS's. Exit 1 on a FAIL.
+tf32x3; for tf32 the GEMV where TF32_ON_GEMV_PATH, the skinny kernel where
+TF32_ON_SKINNY_PATH, else the tile GEMM), and the bytes a row must move (A, B and C once, C twice
+with beta) over its median time, GB/s, for ours and cuBLAS's. Exit 1 on a FAIL.
 """
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ from triton_kernels import _operands as ops
 from triton_kernels.stream_k import KERNEL, KERNEL_ATOMIC
 from triton_kernels.stream_k_gemv import GEMV_MAX_M
 from triton_kernels.stream_k_gemv import default_tile as gemv_tile
-from triton_kernels.stream_k_heuristic import (STAGES, TF32_ON_FFMA_PATHS, X3_MASK_NAN, Tile, choose_plan,
-                                               x3_uses_ffma)
+from triton_kernels.stream_k_heuristic import (STAGES, TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH, X3_MASK_NAN, Tile,
+                                               choose_plan, x3_uses_ffma)
 from triton_kernels.stream_k_kernels import _stream_k_kernel
 from triton_kernels.stream_k_plan import _Plan
 from triton_kernels.stream_k_skinny import SKINNY_MAX_N
@@ -327,7 +328,7 @@ def skinny_check(paths: list[str]) -> tuple[list[str], bool]:
         M, N, K, prec = r["M"], r["N"], r["K"], r["precision"]
         cls = "M = 1" if M == 1 else "N <= 8"
         deco = (r.get("config") or {}).get("decomposition", "?")
-        tiles = prec == "tf32" and not TF32_ON_FFMA_PATHS
+        tiles = prec == "tf32" and not (TF32_ON_GEMV_PATH if M == 1 else TF32_ON_SKINNY_PATH)
         want = ("dp", "hybrid", "ws") if tiles else ("gemv",) if M == 1 else ("skinny",)
         if r["status"] != "ok" or r.get("pct_cublas") is None:
             why = f"status {r['status']} {r.get('reason', '')}" if r["status"] != "ok" else "not timed (--check or --interpret?)"
@@ -372,10 +373,10 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     for (prec, M, N, K), rows in sorted(measured.items()):
         # tf32x3_split=ffma runs fp32's plan: its row is the fp32 row of the same tile.
         ffma = prec == "tf32x3" and x3_uses_ffma(M, N)
-        if M <= GEMV_MAX_M and (ffma or prec == "fp32"):
+        if M <= GEMV_MAX_M and (ffma or prec == "fp32" or (prec == "tf32" and TF32_ON_GEMV_PATH)):
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
             chosen = (gemv_tile(N % 4 == 0, N).dims, "gemv")
-        elif N <= SKINNY_MAX_N and (ffma or prec == "fp32"):
+        elif N <= SKINNY_MAX_N and (ffma or prec == "fp32" or (prec == "tf32" and TF32_ON_SKINNY_PATH)):
             chosen = (skinny_tile(N).dims(N), "skinny")
         else:
             tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)

@@ -1,6 +1,6 @@
 """Judge reproduce/measure-tf32-skinny's runs: tf32 on a bandwidth-bound set (heldout_skinny to
 judge a rule, tune_skinny to choose one), triton.stream_k as its
-heuristic plans it (the tile GEMM on the tensor cores) against mode=skinny (N <= 8) / mode=gemv
+heuristic plans it (the tile GEMM on the tensor cores unless a class's switch below is on) against mode=skinny (N <= 8) / mode=gemv
 (M = 1), which multiply TF32-truncated inputs on the FFMA pipe, both as % of cuBLAS tf32.
 
     python reproduce/tf32_skinny_summary.py --write-shapes OUTDIR [--set NAME]   # OUTDIR/n8.shapes, m1.shapes
@@ -12,7 +12,8 @@ with beta, over the median time) and per class (N <= 8, M = 1) each kernel's geo
 not ok (FAILED, error, FAULT, HUNG), a shape with no row of one of them, a new-path row whose
 config says another decomposition or no TF32-truncated inputs. Exit 2: a file that is not a
 compare JSON run. The numbers themselves are reported, not judged: the lead decides the default
-(stream_k_heuristic.TF32_ON_FFMA_PATHS) from them.
+per class (stream_k_heuristic.TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH) from them. With a class's
+switch on, its "auto" rows run that class's FFMA path too (the auto path column says which).
 """
 from __future__ import annotations
 

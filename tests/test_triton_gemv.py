@@ -95,7 +95,8 @@ def _plan(M, N, K, precision, **options):
 @pytest.mark.parametrize("M,precision,options,want", [
     (1, "fp32", {}, "gemv"),
     (1, "tf32x3", {}, "gemv"),          # through tf32x3_split=ffma
-    (1, "tf32", {}, "gemv" if sk.TF32_ON_FFMA_PATHS else "tiles"),   # the switch: TF32-truncated inputs on FFMA
+    (1, "tf32", {}, "gemv"),            # TF32_ON_GEMV_PATH (on): TF32-truncated inputs on FFMA
+    (1, "tf32", {"tile": "16x128x32"}, "tiles"),   # a tile asks for the tensor cores
     (2, "fp32", {}, "tiles"),
     (1, "fp32", {"tile": "16x128x32"}, "tiles"),   # a tile asks for the GEMM
     (1, "fp32", {"mode": "hybrid"}, "hybrid"),

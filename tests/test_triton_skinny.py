@@ -46,9 +46,9 @@ def _plan(M, N, K, precision, **options):
 @pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
 def test_skinny_every_n(N, precision):
     problem = Problem(37, N, 203, precision=precision, alpha=0.5, beta=-1.5)
-    if precision == "tf32" and not sk.TF32_ON_FFMA_PATHS:
-        # tf32 keeps the tile GEMM (tensor cores) by default, as at M = 1; mode=skinny at tf32:
-        # tests/test_triton_tf32_ffma.py.
+    if precision == "tf32":
+        # tf32 keeps the tile GEMM (tensor cores) by default (TF32_ON_SKINNY_PATH off); mode=skinny
+        # at tf32: tests/test_triton_tf32_ffma.py.
         r = _row(sk.KERNEL, problem, "cpu")
         assert r.config["decomposition"] in ("dp", "hybrid") and r.config["input_precision"] == "tf32", r.config
         return
@@ -120,8 +120,11 @@ def test_skinny_reads_either_layout(layout):
     (1, 8, "fp32", {}, "gemv"),         # a single row takes the GEMV first
     (1, 9, "fp32", {}, "gemv"),
     (4096, 8, "tf32x3", {}, "skinny"),  # through tf32x3_split=ffma
-    # tf32: the tile GEMM by default until TF32_ON_FFMA_PATHS (TF32-truncated inputs on FFMA)
-    (4096, 8, "tf32", {}, "skinny" if sk.TF32_ON_FFMA_PATHS else "tiles"),
+    # tf32: the tile GEMM by default (TF32_ON_SKINNY_PATH off); a single row takes the GEMV
+    # (TF32_ON_GEMV_PATH on), both FFMA paths on TF32-truncated inputs
+    (4096, 8, "tf32", {}, "tiles"),
+    (2, 1, "tf32", {}, "tiles"),
+    (1, 8, "tf32", {}, "gemv"),
     (4096, 8, "fp32", {"tile": "64x16x32"}, "tiles"),  # a tile asks for the GEMM
     (4096, 8, "fp32", {"mode": "hybrid"}, "hybrid"),
     (4096, 8, "tf32x3", {"tf32x3_split": "in_loop"}, "tiles"),
@@ -231,7 +234,7 @@ SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), 
 @pytest.mark.parametrize("precision", ["fp32", "tf32x3", "tf32"])
 def test_gpu_skinny_shapes(shape, precision):
     r = _row(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
-    want = ("dp", "hybrid") if precision == "tf32" and not sk.TF32_ON_FFMA_PATHS else ("skinny",)
+    want = ("dp", "hybrid") if precision == "tf32" else ("skinny",)
     assert r.config["decomposition"] in want, r.config
 
 
@@ -264,7 +267,8 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
     """--skinny-check: fp32 geomean of 90% and 100% is 94.9% (< 95: FAIL; a row that ran the
     wrong path still counts); a tf32x3 row at 99%
     of cuBLAS fp32 fails its worst >= 100%; a row that ran the tile GEMM where the rule says
-    skinny fails; GB/s is the bytes a row must move over its time: 4096x8x4096 moves
+    skinny fails, as does a tf32 single row on the tile GEMM (TF32_ON_GEMV_PATH: the GEMV), while
+    a tf32 N <= 8 row on the tile GEMM passes (TF32_ON_SKINNY_PATH off); GB/s is the bytes a row must move over its time: 4096x8x4096 moves
     4 * (4096*4096 + 4096*8 + 4096*8) = 67,371,008 bytes, in 0.02 ms 3369 GB/s."""
     from reproduce import stream_k_study
     rows = [_result("cublas", "4096x8x4096", "fp32", 0.018, 100.0, ""),
@@ -272,7 +276,9 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
             _result("cublas", "1x8x999", "fp32", 0.01, 100.0, ""),
             _result("triton.stream_k", "1x8x999", "fp32", 0.01, 100.0, "gemv"),
             _result("triton.stream_k", "4096x8x4096", "tf32x3", 0.02, 99.0, "skinny"),
-            _result("triton.stream_k", "2048x5x2048", "fp32", 0.02, 100.0, "hybrid")]
+            _result("triton.stream_k", "2048x5x2048", "fp32", 0.02, 100.0, "hybrid"),
+            _result("triton.stream_k", "1x4096x4096", "tf32", 0.02, 80.0, "hybrid"),
+            _result("triton.stream_k", "4096x8x4096", "tf32", 0.02, 95.0, "dp")]
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"results": rows}))
     lines, ok = stream_k_study.skinny_check([str(path)])
@@ -280,10 +286,12 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
     assert not ok
     assert " 3369 GB/s (cuBLAS    3743)" in text, text          # 67371008 / 0.018 ms = 3743 GB/s
     assert "FAIL fp32   2048x5x2048: ran hybrid, the rule says skinny" in text, text
+    assert "FAIL tf32   1x4096x4096: ran hybrid, the rule says gemv" in text, text
+    assert "4096x8x4096: ran" not in text, text
     assert "FAIL fp32   N <= 8    2 shapes: geomean   94.9%, worst   90.0% (4096x8x4096)" in text, text
     assert "PASS fp32   M = 1     1 shapes" in text, text
     assert "FAIL tf32x3 N <= 8    1 shapes: geomean   99.0%, worst   99.0%" in text, text
-    good = [r for r in rows if r["shape"] != "2048x5x2048" and r["precision"] != "tf32x3"]
+    good = [r for r in rows if r["shape"] not in ("2048x5x2048", "1x4096x4096") and r["precision"] != "tf32x3"]
     good[1] = dict(good[1], pct_cublas=96.0)
     path.write_text(json.dumps({"results": good}))
     assert stream_k_study.skinny_check([str(path)])[1]

@@ -47,16 +47,20 @@ def test_judge_tiles_reads_the_heuristics_pick_from_measured_variants(tmp_path):
 
 
 def test_judge_tiles_takes_the_gemv_row_for_a_single_row(tmp_path):
-    """M = 1: this checkout's pick is the GEMV (its tile by B's alignment), and tf32x3 reads
-    fp32's row through tf32x3_split=ffma; a stale tile-GEMM pick would read 80 / 70."""
+    """M = 1: this checkout's pick is the GEMV (its tile by B's alignment), tf32x3 reads fp32's
+    row through tf32x3_split=ffma and tf32 its own GEMV row (TF32_ON_GEMV_PATH); a stale
+    tile-GEMM pick would read 80 / 70 / 75, or find no row for tf32."""
     from reproduce import stream_k_study
     rows = tmp_path / "rows.csv"
     head = "precision,shape,M,N,K,kernel,status,median_ms,pct_cublas,tile,decomposition,rel_err\n"
     body = ("fp32,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,80.0,16x128x32,sk,0\n"
             "fp32,1x4096x8192,1,4096,8192,triton.stream_k[tile=16x128x32/4/3],ok,1,80.0,16x128x32,sk,0\n"
             "fp32,1x4096x8192,1,4096,8192,triton.stream_k[gemv_tile=1x64x64/2/1],ok,1,104.0,1x64x64,gemv,0\n"
-            "tf32x3,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,70.0,16x128x32,sk,0\n")
+            "tf32x3,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,70.0,16x128x32,sk,0\n"
+            "tf32,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,75.0,16x128x32,hybrid,0\n"
+            "tf32,1x4096x8192,1,4096,8192,triton.stream_k[mode=gemv],ok,1,90.0,1x64x64,gemv,0\n")
     rows.write_text(head + body)
     text = "\n".join(stream_k_study.judge_tiles(str(rows)))
     assert "geomean   80.0 ->  104.0" in text and "geomean   70.0 ->  104.0" in text, text
+    assert "geomean   75.0 ->   90.0" in text, text
     assert "not measured" not in text

@@ -184,15 +184,31 @@ def _plan(M, N, K, precision, **options):
     return sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132, **options})
 
 
+def test_tf32_defaults_as_shipped():
+    """M = 1: the GEMV on TF32-truncated inputs (TF32_ON_GEMV_PATH on); N <= 8 with M > 1: the
+    tile GEMM on the tensor cores (TF32_ON_SKINNY_PATH off); the mode option's help says so."""
+    _assert_tf32_ffma_config(_plan(1, 8192, 8192, "tf32").config, "gemv")
+    _assert_tf32_ffma_config(_plan(1, 8, 8192, "tf32").config, "gemv")
+    for M, N in ((4096, 8), (4096, 1), (2, 8)):
+        got = _plan(M, N, 8192, "tf32").config
+        assert got["decomposition"] in ("dp", "hybrid") and got["input_precision"] == "tf32", got
+    help_text = " ".join(next(o for o in sk.OPTIONS if o.name == "mode").help.split())
+    assert "gemv for a single row in fp32, tf32x3 and tf32, skinny for N <= 8 in fp32 and tf32x3," in help_text, help_text
+
+
 @pytest.mark.parametrize("M,N", [(4096, 8), (4096, 1), (1, 8192), (1, 8)])
-@pytest.mark.parametrize("switch", [False, True])
-def test_tf32_default_follows_the_switch(monkeypatch, M, N, switch):
-    """TF32_ON_FFMA_PATHS off (as shipped): tf32 keeps the tile GEMM on N <= 8 and M = 1; on: the
-    GEMV at M = 1, the skinny kernel for N <= 8; a tile still asks for the tile GEMM."""
-    monkeypatch.setattr(plan_module, "TF32_ON_FFMA_PATHS", switch)
+@pytest.mark.parametrize("gemv_on", [False, True])
+@pytest.mark.parametrize("skinny_on", [False, True])
+def test_tf32_default_follows_each_switch(monkeypatch, M, N, gemv_on, skinny_on):
+    """Each class follows its own switch and only its own: TF32_ON_GEMV_PATH sends M = 1 to the
+    GEMV, TF32_ON_SKINNY_PATH sends N <= 8 to the skinny kernel (M = 1 and N <= 8: the GEMV first,
+    as in fp32); a switch off leaves its class on the tile GEMM; a tile still asks for the tile GEMM."""
+    monkeypatch.setattr(plan_module, "TF32_ON_GEMV_PATH", gemv_on)
+    monkeypatch.setattr(plan_module, "TF32_ON_SKINNY_PATH", skinny_on)
     got = _plan(M, N, 8192, "tf32").config
-    if switch:
-        _assert_tf32_ffma_config(got, "gemv" if M == 1 else "skinny")
+    want = "gemv" if M == 1 and gemv_on else "skinny" if N <= 8 and skinny_on else None
+    if want:
+        _assert_tf32_ffma_config(got, want)
     else:
         assert got["decomposition"] in ("dp", "hybrid") and got["input_precision"] == "tf32", got
     assert _plan(M, N, 8192, "tf32", tile="16x128x32").config["decomposition"] in ("dp", "hybrid")
@@ -313,3 +329,19 @@ def test_gpu_tf32_ffma_shapes(shape):
     torch.cuda.synchronize()
     _assert_tf32_ffma_config(plan.config, mode)
     _check_truncated(C, A, B, C0, 0.5, -1.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 8192, 8192), (1, 1001, 100003), (1, 4099, 4093)], ids=lambda s: "x".join(map(str, s)))
+def test_gpu_tf32_single_row_by_default(shape):
+    """No option: a tf32 single row runs the GEMV on TF32-truncated inputs (TF32_ON_GEMV_PATH),
+    right against float64 of the inputs truncated here, and the runner's own check passes it."""
+    A, B, C = _operands(*shape, device="cuda")
+    C0 = C.clone()
+    plan = sk._Plan(A, B, C, 0.5, -1.5, "tf32", True, {})
+    plan.launch()
+    torch.cuda.synchronize()
+    _assert_tf32_ffma_config(plan.config, "gemv")
+    _check_truncated(C, A, B, C0, 0.5, -1.5)
+    r = run_kernel(sk.KERNEL, Problem(*shape, precision="tf32", alpha=0.5, beta=-1.5), timing=False, device="cuda")
+    assert r.status == OK and r.config["decomposition"] == "gemv", (r.status_text, r.config)

@@ -37,7 +37,7 @@ from compare.harness.registry import Kernel, register
 from ._common import check_gemm_args
 from ._gemm import plan_prepare
 from .stream_k_heuristic import *  # noqa: F401,F403  (the one stream_k namespace of the tests and docs)
-from .stream_k_heuristic import TF32_ON_FFMA_PATHS, choose_plan
+from .stream_k_heuristic import TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH, choose_plan
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel  # noqa: F401
 from .stream_k_plan import OPTIONS, _Plan, parse_tile  # noqa: F401
 
@@ -64,8 +64,9 @@ def stream_k_atomic_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, al
 
 
 STAGE = "stream_k"   # stage 11 of the ladder (declared with the CUDA stages, cuda_kernels/registry.py)
-_FFMA_PRECISIONS = "fp32/tf32x3/tf32" if TF32_ON_FFMA_PATHS else "fp32/tf32x3"
-_META = {"heuristic": f"M = 1 in {_FFMA_PRECISIONS}: a GEMV (mode=gemv); N <= 8 in {_FFMA_PRECISIONS}: A read "
+_GEMV_PRECISIONS = "fp32/tf32x3/tf32" if TF32_ON_GEMV_PATH else "fp32/tf32x3"
+_SKINNY_PRECISIONS = "fp32/tf32x3/tf32" if TF32_ON_SKINNY_PATH else "fp32/tf32x3"
+_META = {"heuristic": f"M = 1 in {_GEMV_PRECISIONS}: a GEMV (mode=gemv); N <= 8 in {_SKINNY_PRECISIONS}: A read "
                       "once for all columns, K split to fill the SMs (mode=skinny); mode=gemv / mode=skinny at tf32 "
                       "multiply TF32-truncated inputs on the FFMA pipe; tf32 on sm_90 with 128 < M < 6144, N >= 64 and "
                       "TMA-readable operands where tiles x K ranges fill the SMs: the warp-specialised Gluon GEMM (mode=ws); else tile by M (16/32/64/128 rows x 128 x 32), "

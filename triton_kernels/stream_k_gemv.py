@@ -18,8 +18,8 @@ same kernel saves the second launch that, with the tail, kept 1x4096x4096 (a ~20
 at 81% of cuBLAS (docs/findings.md); the ticket's count returns to 0 for the next launch.
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma (its error is then
-fp32's). tf32 (mode=gemv; by default only where stream_k_heuristic.TF32_ON_FFMA_PATHS, off until
-measured: the tile GEMM otherwise) multiplies TF32 inputs on the FFMA pipe: the row and B are
+fp32's). tf32 (by default: stream_k_heuristic.TF32_ON_GEMV_PATH, on since an H100 A/B against
+the tile GEMM; or mode=gemv) multiplies TF32 inputs on the FFMA pipe: the row and B are
 truncated to TF32 as they are loaded (_operands.tf32_truncate: the low 13 mantissa bits dropped,
 as the tensor cores read an fp32 operand), the products and sums in fp32; at half a flop per
 byte the tensor cores would idle on DRAM either way.

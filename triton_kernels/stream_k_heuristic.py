@@ -27,10 +27,11 @@ b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
 tf32x3_split     x3_split_plan; outputs of at most 64x64, single rows and N <= 8: "ffma",
                  fp32's plan (x3_uses_ffma).
-gemv             M = 1 in fp32 (tf32x3 through ffma): the GEMV of stream_k_gemv.py, not a tile.
+gemv             M = 1 in fp32 (tf32x3 through ffma) and tf32 (TF32_ON_GEMV_PATH: TF32-truncated
+                 inputs on FFMA): the GEMV of stream_k_gemv.py, not a tile.
 skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
-                 stream_k_skinny.py, K split to fill the SMs; tf32 keeps the tile GEMM unless
-                 TF32_ON_FFMA_PATHS (off; either path at tf32 by mode=gemv / mode=skinny).
+                 stream_k_skinny.py, K split to fill the SMs; tf32 keeps the tile GEMM
+                 (TF32_ON_SKINNY_PATH off; mode=skinny takes tf32 on TF32-truncated inputs).
 ws               tf32 on sm_90 with A and B TMA-readable, 128 < M < 6144, N >= 64 and a grid of
                  tiles x K ranges that fills the SMs (ws_pays): the warp-specialised Gluon GEMM of
                  stream_k_gluon.py, B read as stored.
@@ -308,12 +309,15 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 # (stream_k_gemv.py); N <= SKINNY_MAX_N columns at most 4 per byte of A: fp32's plan there is
 # stream_k_skinny.py.
 X3_FFMA_MAX_SIDE = 64
-# tf32 on the bandwidth-bound paths by default? A single row or N <= SKINNY_MAX_N columns does at
-# most 4 flops per byte, so the tensor cores idle on DRAM either way; mode=gemv / mode=skinny at
-# tf32 multiply TF32-truncated inputs (what the tensor cores read) on the FFMA pipe. Off: tf32
-# keeps the tile GEMM by default until an A/B on a GPU (reproduce/measure-tf32-skinny) is
-# measured; turning it on is this one line.
-TF32_ON_FFMA_PATHS = False
+# tf32 on the bandwidth-bound paths by default, per class? A single row or N <= SKINNY_MAX_N
+# columns does at most 4 flops per byte, so the tensor cores idle on DRAM either way; mode=gemv /
+# mode=skinny at tf32 multiply TF32-truncated inputs (what the tensor cores read) on the FFMA pipe.
+# Decided on the H100 on tune_skinny (results/h100/tf32-skinny-tune/, % of cuBLAS tf32):
+# M = 1: the GEMV lifts the geomean from 79.3% to 89.5% (1.128x, no shape slower), so it is on.
+TF32_ON_GEMV_PATH = True
+# N <= 8: the skinny kernel's geomean is 102.6% against the tile GEMM's 100.4% but its worst shape
+# falls to 76.2% (100003x3x33, 96.9% on the tiles), so tf32 keeps the tile GEMM there.
+TF32_ON_SKINNY_PATH = False
 
 
 def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None) -> bool:

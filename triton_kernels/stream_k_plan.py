@@ -17,7 +17,8 @@ from compare.harness.registry import Option
 from ._common import check_block, check_stages, check_warps, interpreting, l2_bytes, sm_count
 from ._operands import _aligned, _prepare_a, _prepare_b
 from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS,
-                                 INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, TF32_ON_FFMA_PATHS, X3_MASK_NAN,
+                                 INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH,
+                                 X3_MASK_NAN,
                                  X3_SPLIT_CHOICES,
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
@@ -31,10 +32,15 @@ from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kern
 # Plan and launch.
 
 
-def _ffma_path(precision: str) -> bool:
-    """Does the heuristic send this precision's bandwidth-bound shapes to the FFMA paths (gemv,
-    skinny)? fp32 (and tf32x3, planned as fp32); tf32 only where TF32_ON_FFMA_PATHS."""
-    return precision == "fp32" or (precision == "tf32" and TF32_ON_FFMA_PATHS)
+def _ffma_path(precision: str, tf32_on: bool) -> bool:
+    """Does the heuristic send this precision's shapes of one bandwidth-bound class to its FFMA
+    path? fp32 (and tf32x3, planned as fp32); tf32 where that class's switch ``tf32_on`` is on
+    (TF32_ON_GEMV_PATH for M = 1, TF32_ON_SKINNY_PATH for N <= 8)."""
+    return precision == "fp32" or (precision == "tf32" and tf32_on)
+
+
+def _default_precisions(tf32_on: bool) -> str:
+    return "fp32, tf32x3 and tf32" if tf32_on else "fp32 and tf32x3"
 
 
 _TILE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
@@ -64,8 +70,8 @@ OPTIONS = (
            "through FFMAs for all columns, K split to fill the SMs; fp32, tf32x3 through "
            "tf32x3_split=ffma, tf32 on TF32-truncated inputs) or ws (tf32 on sm_90: the warp-specialised "
            "Gluon GEMM, B read as stored, one program per tile and K range); default: the heuristic (gemv for a "
-           f"single row and skinny for N <= {SKINNY_MAX_N} in "
-           f"{'fp32, tf32x3 and tf32' if TF32_ON_FFMA_PATHS else 'fp32 and tf32x3'}, ws for tf32 where ws_pays)",
+           f"single row in {_default_precisions(TF32_ON_GEMV_PATH)}, skinny for N <= {SKINNY_MAX_N} in "
+           f"{_default_precisions(TF32_ON_SKINNY_PATH)}, ws for tf32 where ws_pays)",
            DECOMPOSITIONS),
     Option.count("grid", "number of stream-K programs (default: up to the SM count, >= "
            f"{MIN_SK_ITERS} K-iterations each); implies mode=hybrid"),
@@ -337,14 +343,16 @@ class _Plan:
 
     def _gemv_by_default(self, precision: str, options: dict, o: dict) -> bool:
         """The heuristic's GEMV: a single row in fp32 (tf32x3 arrives here as fp32 through ffma;
-        tf32 where TF32_ON_FFMA_PATHS) where the user set nothing that shapes the tile GEMM."""
-        return self.M <= GEMV_MAX_M and _ffma_path(precision) and not self._shaped(options, o)
+        tf32 where TF32_ON_GEMV_PATH, on) where the user set nothing that shapes the tile GEMM."""
+        return (self.M <= GEMV_MAX_M and _ffma_path(precision, TF32_ON_GEMV_PATH)
+                and not self._shaped(options, o))
 
     def _skinny_by_default(self, precision: str, options: dict, o: dict) -> bool:
         """The heuristic's matrix times 1-8 vectors: N <= SKINNY_MAX_N in fp32 (tf32x3 arrives as
-        fp32 through ffma; tf32 where TF32_ON_FFMA_PATHS; M <= GEMV_MAX_M took the GEMV first)
-        where the user set nothing that shapes the tile GEMM."""
-        return self.N <= SKINNY_MAX_N and _ffma_path(precision) and not self._shaped(options, o)
+        fp32 through ffma; tf32 where TF32_ON_SKINNY_PATH, off; M <= GEMV_MAX_M took the GEMV
+        first) where the user set nothing that shapes the tile GEMM."""
+        return (self.N <= SKINNY_MAX_N and _ffma_path(precision, TF32_ON_SKINNY_PATH)
+                and not self._shaped(options, o))
 
     def _ws_by_default(self, A, B, C, precision: str, sms: int, options: dict, o: dict) -> bool:
         """The heuristic's Gluon GEMM: tf32 on operands it can read (ws_unsupported), where
