@@ -13,7 +13,8 @@ not ok (FAILED, error, FAULT, HUNG), a shape with no row of one of them, a new-p
 config says another decomposition or no TF32-truncated inputs. Exit 2: a file that is not a
 compare JSON run. The numbers themselves are reported, not judged: the lead decides the default
 per class (stream_k_heuristic.TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH) from them. With a class's
-switch on, its "auto" rows run that class's FFMA path too (the auto path column says which).
+switch on (M = 1 as shipped), its "auto" rows run that class's FFMA path too and the per-class line's
+"tile GEMM" is that path (the auto path column says which).
 """
 from __future__ import annotations
 
