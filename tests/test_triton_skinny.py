@@ -111,6 +111,28 @@ def test_skinny_reads_either_layout(layout):
     assert plan.config["k_group"] == (4 if layout in ("row_major", "b_k_major") else 1)
 
 
+@interpreter
+@pytest.mark.parametrize("layout", ["column", "transposed_row", "column_of_wider", "unaligned"])
+def test_skinny_reads_a_single_column_in_place(layout):
+    """N = 1: a B whose k are consecutive (a K x 1 tensor, or a 1 x K row seen transposed) is
+    K-major as it stands and is read in place, no copy; a column of a wider matrix (k a row
+    apart) and a misaligned base are still copied. Right against float64 either way."""
+    torch.manual_seed(1)
+    M, K = 37, 203
+    A = torch.randn(M, K)
+    B = {"column": lambda: torch.randn(K, 1), "transposed_row": lambda: torch.randn(1, K).t(),
+         "column_of_wider": lambda: torch.randn(K, 3)[:, 1:2],
+         "unaligned": lambda: torch.randn(K + 1)[1:].reshape(K, 1)}[layout]()
+    C = torch.full((M, 1), float("nan"))
+    plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132, "skinny_tile": "16x64", "skinny_splits": 2})
+    plan.launch()
+    assert torch.allclose(C.double(), A.double() @ B.double(), rtol=1e-5, atol=1e-4)
+    in_place = layout in ("column", "transposed_row")
+    assert ("B direct" in plan.config["operands"]) == in_place, plan.config["operands"]
+    # a copy reads and writes each of B's K elements once: 8 bytes an element
+    assert plan.config["operand_copy_bytes"] == (0 if in_place else 8 * K)
+
+
 @pytest.mark.parametrize("M,N,precision,options,want", [
     (2, 8, "fp32", {}, "skinny"),
     (2, 9, "fp32", {}, "tiles"),        # N = 9: past SKINNY_MAX_N

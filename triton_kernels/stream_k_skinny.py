@@ -45,7 +45,7 @@ import triton.language as tl
 from compare.harness.errors import UsageError
 
 from ._common import check_block, check_warps
-from ._operands import FP32_FFMA_PATH, TF32_FFMA_PATH, _aligned, _prepare_b, tf32_truncate
+from ._operands import FP32_FFMA_PATH, TF32_FFMA_PATH, _aligned, _Operand, _prepare_b, tf32_truncate
 from .stream_k_gemv import _last_of
 from .stream_k_kernels import _mult4
 
@@ -267,6 +267,17 @@ def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
     return max(1, min(want, triton.cdiv(K, SKINNY_MIN_STEPS * tile.bk)))
 
 
+def _single_column(B):
+    """A B of one column with consecutive k (K x 1 row-major, or a transposed row) read in place.
+    One column is K-major however B is stored, so a K-major copy would only add a launch and 8
+    bytes an element. The view's column stride is given as 4 so the kernel's 16-byte hint on
+    it holds; only column 0 is ever read, so no address uses it."""
+    K, N = B.shape
+    if N == 1 and B.stride(0) == 1 and _aligned(B):
+        return _Operand(B.as_strided((K, 1), (1, 4)), True, 1, "direct")
+    return None
+
+
 class SkinnyPlan:
     """The N <= 8 launch: ``tile`` (SkinnyTile) and ``k_splits`` (None: default_splits); ``tf32``:
     A and B truncated to TF32 as they are loaded (tf32_truncate), multiplied and summed in fp32."""
@@ -287,7 +298,7 @@ class SkinnyPlan:
             self.a_hint = _aligned(A) and A.stride(1) % 4 == 0 and M % 4 == 0
         # 4 k a thread summed in registers only where they are one 16-byte load along K.
         self.k_group = 4 if self.a_k_contig and self.a_hint else 1
-        self.b = _prepare_b(B, "k", allow_direct=True)
+        self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True)
         self.tile = parse_skinny_tile(tile) if tile is not None else default_tile(N)
         t = self.tile
         splits = k_splits or default_splits(M, K, t, sms)
