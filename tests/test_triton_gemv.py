@@ -192,18 +192,19 @@ def test_gpu_gemv_k_major_b_and_bit_identical():
 
 
 def test_gemv_tile_follows_b_alignment():
-    """16-byte loads: GEMV_TILE; N % 4 != 0 (4-byte loads): GEMV_TILE_4B (results/h100/explore/round17)."""
-    assert _plan(1, 4096, 4096, "fp32").config["tile"] == "1x64x64"
+    """16-byte loads: GEMV_TILE; N % 4 != 0 (4-byte loads): GEMV_TILE_4B (results/h100/gemv-tile/,
+    results/h100/explore/round17)."""
+    assert _plan(1, 4096, 4096, "fp32").config["tile"] == "1x64x128"
     assert _plan(1, 4097, 4096, "fp32").config["tile"] == "1x256x16"
     assert "4-byte" in _plan(1, 4097, 4096, "fp32").config["operands"]
 
 
 def test_gemv_tile_narrows_to_few_columns():
     """A piece wider than N loads and multiplies wrapped copies of B's columns: it narrows to the
-    power of two >= max(16, N), BK grown to keep the accumulator's 4096 floats (64 x 64, 256 x 16)."""
-    assert _plan(1, 8, 65536, "fp32").config["tile"] == "1x16x256"      # 64x64 -> 16 x 4096/16
-    assert _plan(1, 20, 65536, "fp32").config["tile"] == "1x32x128"     # 64x64 -> 32 x 4096/32
-    assert _plan(1, 40, 65536, "fp32").config["tile"] == "1x64x64"      # 64 covers 40 already
+    power of two >= max(16, N), BK grown to keep the accumulator's size (64 x 128: 8192 floats; 256 x 16: 4096)."""
+    assert _plan(1, 8, 65536, "fp32").config["tile"] == "1x16x512"      # 64x128 -> 16 x 8192/16
+    assert _plan(1, 20, 65536, "fp32").config["tile"] == "1x32x256"     # 64x128 -> 32 x 8192/32
+    assert _plan(1, 40, 65536, "fp32").config["tile"] == "1x64x128"     # 64 covers 40 already
     assert _plan(1, 5, 65536, "fp32").config["tile"] == "1x16x256"      # 4-byte 256x16 -> 16 x 256
     assert _plan(1, 101, 65536, "fp32").config["tile"] == "1x128x32"    # 4-byte 256x16 -> 128 x 32
 

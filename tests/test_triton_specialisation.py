@@ -55,10 +55,10 @@ def test_judge_tiles_takes_the_gemv_row_for_a_single_row(tmp_path):
     head = "precision,shape,M,N,K,kernel,status,median_ms,pct_cublas,tile,decomposition,rel_err\n"
     body = ("fp32,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,80.0,16x128x32,sk,0\n"
             "fp32,1x4096x8192,1,4096,8192,triton.stream_k[tile=16x128x32/4/3],ok,1,80.0,16x128x32,sk,0\n"
-            "fp32,1x4096x8192,1,4096,8192,triton.stream_k[gemv_tile=1x64x64/2/1],ok,1,104.0,1x64x64,gemv,0\n"
+            "fp32,1x4096x8192,1,4096,8192,triton.stream_k[gemv_tile=1x64x128/4/1],ok,1,104.0,1x64x128,gemv,0\n"
             "tf32x3,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,70.0,16x128x32,sk,0\n"
             "tf32,1x4096x8192,1,4096,8192,triton.stream_k,ok,1,75.0,16x128x32,hybrid,0\n"
-            "tf32,1x4096x8192,1,4096,8192,triton.stream_k[mode=gemv],ok,1,90.0,1x64x64,gemv,0\n")
+            "tf32,1x4096x8192,1,4096,8192,triton.stream_k[mode=gemv],ok,1,90.0,1x64x128,gemv,0\n")
     rows.write_text(head + body)
     text = "\n".join(stream_k_study.judge_tiles(str(rows)))
     assert "geomean   80.0 ->  104.0" in text and "geomean   70.0 ->  104.0" in text, text

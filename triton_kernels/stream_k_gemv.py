@@ -158,12 +158,12 @@ class GemvTile:
         return f"{self.dims}/{self.warps}/{self.stages}"
 
 
-# The tiles, chosen on nine tunable single-row shapes (results/h100/explore/round17): where B can
-# be read with 16-byte loads, 64x64 pieces on 2 warps were the fastest or within 0.1 point of it on
-# all eight such shapes (102.7-108.4% of cuBLAS on those of >= 1 GFLOP; 1x256x32/4 read 95-107%).
-# With 4-byte loads (N % 4 != 0) 256x16 on 4 warps read 116% at 1x10007x9973 where 64x64 read 87%
-# and 256x32 69%.
-GEMV_TILE = GemvTile(64, 64, 2, 1)
+# The tiles. With 16-byte loads, 64x128 pieces on 4 warps: on the ten tunable single rows of
+# tune_skinny (H100) 91.5% of cuBLAS geomean, worst 84.8%, against 90.3% / 78.7% for the 64x64 on
+# 2 warps taken before (results/h100/gemv-tile/); the long-K, narrow rows gain most (1x256x65536
+# 79% -> 85%), as a 64x128 piece halves the K ranges' partial sums. With 4-byte loads (N % 4 != 0)
+# 256x16 on 4 warps read 116% at 1x10007x9973 where 64x64 read 87% and 256x32 69%.
+GEMV_TILE = GemvTile(64, 128, 4, 1)
 GEMV_TILE_4B = GemvTile(256, 16, 4, 1)
 _GEMV_TILE_RE = re.compile(r"^(?:1x)?(\d+)x(\d+)(?:/(\d+)(?:/(\d+))?)?$")
 

@@ -96,7 +96,7 @@ OPTIONS = (
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
            "(computes C^T = B^T A^T with B^T as the register operand)", B_TRANSPOSE_CHOICES, default="auto"),
     Option.tile("gemv_tile", "mode=gemv: [1x]BNxBK[/warps[/stages]], the B piece a program streams per step "
-           "(default 1x64x64/2/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
+           "(default 1x64x128/4/1, 1x256x16/4/1 where B takes 4-byte loads); implies mode=gemv", parse_gemv_tile),
     Option.count("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv"),
     Option.tile("skinny_tile", "mode=skinny: BMxBK[/warps], the piece of A a program streams per step "
