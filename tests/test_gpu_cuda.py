@@ -420,8 +420,13 @@ def test_skinny_paths_split_k_where_the_output_is_small():
 def test_skinny_paths_on_a_misaligned_base(shape, operand):
     """The streamed operand 4 bytes past a 16-byte boundary (a view into a larger buffer), its rows
     a multiple of 4 floats: the scalar build runs (a 16-byte load there would fault) and is right."""
+    _right_from_a_misaligned_base(Problem(*shape, alpha=0.5, beta=-1.5, seed=7), operand, {})
+
+
+def _right_from_a_misaligned_base(p, operand, options):
+    """Stage 11 with ``operand`` (A or B) moved 4 bytes past a 16-byte boundary (a view into a
+    larger buffer): the scalar build runs, and its C passes the float64 check."""
     from compare.harness.inputs import Inputs
-    p = Problem(*shape, alpha=0.5, beta=-1.5, seed=7)
     base = make_inputs(p)
     x = getattr(base, operand)
     buf = torch.empty(x.numel() + 1, device="cuda", dtype=torch.float32)
@@ -430,7 +435,7 @@ def test_skinny_paths_on_a_misaligned_base(shape, operand):
     fields = {n: getattr(base, n) for n in ("A", "B", "C0", "ref", "bound")}
     fields[operand] = moved
     inputs = Inputs(p, fields["A"], fields["B"], fields["C0"], base.C0.clone(), fields["ref"], fields["bound"])
-    launch = KERNELS[SK].prepare(p, inputs, {})
+    launch = KERNELS[SK].prepare(p, inputs, KERNELS[SK].parse_options(options))
     inputs.reset_c()
     launch()
     torch.cuda.synchronize()
@@ -471,20 +476,7 @@ def test_skinny_short_on_odd_shapes(i):
 
 def test_skinny_short_on_a_misaligned_base():
     """A 4 bytes past a 16-byte boundary, K % 4 == 0: the scalar build runs, and is right."""
-    from compare.harness.inputs import Inputs
-    p = Problem(10001, 8, 256, alpha=0.5, beta=-1.5, seed=7)
-    base = make_inputs(p)
-    buf = torch.empty(base.A.numel() + 1, device="cuda", dtype=torch.float32)
-    moved = buf[1:].view(base.A.shape)
-    moved.copy_(base.A)
-    inputs = Inputs(p, moved, base.B, base.C0, base.C0.clone(), base.ref, base.bound)
-    launch = KERNELS[SK].prepare(p, inputs, KERNELS[SK].parse_options(RESIDENT))
-    inputs.reset_c()
-    launch()
-    torch.cuda.synchronize()
-    assert launch.config["operands"] == "scalar", launch.config
-    res = check(p, inputs.C, inputs.ref, inputs.bound)
-    assert res.ok, res.message
+    _right_from_a_misaligned_base(Problem(10001, 8, 256, alpha=0.5, beta=-1.5, seed=7), "A", RESIDENT)
 
 
 def test_skinny_short_is_captured_by_a_cuda_graph():

@@ -29,6 +29,14 @@ def _write(d, name, doc):
         json.dump(doc, f)
 
 
+def _two_rounds(d, before, after):
+    """before-1/2 and after-1/2 in ``d``: round r's rows all at before[r - 1] / after[r - 1] %."""
+    for tree, pcts in (("before", before), ("after", after)):
+        for r, pct in enumerate(pcts, 1):
+            _write(d, f"{tree}-{r}.json", _doc((pct, pct)))
+    return d
+
+
 def _summary(*dirs):
     return subprocess.run([sys.executable, os.path.join(REPRO, "unchanged_summary.py"), *map(str, dirs)],
                           capture_output=True, text=True, cwd=os.path.dirname(HERE))
@@ -37,22 +45,14 @@ def _summary(*dirs):
 def test_within_the_spread_and_slower_than_it(tmp_path):
     # before 100/100 then 101/101 (A/A +1.0%), after 100.5/100.5 then 100.5/100.5 (A/A 0):
     # A/B = mean(ln(100.5/100), ln(100.5/101)) = ~0.0000 -> within (|0| <= ln 1.01)
-    d = tmp_path / "gpu0"
-    _write(d, "before-1.json", _doc((100, 100)))
-    _write(d, "before-2.json", _doc((101, 101)))
-    _write(d, "after-1.json", _doc((100.5, 100.5)))
-    _write(d, "after-2.json", _doc((100.5, 100.5)))
+    d = _two_rounds(tmp_path / "gpu0", before=(100, 101), after=(100.5, 100.5))
     p = _summary(d)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "| square | triton.stream_k | fp32 | 2 | ±1.0% | +0.0% | within |" in p.stdout
     # after 97 in both rounds: A/B = mean(ln .97, ln(97/101)) = mean(-0.03046, -0.04041) = -0.03543
     # -> exp = 0.9652, -3.5%, beyond ±1.0% (the
     # before pair's spread; after's own pair is 0) -> SLOWER and exit 1
-    e = tmp_path / "gpu1"
-    _write(e, "before-1.json", _doc((100, 100)))
-    _write(e, "before-2.json", _doc((101, 101)))
-    _write(e, "after-1.json", _doc((97, 97)))
-    _write(e, "after-2.json", _doc((97, 97)))
+    e = _two_rounds(tmp_path / "gpu1", before=(100, 101), after=(97, 97))
     p = _summary(e)
     assert p.returncode == 1 and "| -3.5% | SLOWER |" in p.stdout, p.stdout
 
