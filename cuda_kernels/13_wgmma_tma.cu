@@ -236,10 +236,15 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // tiles; B's are made in registers from the fragment as loaded (big = x rounded, small = x - big
 // rounded), so B is never copied; 3 wgmma per k8 into a temporary added to the accumulator per
 // K tile, as in sgemm_wgmma_tma.
-template <int TM, int STAGES, bool SPLIT3>
+// B_ASYNC (B's rows not 16-byte multiples or B unaligned, which TMA can't read): the producer
+// warpgroup's 128 threads load B's tile from b_rows (K x N, row-major) with 4-byte cp.async into
+// the layout TMA would have written (same boxes, same swizzle), zero past K; columns past N are
+// not loaded (they reach only D's rows n >= N, never stored). Each arrives on the stage's full
+// barrier when its copies land, beside TMA's transaction count for A. No copy of B before the GEMM.
+template <int TM, int STAGES, bool SPLIT3, bool B_ASYNC>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
-                 const __grid_constant__ wgmma13::TensorMap tAs,
+                 const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
                  int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                  int kt_per_split, float* __restrict__ partials) {
     using namespace wgmma13;
@@ -276,7 +281,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bars + 8 * s, 1);
+            mbar_init(bars + 8 * s, B_ASYNC ? 1 + 128 : 1);  // TMA's expect_tx (+ each loading thread)
             mbar_init(bars + 8 * (STAGES + s), 256);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -286,7 +291,37 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
+        if constexpr (B_ASYNC) {
+            // Warp w loads k rows w, w + 4, ... of each box, lane l its column 32 j + l: a warp's 32
+            // loads are one row's 128 contiguous bytes. Byte offset in a box: row r of 128 bytes,
+            // 16-byte chunk (l / 4) ^ (r % 8), word l % 4: TMA's 128-byte swizzle.
+            const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+            const int boxes = min(TN / 32, (N - n0 + 31) / 32);  // boxes wholly past N: not loaded
+            const bool col_in_last = n0 + 32 * (boxes - 1) + l < N;
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+                const unsigned full = bars + 8 * s, st = base + s * STAGE;
+                if (threadIdx.x == 0) {
+                    mbar_expect_tx(full, PARTS * A_BYTES);
+                    tma_load(st, tA, full, (kt0 + kt) * BK, m0);
+                    if (SPLIT3) tma_load(st + A_BYTES, tAs, full, (kt0 + kt) * BK, m0);
+                }
+                const int k_first = (kt0 + kt) * BK;
+                for (int j = 0; j < boxes; ++j) {
+                    if (j == boxes - 1 && !col_in_last) break;
+                    const unsigned box = st + PARTS * A_BYTES + j * B_BOX;
+                    const float* col = b_rows + n0 + 32 * j + l;
+#pragma unroll
+                    for (int i = 0; i < BK / 4; ++i) {
+                        const int r = w + 4 * i, k = k_first + r;
+                        const unsigned dst = box + r * 128 + ((((l >> 2) ^ (r & 7))) << 4) + 4 * (l & 3);
+                        cp_async4(dst, k < K ? col + (size_t)k * N : b_rows, k < K ? 4u : 0u);
+                    }
+                }
+                cp_async_arrive(full);
+            }
+        } else if (threadIdx.x == 0) {
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);

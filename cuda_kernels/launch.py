@@ -47,6 +47,7 @@ from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometr
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
                        SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
                        STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
+                       B_UNALIGNED_CHOICES,
                        Config, StageSpec)
 from .wgmma_launch import wgmma_prepare
 
@@ -75,7 +76,11 @@ def _options(spec: StageSpec) -> tuple:
                                  "C^T = B^T A^T, B read as stored by TMA, or row-padded first where N % 4 != 0, "
                                  "its fragments loaded into registers) or copy (a K-major transposed copy of B "
                                  "each launch)", B_TRANSPOSE_CHOICES))
-        gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_"))
+        out.append(Option.choice("b_unaligned", "on the swap path, how B is read where TMA can't (N % 4 != 0 or "
+                                 "B not 16-byte aligned): cp_async (the default: the producer warpgroup loads "
+                                 "B's rows with 4-byte cp.async, no copy) or pad (one copy pads B's rows to 16 "
+                                 "bytes first, then TMA)", B_UNALIGNED_CHOICES))
+        gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_") and not c.label.endswith(".cpasync"))
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
                                   + ", ".join(gemms), gemms))

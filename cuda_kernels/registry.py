@@ -273,6 +273,10 @@ WGMMA_THREADS = 384
 # tf32x3 keeps a temporary beside the accumulators: TM <= 128.
 REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
 B_TRANSPOSE_CHOICES = ("swap", "copy")   # the option b_transpose: as Triton names them
+# The option b_unaligned: how the register-operand path reads a B that TMA can't (N % 4 != 0 or B
+# not 16-byte aligned): cp_async (the producer warpgroup loads B's rows with 4-byte cp.async, no
+# copy of B) or pad (one copy pads B's rows to 16 bytes, then TMA reads the copy).
+B_UNALIGNED_CHOICES = ("cp_async", "pad")
 PREPARE_BLOCK = (32, 8, 1)
 
 
@@ -288,8 +292,10 @@ def regb_smem_bytes(tm: int, stages: int, split3: bool) -> int:
     return stages * ((2 if split3 else 1) * tm + 128) * 32 * 4 + 1024 + 16 * stages
 
 
-def regb_label(tm: int, stages: int, split3: bool) -> str:
-    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}"
+def regb_label(tm: int, stages: int, split3: bool, b_async: bool = False) -> str:
+    """The register-operand tile's label; ``b_async``: its build that loads B's rows with cp.async
+    (option b_unaligned=cp_async), named by the tile label plus ``.cpasync`` (the ``tile`` option takes the label without it)."""
+    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.cpasync' if b_async else ''}"
 
 
 def _wgmma_configs():
@@ -300,8 +306,9 @@ def _wgmma_configs():
     for pr, tiles in REGB_TILES.items():
         split3 = pr == "tf32x3"
         for tm, stages in tiles:
-            out.append(Config("sgemm_wgmma_regb", (tm, stages, split3), (WGMMA_THREADS, 1, 1), (tm, 128),
-                              regb_smem_bytes(tm, stages, split3), regb_label(tm, stages, split3), 32))
+            for b_async in (False, True):
+                out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, b_async), (WGMMA_THREADS, 1, 1), (tm, 128),
+                                  regb_smem_bytes(tm, stages, split3), regb_label(tm, stages, split3, b_async), 32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,

@@ -1,5 +1,5 @@
-"""Stage 13 launched (13_wgmma_tma.cu): the operand copies (B's rows padded where N % 4 != 0, or
-B^T with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte aligned, or for the
+"""Stage 13 launched (13_wgmma_tma.cu): the operand copies (B's rows padded where N % 4 != 0 and
+b_unaligned=pad, or B^T with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte aligned, or for the
 tf32x3 split), their TMA tensor maps, the GEMM (tile and K splits from the shared split-K model:
 cuda_kernels/heuristics.py) and the split-K reduction, all in one timed launch.
 """
@@ -16,7 +16,7 @@ from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
 
 def wgmma_prepare(spec: StageSpec):
-    """Stage 13: the operand copies (B's rows padded where N % 4 != 0, or B^T with b_transpose=copy; A
+    """Stage 13: the operand copies (B's rows padded where N % 4 != 0 and b_unaligned=pad, or B^T with b_transpose=copy; A
     where K % 4 != 0, its address is not 16-byte aligned, or for the tf32x3 split), their tensor
     maps, the GEMM (tile and K splits from the shared split-K model), the split-K reduction; all
     in one timed launch."""
@@ -49,6 +49,9 @@ def wgmma_prepare(spec: StageSpec):
 
         b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
         b_path = opts.get("b_transpose") or "swap"
+        if opts.get("b_unaligned") and b_path != "swap":
+            raise UsageError(f"{spec.name}: b_unaligned={opts['b_unaligned']} is an option of the swap path; "
+                             f"b_transpose={b_path} copies B K-major whatever its rows")
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
@@ -60,7 +63,14 @@ def wgmma_prepare(spec: StageSpec):
             lda = kp
         else:
             a, a_s, lda = A, A, K
-        if b_path == "swap":
+        b_async = b_path == "swap" and not b_as_stored and (opts.get("b_unaligned") or "cp_async") == "cp_async"
+        b_rows = np.uint64(0)
+        if b_async:
+            tm, stages = cfg.targs[0], cfg.targs[1]
+            cfg = spec.config(regb_label(tm, stages, split3, b_async=True))
+            b_rows = B
+            maps = (tma.tensor_map(be.address(a), M, K, lda, tm),) * 2 + (tma.tensor_map(be.address(a_s), M, K, lda, tm),)
+        elif b_path == "swap":
             tm = cfg.tile[0]
             b, ldb = B, N
             if not b_as_stored:
@@ -76,20 +86,22 @@ def wgmma_prepare(spec: StageSpec):
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
         plan, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts.get("split_k"),
-                                 cfg.tile[0] if b_path == "swap" else 256, steps, held)
+                                 cfg.tile[0] if b_path == "swap" else 256, steps, held,
+                                 (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
         launch = launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
         config = _wgmma_config(cfg, grid, plan, opts, kp=kp, N=N, split3=split3, b_path=b_path,
-                               b_as_stored=b_as_stored, copied_a=copied_a)
+                               b_as_stored=b_as_stored, b_async=b_async, copied_a=copied_a)
         return with_config(launch, config)
     return prepare
 
 
 def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, splits, regb_rows: int,
-                steps: list, held: list) -> tuple:
+                steps: list, held: list, extra: tuple = ()) -> tuple:
     """(plan, grid): appends the GEMM over (tiles, K splits) and, with more than one split, the
-    fixed-order sum of the partials (splitk_reduce) to ``steps``; the partials' workspace to ``held``."""
+    fixed-order sum of the partials (splitk_reduce) to ``steps``; the partials' workspace to ``held``.
+    ``extra``: the GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
     be = loader.backend()
     M, N, K = problem.M, problem.N, problem.K
     plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=splits, regb_rows=regb_rows)
@@ -98,7 +110,7 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, spl
     if partials is not None:
         held.append(partials)
     steps.append((function(spec, cfg), grid, cfg.block,
-                  (*maps, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
+                  (*maps, *extra, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
                    np.float32(problem.beta), C, np.int32(cdiv(plan.chunk, cfg.bk)),
                    partials if partials is not None else np.uint64(0)), cfg.smem_dynamic))
     if partials is not None:
@@ -131,7 +143,7 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
 
 
 def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
-                  copied_a: bool) -> dict:
+                  b_async: bool, copied_a: bool) -> dict:
     """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
     return {"tile": cfg.label, **geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
             "split_k": plan.splits, "k_chunk": plan.chunk,
@@ -140,6 +152,8 @@ def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool,
             "b_transpose": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
                             f"{' and split' if split3 else ''}" if b_path == "copy"
                             else ("B read by TMA as stored" if b_as_stored else
+                                  "B's rows loaded as stored by the producer warpgroup (4-byte cp.async, no copy)"
+                                  if b_async else
                                   f"B's rows padded to {cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
                                  + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
                                    "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),

@@ -1,8 +1,8 @@
 // wgmma_tma.cuh: stage 13's inline-PTX wrappers for Hopper (sm_90a): mbarriers, TMA tile loads,
-// wgmma shared-memory descriptors and the warpgroup MMA itself (TF32, m64n128k8 / m64n256k8 with A
-// from shared memory or registers), plus cvt.rna to TF32. Each wrapper is one PTX instruction (or
+// 4-byte cp.async counted on an mbarrier, wgmma shared-memory descriptors and the warpgroup MMA
+// itself (TF32, m64n128k8 / m64n256k8 with A from shared memory or registers), plus cvt.rna to TF32. Each wrapper is one PTX instruction (or
 // a spin on one): the kernel in 13_wgmma_tma.cu reads as the pipeline, these as the ISA it uses.
-// PTX ISA 8.x, sections "mbarrier", "cp.async.bulk.tensor" and "wgmma.mma_async"; compiled for
+// PTX ISA 8.x, sections "mbarrier", "cp.async", "cp.async.bulk.tensor" and "wgmma.mma_async"; compiled for
 // sm_90a only (wgmma has no sm_90 form).
 #ifndef GEMM_WGMMA_TMA_CUH
 #define GEMM_WGMMA_TMA_CUH
@@ -43,6 +43,17 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap& map, uns
                  " [%0], [%1, {%3, %4}], [%2];\n"
                  ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(bar), "r"(k), "r"(row)
                  : "memory");
+}
+
+// 4 bytes from global to shared memory through L1, asynchronous; src_bytes = 0 reads nothing and
+// writes a zero (the tile's rows past K). Completion is counted on an mbarrier by cp_async_arrive.
+__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, unsigned src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// An arrival on bar once every cp.async this thread issued before it has landed; .noinc: the
+// barrier's expected count includes this arrival (mbar_init counts the loading threads).
+__device__ __forceinline__ void cp_async_arrive(unsigned bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
 // wgmma shared-memory descriptor of a K-major tile written by TMA with the 128-byte swizzle:

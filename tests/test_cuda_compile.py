@@ -118,8 +118,9 @@ def test_wgmma_stage_compiles_for_sm90a_only_with_setmaxnreg_honoured(compiled_b
     rows = [r for r in compiled_by_arch["sm_90a"] if r["kernel"] == spec.name]
     assert len(rows) == len(spec.configs) and all(r["ok"] for r in rows)
     gemm = [r for r in rows if r["threads"] == registry.WGMMA_THREADS]
-    # The copy path's tile per precision + the register-operand path's tiles.
-    assert len(gemm) == len(registry.WGMMA_TILES) + sum(len(t) for t in registry.REGB_TILES.values())
+    # The copy path's tile per precision + the register-operand path's tiles, each built twice (B
+    # read by TMA, B's rows loaded with cp.async).
+    assert len(gemm) == len(registry.WGMMA_TILES) + 2 * sum(len(t) for t in registry.REGB_TILES.values())
     for r in gemm:
         assert r["blocks_per_sm"] == 1 and r["registers"] <= 168 and r["smem_dynamic"] > 160 * 1024, r
     cmd = resources._nvcc_command("nvcc", ["sm_90a"], "x.cu", "x")
@@ -560,23 +561,28 @@ class _Inputs:
         return self.bufs[name]
 
 
-@pytest.mark.parametrize("shape, precision, b_transpose, want", [
-    ((256, 256, 256), "tf32", None, (["256x128x32s4.regb"], "swap", False)),
-    ((300, 260, 4096), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
-    ((256, 255, 256), "tf32", "copy", (["prepare.transpose", "128x256x32s4"], "copy", False)),
-    ((256, 255, 256), "tf32", None, (["pad_rows", "256x128x32s4.regb"], "swap", False)),
-    ((300, 1003, 997), "tf32x3", None, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
-    ((256, 256, 255), "tf32", None, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
-    ((1000, 1003, 997), "tf32x3", "copy",
+@pytest.mark.parametrize("shape, precision, options, want", [
+    ((256, 256, 256), "tf32", {}, (["256x128x32s4.regb"], "swap", False)),
+    ((300, 260, 4096), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", False)),
+    ((256, 255, 256), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", False)),
+    ((256, 255, 256), "tf32", {}, (["256x128x32s4.regb.cpasync"], "swap", False)),
+    ((256, 255, 256), "tf32", {"b_unaligned": "pad"}, (["pad_rows", "256x128x32s4.regb"], "swap", False)),
+    ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
+    ((300, 1003, 997), "tf32x3", {"b_unaligned": "pad"},
+     (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
+    ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
+    ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
-    ((256, 256, 256), "tf32x3", None, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", True)),
-    ((300, 260, 256), "tf32x3", None, (["prepare.copy.split", "64x128x32s6.regb.x3"], "swap", True)),
+    ((256, 256, 256), "tf32x3", {}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", True)),
+    ((300, 260, 256), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3"], "swap", True)),
 ])
-def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, b_transpose, want):
+def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, options, want):
     """Stage 13's prepare on a recording device: which copies run before the GEMM, in order, the
-    GEMM's grid, and the tensor maps' geometry (rows, columns, row stride in floats, box rows)
-    for the path it picked: B read as stored (tf32, N % 4 == 0), else copied K-major with rows
-    padded to a multiple of 4 floats; A copied where K % 4 != 0 or for the split."""
+    GEMM's grid and arguments, and the tensor maps' geometry (rows, columns, row stride in floats,
+    box rows) for the path it picked: B read by TMA as stored (N % 4 == 0), else B's rows loaded
+    by cp.async in the GEMM (B's own address passed, no copy) or, with b_unaligned=pad, padded to a
+    multiple of 4 floats by a copy; B copied K-major with b_transpose=copy; A copied where K % 4
+    != 0 or for the split."""
     from cuda_kernels import tma
     maps = []
 
@@ -590,9 +596,9 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     dev, inputs = _Sm90Recorder(), _Inputs(p)
     k = _REGISTRY["cuda.13_wgmma_tma"]
     with loader.use_backend(dev):
-        opts = {"split_k": 1, **({"b_transpose": b_transpose} if b_transpose else {})}
+        opts = {"split_k": 1, **options}
         if b_path == "swap":
-            opts["tile"] = labels[-1]   # the tile rule has its own test
+            opts["tile"] = labels[-1].removesuffix(".cpasync")   # the tile rule has its own test
         launch = k.prepare(p, inputs, opts)
         launch()
     assert [l[0] for l in dev.launches] == labels
@@ -605,10 +611,20 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     assert gemm[4]["shared_mem"] == cfg.smem_dynamic > 160 * 1024
     assert gemm[3][-8:-3] == (M, N, K, 0.5, 2.0) and gemm[3][-3] is inputs.bufs["C"]
     assert gemm[3][-2] == -(-K // 32) and gemm[3][-1] == 0   # one split: all of K, no partials
+    b_async = labels[-1].endswith(".cpasync")
+    # The register-operand kernel's argument after its 3 tensor maps: B's rows where it loads them.
+    assert len(gemm[3]) == 12   # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials
+    if b_path == "swap":
+        assert (gemm[3][3] is inputs.bufs["B"]) if b_async else gemm[3][3] == 0
     a_map = maps[0]
     assert a_map[1:3] == (M, K) and a_map[3] == (kp if a_copied else K)
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
-    if b_path == "swap" and N % 4:
+    if b_async:
+        # No copy of B: the GEMM loads its rows (its fourth argument, above); no tensor map of B.
+        assert not any(l[0] == "pad_rows" for l in dev.launches)
+        assert all(m[0] != inputs.bufs["B"].addr for m in maps)
+        assert launch.config["b_transpose"].startswith("B's rows loaded as stored by the producer warpgroup")
+    elif b_path == "swap" and N % 4:
         # Rows padded to a multiple of 4 floats first (one pass over B), TMA reads the padded copy.
         ldb = -(-N // 4) * 4
         pad = next(l for l in dev.launches if l[0] == "pad_rows")
@@ -618,16 +634,17 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     elif b_path == "swap":
         assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32)
     if b_path == "swap":
-        assert a_map[4] == bm and len(maps) == 3
+        assert a_map[4] == bm and len(maps) == (2 if b_async else 3)
         split3 = precision == "tf32x3"
-        assert (maps[2][0] != a_map[0]) == split3 and maps[2][1:] == a_map[1:]   # A's small part: its own copy
+        a_small = maps[-1]   # A's small part: its own copy (the B-map slot repeats A's map where B is loaded)
+        assert (a_small[0] != a_map[0]) == split3 and a_small[1:] == a_map[1:]
     else:
         assert maps[1][1:] == (N, K, kp, bn) and maps[1][0] != inputs.bufs["B"].addr and len(maps) == 4
         t = dev.launches[0]
         assert t[0].startswith("prepare.transpose") and t[1] == (-(-N // 32), -(-K // 32), 1)
         assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
-    assert launch.config["b_transpose"].startswith("B copied" if b_path == "copy" else
-                                                 "B's rows padded" if N % 4 else "B read by TMA as stored")
+    assert launch.config["b_transpose"].startswith("B copied" if b_path == "copy" else "B's rows loaded" if b_async
+                                                 else "B's rows padded" if N % 4 else "B read by TMA as stored")
     assert launch.config["a_operand"].startswith("copied") == a_copied
 
 
@@ -714,3 +731,8 @@ def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):
         p = Problem(256, 255, 256, precision="tf32")
         with pytest.raises(UsageError, match="copy path of tf32 has the one tile 128x256x32s4"):
             k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb", "b_transpose": "copy"})
+        with pytest.raises(UsageError, match="b_unaligned=pad is an option of the swap path"):
+            k.prepare(p, _Inputs(p), {"b_unaligned": "pad", "b_transpose": "copy"})
+        # The cp.async build is chosen by B's rows, not named as a tile.
+        with pytest.raises(UsageError, match="not a tf32 tile of the register-operand path"):
+            k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb.cpasync"})

@@ -291,15 +291,31 @@ def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
 
 
 @needs_sm90
+@pytest.mark.parametrize("b_unaligned", ["cp_async", "pad"])
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
-def test_wgmma_register_path_pads_unaligned_b_rows(precision):
-    """N % 4 != 0: B's rows are padded by a copy and the register-operand path reads the copy."""
-    for shape in ((64, 63, 64), (130, 1003, 997), (5, 7, 3001)):
+def test_wgmma_register_path_reads_unaligned_b_rows(precision, b_unaligned):
+    """N % 4 != 0 (TMA can't read B's rows): the producer warpgroup loads them with cp.async (the
+    default; N = 1..7 leaves boxes and lanes of the 128-column tile unloaded, K % 32 != 0 zero-fills
+    the last tile's rows, the long K splits), or b_unaligned=pad copies them padded first."""
+    want = "B's rows loaded as stored" if b_unaligned == "cp_async" else "B's rows padded"
+    for shape in ((64, 63, 64), (130, 1003, 997), (5, 7, 3001), (1, 1, 77), (300, 45, 20011), (17, 45, 200_003)):
         p = Problem(*shape, alpha=0.5, beta=-1.5, precision=precision, seed=sum(shape))
-        res = check_kernel(KERNELS[WGMMA], p)
+        opts = {"b_unaligned": b_unaligned}
+        res = check_kernel(KERNELS[WGMMA], p, options=opts)
         assert res.ok, (shape, res.message)
-        cfg = KERNELS[WGMMA].prepare(p, make_inputs(p), {}).config
-        assert cfg["b_transpose"].startswith("B's rows padded") and ".regb" in cfg["tile"], cfg
+        if precision == "tf32x3":
+            assert res.rel_err < 5e-7, (shape, res.rel_err)
+        cfg = KERNELS[WGMMA].prepare(p, make_inputs(p), opts).config
+        assert cfg["b_transpose"].startswith(want) and ".regb" in cfg["tile"], cfg
+
+
+@needs_sm90
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+def test_wgmma_register_path_on_a_misaligned_b(precision):
+    """B 4 bytes past a 16-byte boundary with N % 4 == 0 (TMA can't take its address): its rows are
+    loaded by cp.async, and C is right."""
+    _right_from_a_misaligned_base(Problem(300, 260, 1001, alpha=0.5, beta=-1.5, seed=7, precision=precision), "B",
+                                  {}, kernel=WGMMA, config=("b_transpose", "B's rows loaded as stored"))
 
 
 @pytest.mark.skipif(IS_SM90, reason="the refusal is for GPUs without wgmma")
@@ -344,10 +360,12 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
                                    for c in s.configs if c.kernel == "sgemm_wgmma_regb"])
 def test_wgmma_every_register_path_tile_on_odd_shapes(label):
     """Each register-operand tile forced on rows that end mid-tile, K with a 32-tail, K % 4 != 0
-    (A copied), beta != 0, and one split-K shape; tf32x3 tiles must stay fp32-class."""
+    (A copied), beta != 0, N % 4 != 0 (B's rows by cp.async) and split-K shapes; tf32x3 tiles must
+    stay fp32-class."""
     precision = "tf32x3" if label.endswith(".x3") else "tf32"
     for i, (shape, split_k) in enumerate([((1, 4, 33), 1), ((65, 260, 1031), 1), ((300, 516, 4100), 1),
-                                          ((129, 132, 1001), 1), ((7, 128, 9000), 3)]):
+                                          ((129, 132, 1001), 1), ((7, 128, 9000), 3), ((33, 131, 1001), 1),
+                                          ((9, 45, 20000), 3)]):
         alpha, beta = AB[i % len(AB)]
         p = Problem(*shape, alpha=alpha, beta=beta, seed=40 + i, precision=precision)
         res = check_kernel(KERNELS[WGMMA], p, options={"tile": label, "split_k": split_k})
@@ -423,9 +441,10 @@ def test_skinny_paths_on_a_misaligned_base(shape, operand):
     _right_from_a_misaligned_base(Problem(*shape, alpha=0.5, beta=-1.5, seed=7), operand, {})
 
 
-def _right_from_a_misaligned_base(p, operand, options):
-    """Stage 11 with ``operand`` (A or B) moved 4 bytes past a 16-byte boundary (a view into a
-    larger buffer): the scalar build runs, and its C passes the float64 check."""
+def _right_from_a_misaligned_base(p, operand, options, kernel=SK, config=("operands", "scalar")):
+    """``kernel`` (stage 11 by default) with ``operand`` (A or B) moved 4 bytes past a 16-byte
+    boundary (a view into a larger buffer): its config's ``config[0]`` starts with ``config[1]``
+    (stage 11: the scalar build runs), and C passes the float64 check."""
     from compare.harness.inputs import Inputs
     base = make_inputs(p)
     x = getattr(base, operand)
@@ -435,11 +454,11 @@ def _right_from_a_misaligned_base(p, operand, options):
     fields = {n: getattr(base, n) for n in ("A", "B", "C0", "ref", "bound")}
     fields[operand] = moved
     inputs = Inputs(p, fields["A"], fields["B"], fields["C0"], base.C0.clone(), fields["ref"], fields["bound"])
-    launch = KERNELS[SK].prepare(p, inputs, KERNELS[SK].parse_options(options))
+    launch = KERNELS[kernel].prepare(p, inputs, KERNELS[kernel].parse_options(options))
     inputs.reset_c()
     launch()
     torch.cuda.synchronize()
-    assert launch.config["operands"] == "scalar", launch.config
+    assert str(launch.config[config[0]]).startswith(config[1]), launch.config
     res = check(p, inputs.C, inputs.ref, inputs.bound)
     assert res.ok, res.message
 
