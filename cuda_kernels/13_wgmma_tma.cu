@@ -236,11 +236,15 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // tiles; B's are made in registers from the fragment as loaded (big = x rounded, small = x - big
 // rounded), so B is never copied; 3 wgmma per k8 into a temporary added to the accumulator per
 // K tile, as in sgemm_wgmma_tma.
-// B_ASYNC (B's rows not 16-byte multiples or B unaligned, which TMA can't read): the producer
-// warpgroup's 128 threads load B's tile from b_rows (K x N, row-major) with 4-byte cp.async into
-// the layout TMA would have written (same boxes, same swizzle), zero past K; columns past N are
-// not loaded (they reach only D's rows n >= N, never stored). Each arrives on the stage's full
-// barrier when its copies land, beside TMA's transaction count for A. No copy of B before the GEMM.
+// B_ASYNC (N % 4 != 0: B's rows are not 16-byte multiples, which TMA can't stride): the producer
+// warpgroup's 128 threads copy B's tile from b_rows (K x N, row-major, 16-byte aligned) with 16-byte
+// cp.async, one row of the tile as the 33 aligned chunks that cover its 128 columns, into rows of
+// BP = 136 floats; row k's columns then start at word mis = (k * N) % 4 = (k % 4)(N % 4) % 4, which
+// for a fragment's k = 8 kk + t (+ 4) is the thread's constant (t (N % 4)) % 4. Rows past K are
+// zero; chunks past N are not loaded (they reach only D's rows n >= N, never stored); the last
+// chunk of B reads only the bytes B has. Each thread arrives on the stage's full barrier when its
+// copies land, beside TMA's transaction count for A. No copy of B before the GEMM. (4-byte
+// cp.async into TMA's layout was 2x slower than the padded copy: 4x the copy instructions.)
 template <int TM, int STAGES, bool SPLIT3, bool B_ASYNC>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
@@ -252,7 +256,10 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     constexpr int PARTS = SPLIT3 ? 2 : 1;
     constexpr int A_BYTES = TM * BK * 4;           // TM rows of A, 128 bytes each
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
-    constexpr int STAGE = PARTS * A_BYTES + (TN / 32) * B_BOX;
+    constexpr int BP = 136;                        // B_ASYNC: floats per k row (128 + 8: 16-byte chunks, 8 banks apart)
+    constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering 128 columns at any offset
+    constexpr int STAGE = PARTS * A_BYTES + (B_ASYNC ? BK * BP * 4 : (TN / 32) * B_BOX);
+    static_assert(STAGE % 1024 == 0, "every stage's A tile 1024-byte aligned for the swizzle");
     constexpr int ACC = TM / 2;                    // accumulators per consumer thread
     constexpr int GROUP = 8;
     static_assert(TM == 256 || TM == 128 || TM == 64, "wgmma n256 / n128 / n64");
@@ -292,12 +299,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if constexpr (B_ASYNC) {
-            // Warp w loads k rows w, w + 4, ... of each box, lane l its column 32 j + l: a warp's 32
-            // loads are one row's 128 contiguous bytes. Byte offset in a box: row r of 128 bytes,
-            // 16-byte chunk (l / 4) ^ (r % 8), word l % 4: TMA's 128-byte swizzle.
-            const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-            const int boxes = min(TN / 32, (N - n0 + 31) / 32);  // boxes wholly past N: not loaded
-            const bool col_in_last = n0 + 32 * (boxes - 1) + l < N;
+            const size_t total = (size_t)K * N;  // B's floats: no chunk reads past them
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
@@ -308,16 +310,15 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                     if (SPLIT3) tma_load(st + A_BYTES, tAs, full, (kt0 + kt) * BK, m0);
                 }
                 const int k_first = (kt0 + kt) * BK;
-                for (int j = 0; j < boxes; ++j) {
-                    if (j == boxes - 1 && !col_in_last) break;
-                    const unsigned box = st + PARTS * A_BYTES + j * B_BOX;
-                    const float* col = b_rows + n0 + 32 * j + l;
-#pragma unroll
-                    for (int i = 0; i < BK / 4; ++i) {
-                        const int r = w + 4 * i, k = k_first + r;
-                        const unsigned dst = box + r * 128 + ((((l >> 2) ^ (r & 7))) << 4) + 4 * (l & 3);
-                        cp_async4(dst, k < K ? col + (size_t)k * N : b_rows, k < K ? 4u : 0u);
-                    }
+                const unsigned rows = st + PARTS * A_BYTES;
+                for (int e = threadIdx.x; e < BK * CHUNKS; e += 128) {
+                    const int r = e / CHUNKS, c = e - r * CHUNKS, k = k_first + r;
+                    const size_t first = (size_t)k * N + n0;   // B[k][n0]
+                    const int mis = (int)(first & 3);
+                    if (4 * c - mis >= N - n0) continue;       // wholly past N
+                    const size_t at = (first - mis) + 4 * c;   // 16-byte aligned
+                    const unsigned bytes = k < K && at < total ? 4u * (unsigned)min((size_t)4, total - at) : 0u;
+                    cp_async16(rows + 4 * (r * BP + 4 * c), bytes ? b_rows + at : b_rows, bytes);
                 }
                 cp_async_arrive(full);
             }
@@ -341,6 +342,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // This thread's fragment rows n (64 cw + 16 warp + g, + 8) sit in box (64 cw + 16 warp) / 32
         // at columns nn and nn + 8 (nn = (16 warp) % 32 + g); k = 8 kk + t (+ 4).
         const int box = (64 * cw + 16 * warp) / 32, nn = (16 * warp) % 32 + g;
+        const int n_tile = 64 * cw + 16 * warp + g, mis = (t * (N & 3)) & 3;  // B_ASYNC's row layout
         float acc[ACC];
 #pragma unroll
         for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
@@ -349,6 +351,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // Word offset (floats) of B^T[n][k] in a stage: box, row k (32 floats), 16-byte chunk
         // swizzled with k % 8.
         auto b_word = [&](int n_in_box, int k) {
+            if constexpr (B_ASYNC) return PARTS * A_BYTES / 4 + k * BP + mis + n_tile + (n_in_box - nn);
             return PARTS * A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) +
                    (n_in_box & 3);
         };

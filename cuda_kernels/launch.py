@@ -76,10 +76,10 @@ def _options(spec: StageSpec) -> tuple:
                                  "C^T = B^T A^T, B read as stored by TMA, or row-padded first where N % 4 != 0, "
                                  "its fragments loaded into registers) or copy (a K-major transposed copy of B "
                                  "each launch)", B_TRANSPOSE_CHOICES))
-        out.append(Option.choice("b_unaligned", "on the swap path, how B is read where TMA can't (N % 4 != 0 or "
-                                 "B not 16-byte aligned): cp_async (the default: the producer warpgroup loads "
-                                 "B's rows with 4-byte cp.async, no copy) or pad (one copy pads B's rows to 16 "
-                                 "bytes first, then TMA)", B_UNALIGNED_CHOICES))
+        out.append(Option.choice("b_unaligned", "on the swap path, how B is read where N % 4 != 0 (TMA needs 16-byte "
+                                 "row strides): cp_async (the default where B is 16-byte aligned: the producer "
+                                 "warpgroup copies B's rows in 16-byte chunks with cp.async, no copy of B) or pad "
+                                 "(one copy pads B's rows to 16 bytes first, then TMA)", B_UNALIGNED_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_") and not c.label.endswith(".cpasync"))
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "

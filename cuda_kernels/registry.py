@@ -273,9 +273,10 @@ WGMMA_THREADS = 384
 # tf32x3 keeps a temporary beside the accumulators: TM <= 128.
 REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
 B_TRANSPOSE_CHOICES = ("swap", "copy")   # the option b_transpose: as Triton names them
-# The option b_unaligned: how the register-operand path reads a B that TMA can't (N % 4 != 0 or B
-# not 16-byte aligned): cp_async (the producer warpgroup loads B's rows with 4-byte cp.async, no
-# copy of B) or pad (one copy pads B's rows to 16 bytes, then TMA reads the copy).
+# The option b_unaligned: how the register-operand path reads B's rows where N % 4 != 0 (TMA needs
+# 16-byte row strides): cp_async (the producer warpgroup copies each row's 16-byte chunks with
+# cp.async, no copy of B; B itself 16-byte aligned) or pad (one copy pads B's rows to 16 bytes,
+# then TMA reads the copy; also where B's address is not 16-byte aligned).
 B_UNALIGNED_CHOICES = ("cp_async", "pad")
 PREPARE_BLOCK = (32, 8, 1)
 
@@ -286,10 +287,11 @@ def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
     return stages * (2 if split3 else 1) * (128 + bn) * 32 * 4 + 1024 + 16 * stages
 
 
-def regb_smem_bytes(tm: int, stages: int, split3: bool) -> int:
+def regb_smem_bytes(tm: int, stages: int, split3: bool, b_async: bool = False) -> int:
     """The register-operand path's dynamic shared memory: STAGES x (A's TM x 32 floats, twice for
-    the split + B's 32 x 128) + 1 KiB of alignment slack + the mbarriers."""
-    return stages * ((2 if split3 else 1) * tm + 128) * 32 * 4 + 1024 + 16 * stages
+    the split + B's 32 x 128, or with ``b_async`` 32 rows of 136 floats) + 1 KiB of alignment slack
+    + the mbarriers."""
+    return stages * ((2 if split3 else 1) * tm * 32 + (32 * 136 if b_async else 32 * 128)) * 4 + 1024 + 16 * stages
 
 
 def regb_label(tm: int, stages: int, split3: bool, b_async: bool = False) -> str:
@@ -308,7 +310,8 @@ def _wgmma_configs():
         for tm, stages in tiles:
             for b_async in (False, True):
                 out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, b_async), (WGMMA_THREADS, 1, 1), (tm, 128),
-                                  regb_smem_bytes(tm, stages, split3), regb_label(tm, stages, split3, b_async), 32))
+                                  regb_smem_bytes(tm, stages, split3, b_async), regb_label(tm, stages, split3, b_async),
+                                  32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,

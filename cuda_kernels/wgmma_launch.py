@@ -63,7 +63,8 @@ def wgmma_prepare(spec: StageSpec):
             lda = kp
         else:
             a, a_s, lda = A, A, K
-        b_async = b_path == "swap" and not b_as_stored and (opts.get("b_unaligned") or "cp_async") == "cp_async"
+        b_async = (b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0
+                   and (opts.get("b_unaligned") or "cp_async") == "cp_async")
         b_rows = np.uint64(0)
         if b_async:
             tm, stages = cfg.targs[0], cfg.targs[1]
@@ -152,7 +153,7 @@ def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool,
             "b_transpose": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
                             f"{' and split' if split3 else ''}" if b_path == "copy"
                             else ("B read by TMA as stored" if b_as_stored else
-                                  "B's rows loaded as stored by the producer warpgroup (4-byte cp.async, no copy)"
+                                  "B's rows loaded as stored by the producer warpgroup (16-byte cp.async, no copy)"
                                   if b_async else
                                   f"B's rows padded to {cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
                                  + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "

@@ -1,5 +1,5 @@
 // wgmma_tma.cuh: stage 13's inline-PTX wrappers for Hopper (sm_90a): mbarriers, TMA tile loads,
-// 4-byte cp.async counted on an mbarrier, wgmma shared-memory descriptors and the warpgroup MMA
+// 16-byte cp.async counted on an mbarrier, wgmma shared-memory descriptors and the warpgroup MMA
 // itself (TF32, m64n128k8 / m64n256k8 with A from shared memory or registers), plus cvt.rna to TF32. Each wrapper is one PTX instruction (or
 // a spin on one): the kernel in 13_wgmma_tma.cu reads as the pipeline, these as the ISA it uses.
 // PTX ISA 8.x, sections "mbarrier", "cp.async", "cp.async.bulk.tensor" and "wgmma.mma_async"; compiled for
@@ -45,10 +45,11 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap& map, uns
                  : "memory");
 }
 
-// 4 bytes from global to shared memory through L1, asynchronous; src_bytes = 0 reads nothing and
-// writes a zero (the tile's rows past K). Completion is counted on an mbarrier by cp_async_arrive.
-__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, unsigned src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+// 16 bytes from global to shared memory, past L1, asynchronous; only src_bytes (0-16) are read, the
+// rest of the 16 written as zeros (rows past K, the end of B). Completion is counted on an mbarrier
+// by cp_async_arrive.
+__device__ __forceinline__ void cp_async16(unsigned dst, const float* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 // An arrival on bar once every cp.async this thread issued before it has landed; .noinc: the
 // barrier's expected count includes this arrival (mbar_init counts the loading threads).

@@ -736,3 +736,18 @@ def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):
         # The cp.async build is chosen by B's rows, not named as a tile.
         with pytest.raises(UsageError, match="not a tf32 tile of the register-operand path"):
             k.prepare(p, _Inputs(p), {"tile": "64x128x32s8.regb.cpasync"})
+
+
+def test_wgmma_cp_async_build_needs_an_aligned_b(monkeypatch):
+    """The cp.async build copies B's rows in 16-byte chunks from B's own address: B 4 bytes past a
+    16-byte boundary takes the padded copy instead (N % 4 != 0), and an aligned B the cp.async build."""
+    from cuda_kernels import tma
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    k = _REGISTRY["cuda.13_wgmma_tma"]
+    p = Problem(300, 261, 1001, precision="tf32")
+    for shift, want in ((0, "64x128x32s8.regb.cpasync"), (4, "pad_rows")):
+        dev, inputs = _Sm90Recorder(), _Inputs(p)
+        inputs.bufs["B"].addr += shift
+        with loader.use_backend(dev):
+            k.prepare(p, inputs, {"tile": "64x128x32s8.regb", "split_k": 1})()
+        assert want in [l[0] for l in dev.launches], dev.launches
