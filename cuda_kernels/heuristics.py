@@ -185,3 +185,17 @@ def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Opt
         return decompose.split_seconds(M, N, K, sm_count, plan.splits, tile=(tm, 128), chunk_align=32,
                                        cost=cost)[0]
     return min(REGB_TILES[precision], key=lambda t: modeled(t[0]))
+
+
+# Where N % 4 != 0, B's rows are loaded by cp.async in the GEMM (no copy) only where one row of
+# tiles covers M, so the GEMM reads B once, and N >= 32: there the padded copy's two extra passes
+# over B cost more than the cp.async main loop loses (H100, reproduce/measure-b-unaligned:
+# M <= 60, N 45..4097, K 4099..300001: 1.07-2.5x faster; N = 3: 0.64-0.99x). With more rows of
+# tiles B is read again per row and the cp.async loop's extra instructions cost more than the copy
+# (loguniform:120:2718, N % 4 != 0: 0.76x geomean, 1.42x best).
+REGB_CP_ASYNC_MIN_N = 32
+
+
+def regb_b_unaligned(M: int, N: int, tm: int) -> str:
+    """Stage 13's b_unaligned default for a B whose rows TMA can't read (N % 4 != 0)."""
+    return "cp_async" if M <= tm and N >= REGB_CP_ASYNC_MIN_N else "pad"

@@ -77,9 +77,10 @@ def _options(spec: StageSpec) -> tuple:
                                  "its fragments loaded into registers) or copy (a K-major transposed copy of B "
                                  "each launch)", B_TRANSPOSE_CHOICES))
         out.append(Option.choice("b_unaligned", "on the swap path, how B is read where N % 4 != 0 (TMA needs 16-byte "
-                                 "row strides): cp_async (the default where B is 16-byte aligned: the producer "
-                                 "warpgroup copies B's rows in 16-byte chunks with cp.async, no copy of B) or pad "
-                                 "(one copy pads B's rows to 16 bytes first, then TMA)", B_UNALIGNED_CHOICES))
+                                 "row strides): cp_async (the producer warpgroup copies B's rows in 16-byte chunks with "
+                                 "cp.async, no copy of B; B 16-byte aligned) or pad (one copy pads B's rows to 16 "
+                                 "bytes first, then TMA); default: cp_async where one row of tiles covers M and "
+                                 "N >= 32 (B read once), else pad", B_UNALIGNED_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_") and not c.label.endswith(".cpasync"))
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "

@@ -10,7 +10,7 @@ import numpy as np
 from compare.harness.errors import UsageError
 
 from . import loader, tma
-from .heuristics import WGMMA_MAX_SPLITS, cdiv, regb_tile, wgmma_split_plan
+from .heuristics import WGMMA_MAX_SPLITS, cdiv, regb_b_unaligned, regb_tile, wgmma_split_plan
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
 from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
@@ -64,7 +64,7 @@ def wgmma_prepare(spec: StageSpec):
         else:
             a, a_s, lda = A, A, K
         b_async = (b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0
-                   and (opts.get("b_unaligned") or "cp_async") == "cp_async")
+                   and (opts.get("b_unaligned") or regb_b_unaligned(M, N, cfg.tile[0])) == "cp_async")
         b_rows = np.uint64(0)
         if b_async:
             tm, stages = cfg.targs[0], cfg.targs[1]

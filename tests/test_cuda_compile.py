@@ -567,9 +567,10 @@ class _Inputs:
     ((256, 255, 256), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", False)),
     ((256, 255, 256), "tf32", {}, (["256x128x32s4.regb.cpasync"], "swap", False)),
     ((256, 255, 256), "tf32", {"b_unaligned": "pad"}, (["pad_rows", "256x128x32s4.regb"], "swap", False)),
-    ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
-    ((300, 1003, 997), "tf32x3", {"b_unaligned": "pad"},
-     (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
+    ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async"},
+     (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
+    ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
+    ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
     ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
@@ -749,5 +750,15 @@ def test_wgmma_cp_async_build_needs_an_aligned_b(monkeypatch):
         dev, inputs = _Sm90Recorder(), _Inputs(p)
         inputs.bufs["B"].addr += shift
         with loader.use_backend(dev):
-            k.prepare(p, inputs, {"tile": "64x128x32s8.regb", "split_k": 1})()
+            k.prepare(p, inputs, {"tile": "64x128x32s8.regb", "split_k": 1, "b_unaligned": "cp_async"})()
         assert want in [l[0] for l in dev.launches], dev.launches
+
+
+def test_wgmma_b_unaligned_default_loads_b_in_the_gemm_only_where_it_is_read_once():
+    """cp_async where one row of TM-row tiles covers M (the GEMM reads B once) and N >= 32; pad
+    (a copy, then TMA) where B is read again per row of tiles or has a few columns."""
+    from cuda_kernels.heuristics import regb_b_unaligned
+    assert regb_b_unaligned(60, 45, 64) == "cp_async"
+    assert regb_b_unaligned(64, 4097, 64) == "cp_async" and regb_b_unaligned(256, 33, 256) == "cp_async"
+    assert regb_b_unaligned(65, 45, 64) == "pad"          # two rows of 64-row tiles
+    assert regb_b_unaligned(60, 31, 64) == "pad" and regb_b_unaligned(1, 3, 64) == "pad"

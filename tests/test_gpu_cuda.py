@@ -313,10 +313,12 @@ def test_wgmma_register_path_reads_unaligned_b_rows(precision, b_unaligned):
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 def test_wgmma_register_path_on_a_misaligned_b(precision):
     """B 4 bytes past a 16-byte boundary (TMA and the cp.async build's 16-byte chunks can't take its
-    address), N % 4 == 0 and != 0: its rows are padded by a copy, and C is right."""
+    address), N % 4 == 0 and != 0, b_unaligned=cp_async asked for: its rows are padded by a copy,
+    and C is right."""
     for shape in ((300, 260, 1001), (300, 261, 1001)):
         _right_from_a_misaligned_base(Problem(*shape, alpha=0.5, beta=-1.5, seed=7, precision=precision), "B",
-                                      {}, kernel=WGMMA, config=("b_transpose", "B's rows padded"))
+                                      {"b_unaligned": "cp_async"}, kernel=WGMMA,
+                                      config=("b_transpose", "B's rows padded"))
 
 
 @pytest.mark.skipif(IS_SM90, reason="the refusal is for GPUs without wgmma")
