@@ -10,7 +10,9 @@
 //    sgemm_wgmma_regb (the default): C^T = B^T A^T, A's tile the K-major shared-memory operand,
 //    B^T the register operand, loaded from B's tile as TMA stored it (4 conflict-free LDS per k8,
 //    rounded to TF32), in 256-, 128- or 64-row tiles of C; where N % 4 != 0 B's rows are padded
-//    to 16 bytes by one copy first. sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
+//    to 16 bytes by one copy first, or, where the GEMM reads B once (one row of tiles, N >= 32),
+//    loaded by the producer warpgroup with 16-byte cp.async (B_ASYNC, option b_unaligned).
+//    sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
 //  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0, its
 //    address is unaligned or tf32x3 needs its split: then it is copied.
 //  * tf32x3: big = tf32(x), small = tf32(x - big) (A's from the copy, B's made in registers);
@@ -243,8 +245,8 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // for a fragment's k = 8 kk + t (+ 4) is the thread's constant (t (N % 4)) % 4. Rows past K are
 // zero; chunks past N are not loaded (they reach only D's rows n >= N, never stored); the last
 // chunk of B reads only the bytes B has. Each thread arrives on the stage's full barrier when its
-// copies land, beside TMA's transaction count for A. No copy of B before the GEMM. (4-byte
-// cp.async into TMA's layout was 2x slower than the padded copy: 4x the copy instructions.)
+// copies land, beside TMA's transaction count for A. No copy of B before the GEMM. 16-byte chunks
+// because 4-byte copies into TMA's layout take 4x the instructions (2x slower: docs/findings.md).
 template <int TM, int STAGES, bool SPLIT3, bool B_ASYNC>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
