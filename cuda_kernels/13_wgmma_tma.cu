@@ -259,6 +259,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     constexpr int A_BYTES = TM * BK * 4;           // TM rows of A, 128 bytes each
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
     constexpr int BP = 136;                        // B_ASYNC: floats per k row (128 + 8: 16-byte chunks, 8 banks apart)
+    constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering 128 columns at any offset
     constexpr int STAGE = PARTS * A_BYTES + (B_ASYNC ? BK * BP * 4 : (TN / 32) * B_BOX);
     static_assert(STAGE % 1024 == 0, "every stage's A tile 1024-byte aligned for the swizzle");
     constexpr int ACC = TM / 2;                    // accumulators per consumer thread
@@ -300,18 +301,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if constexpr (B_ASYNC) {
-            // Warp w copies rows r = w, w + 4, ... of the tile: all have r % 4 == w, so one word
-            // offset mis for the warp. Lane l copies chunk l of each row (lane 0 also chunk 32), the
-            // source stepping 4 rows of B: a few instructions per 16 bytes (the producer's
-            // instructions, not the copies, bound this loop: docs/findings.md).
-            const int w = threadIdx.x / 32, l = threadIdx.x % 32;
-            const int mis = (w * (N & 3)) & 3;
-            const bool col_ok = 4 * l - mis < N - n0;                 // chunk l not wholly past N
-            const bool last_ok = l == 0 && TN - mis < N - n0;         // chunk 32
-            const size_t total = (size_t)K * N;                       // B's floats: no copy reads past them
-            auto bytes_at = [&](int k, size_t at) -> unsigned {
-                return k >= K ? 0u : at + 4 <= total ? 16u : 4u * (unsigned)(total - at);
-            };
+            const size_t total = (size_t)K * N;  // B's floats: no chunk reads past them
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
                 if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
@@ -321,20 +311,16 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                     tma_load(st, tA, full, (kt0 + kt) * BK, m0);
                     if (SPLIT3) tma_load(st + A_BYTES, tAs, full, (kt0 + kt) * BK, m0);
                 }
-                const int k0 = (kt0 + kt) * BK + w;
-                const unsigned dst = st + PARTS * A_BYTES + 4 * (w * BP + 4 * l);
-                size_t at = (size_t)k0 * N + n0 - mis + 4 * l;        // 16-byte aligned (B is)
-#pragma unroll
-                for (int j = 0; j < BK / 4; ++j, at += 4 * (size_t)N) {
-                    const int k = k0 + 4 * j;
-                    if (col_ok) {
-                        const unsigned b = bytes_at(k, at);
-                        cp_async16(dst + 16 * BP * j, b ? b_rows + at : b_rows, b);
-                    }
-                    if (last_ok) {
-                        const unsigned b = bytes_at(k, at + TN);
-                        cp_async16(dst + 16 * BP * j + 4 * TN, b ? b_rows + at + TN : b_rows, b);
-                    }
+                const int k_first = (kt0 + kt) * BK;
+                const unsigned rows = st + PARTS * A_BYTES;
+                for (int e = threadIdx.x; e < BK * CHUNKS; e += 128) {
+                    const int r = e / CHUNKS, c = e - r * CHUNKS, k = k_first + r;
+                    const size_t first = (size_t)k * N + n0;   // B[k][n0]
+                    const int mis = (int)(first & 3);
+                    if (4 * c - mis >= N - n0) continue;       // wholly past N
+                    const size_t at = (first - mis) + 4 * c;   // 16-byte aligned
+                    const unsigned bytes = k < K && at < total ? 4u * (unsigned)min((size_t)4, total - at) : 0u;
+                    cp_async16(rows + 4 * (r * BP + 4 * c), bytes ? b_rows + at : b_rows, bytes);
                 }
                 cp_async_arrive(full);
             }
