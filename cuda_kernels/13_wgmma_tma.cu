@@ -247,28 +247,25 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // chunk of B reads only the bytes B has. Each thread arrives on the stage's full barrier when its
 // copies land, beside TMA's transaction count for A. No copy of B before the GEMM. 16-byte chunks
 // because 4-byte copies into TMA's layout take 4x the instructions (2x slower: docs/findings.md).
-// TN = 64 (a narrow tile: N just past a multiple of 128 pads less): both consumer warpgroups take
-// the same 64 columns and half of the TM rows each (wgmma n = TM / 2, the same B^T fragments).
-template <int TM, int STAGES, bool SPLIT3, bool B_ASYNC, int TN>
+template <int TM, int STAGES, bool SPLIT3, bool B_ASYNC>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
                  int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                  int kt_per_split, float* __restrict__ partials) {
     using namespace wgmma13;
+    constexpr int TN = 128;                        // C columns per block
     constexpr int PARTS = SPLIT3 ? 2 : 1;
     constexpr int A_BYTES = TM * BK * 4;           // TM rows of A, 128 bytes each
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
-    constexpr int BP = TN + 8;                     // B_ASYNC: floats per k row (16-byte chunks, 8 banks apart)
-    constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering TN columns at any offset
+    constexpr int BP = 136;                        // B_ASYNC: floats per k row (128 + 8: 16-byte chunks, 8 banks apart)
+    constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering 128 columns at any offset
     constexpr int STAGE = PARTS * A_BYTES + (B_ASYNC ? BK * BP * 4 : (TN / 32) * B_BOX);
     static_assert(STAGE % 1024 == 0, "every stage's A tile 1024-byte aligned for the swizzle");
-    constexpr int WM = TN == 128 ? TM : TM / 2;    // rows of C per consumer warpgroup (wgmma n)
-    constexpr int ACC = WM / 2;                    // accumulators per consumer thread
+    constexpr int ACC = TM / 2;                    // accumulators per consumer thread
     constexpr int GROUP = 8;
-    static_assert(TN == 128 || TN == 64, "two consumer warpgroups of 64 columns, or both on 64");
-    static_assert(WM == 256 || WM == 128 || WM == 64, "wgmma n256 / n128 / n64");
-    static_assert(!SPLIT3 || WM <= 128, "tf32x3 keeps a temporary beside the accumulators");
+    static_assert(TM == 256 || TM == 128 || TM == 64, "wgmma n256 / n128 / n64");
+    static_assert(!SPLIT3 || TM <= 128, "tf32x3 keeps a temporary beside the accumulators");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = smem_u32(smem_raw);
@@ -344,13 +341,10 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int cw = wg - 1;
         const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        // This thread's fragment rows n (n_base + 16 warp + g, + 8) sit in box (n_base + 16 warp) / 32
-        // at columns nn and nn + 8 (nn = (16 warp) % 32 + g); k = 8 kk + t (+ 4). Its warpgroup's
-        // rows of C start at m_base, of A's tile at byte a_off (TN = 64: cw's half of the rows).
-        const int n_base = TN == 128 ? 64 * cw : 0, m_base = TN == 128 ? 0 : WM * cw;
-        const unsigned a_off = m_base * 128;
-        const int box = (n_base + 16 * warp) / 32, nn = (16 * warp) % 32 + g;
-        const int n_tile = n_base + 16 * warp + g, mis = (t * (N & 3)) & 3;  // B_ASYNC's row layout
+        // This thread's fragment rows n (64 cw + 16 warp + g, + 8) sit in box (64 cw + 16 warp) / 32
+        // at columns nn and nn + 8 (nn = (16 warp) % 32 + g); k = 8 kk + t (+ 4).
+        const int box = (64 * cw + 16 * warp) / 32, nn = (16 * warp) % 32 + g;
+        const int n_tile = 64 * cw + 16 * warp + g, mis = (t * (N & 3)) & 3;  // B_ASYNC's row layout
         float acc[ACC];
 #pragma unroll
         for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
@@ -391,12 +385,12 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                     }
                 }
             }
-            const unsigned a = base + s * STAGE + a_off;
+            const unsigned a = base + s * STAGE;
             if constexpr (!SPLIT3) {
                 fence_regs(acc);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 8; ++kk) wgmma_rs<WM>(acc, frag[kk], sw128_desc(a + 32 * kk), 1);
+                for (int kk = 0; kk < BK / 8; ++kk) wgmma_rs<TM>(acc, frag[kk], sw128_desc(a + 32 * kk), 1);
                 wgmma_commit();
                 fence_regs(acc);
                 wgmma_wait<0>();
@@ -407,9 +401,9 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 8; ++kk) {
-                    wgmma_rs<WM>(tmp, frag_s[kk], sw128_desc(a + 32 * kk), kk > 0);   // b_s a_b
-                    wgmma_rs<WM>(tmp, frag[kk], sw128_desc(as + 32 * kk), 1);         // b_b a_s
-                    wgmma_rs<WM>(tmp, frag[kk], sw128_desc(a + 32 * kk), 1);          // b_b a_b
+                    wgmma_rs<TM>(tmp, frag_s[kk], sw128_desc(a + 32 * kk), kk > 0);   // b_s a_b
+                    wgmma_rs<TM>(tmp, frag[kk], sw128_desc(as + 32 * kk), 1);         // b_b a_s
+                    wgmma_rs<TM>(tmp, frag[kk], sw128_desc(a + 32 * kk), 1);          // b_b a_b
                 }
                 wgmma_commit();
                 fence_regs(tmp);
@@ -423,16 +417,16 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         wgmma_wait<0>();
         fence_regs(acc);
 
-        // acc[4j + 2h + e] = D[n][m]: n = n_base + 16 warp + g + 8h, m = m_base + 8j + 2t + e.
+        // acc[4j + 2h + e] = D[n][m]: n = 64 cw + 16 warp + g + 8h, m = 8j + 2t + e.
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int col = n0 + n_tile + 8 * h;
+            const int col = n0 + 64 * cw + 16 * warp + g + 8 * h;
             if (col >= N) continue;
 #pragma unroll
-            for (int j = 0; j < WM / 8; ++j) {
+            for (int j = 0; j < TM / 8; ++j) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const int row = m0 + m_base + 8 * j + 2 * t + e;
+                    const int row = m0 + 8 * j + 2 * t + e;
                     if (row < M) {
                         float* p = out + (size_t)row * N + col;
                         *p = axpby(acc[4 * j + 2 * h + e], a_out, b_out, p);

@@ -272,11 +272,6 @@ WGMMA_THREADS = 384
 # fewer multiply-adds per A byte read from shared memory. Each keeps ~192 KiB of stages in flight.
 # tf32x3 keeps a temporary beside the accumulators: TM <= 128.
 REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
-# Narrow tiles, 64 columns (both consumer warpgroups on the same columns, half the rows each): an N
-# just past a multiple of 128 pads less (N = 137: 29% of the work padding instead of 46%). Chosen
-# only by the option tile for now (not yet by the tile rule); (TM, STAGES) per precision, TM / 2
-# rows per warpgroup, so tf32x3 takes 256 rows here.
-REGB_NARROW_TILES = {"tf32": ((256, 5), (128, 8)), "tf32x3": ((256, 3), (128, 5))}
 B_TRANSPOSE_CHOICES = ("swap", "copy")   # the option b_transpose: as Triton names them
 # The option b_unaligned: how the register-operand path reads B's rows where N % 4 != 0 (TMA needs
 # 16-byte row strides): cp_async (the producer warpgroup copies each row's 16-byte chunks with
@@ -292,17 +287,17 @@ def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
     return stages * (2 if split3 else 1) * (128 + bn) * 32 * 4 + 1024 + 16 * stages
 
 
-def regb_smem_bytes(tm: int, stages: int, split3: bool, b_async: bool = False, tn: int = 128) -> int:
+def regb_smem_bytes(tm: int, stages: int, split3: bool, b_async: bool = False) -> int:
     """The register-operand path's dynamic shared memory: STAGES x (A's TM x 32 floats, twice for
-    the split + B's 32 x TN, or with ``b_async`` 32 rows of TN + 8 floats) + 1 KiB of alignment
-    slack + the mbarriers."""
-    return stages * ((2 if split3 else 1) * tm * 32 + 32 * (tn + 8 if b_async else tn)) * 4 + 1024 + 16 * stages
+    the split + B's 32 x 128, or with ``b_async`` 32 rows of 136 floats) + 1 KiB of alignment slack
+    + the mbarriers."""
+    return stages * ((2 if split3 else 1) * tm * 32 + (32 * 136 if b_async else 32 * 128)) * 4 + 1024 + 16 * stages
 
 
-def regb_label(tm: int, stages: int, split3: bool, b_async: bool = False, tn: int = 128) -> str:
+def regb_label(tm: int, stages: int, split3: bool, b_async: bool = False) -> str:
     """The register-operand tile's label; ``b_async``: its build that loads B's rows with cp.async
     (option b_unaligned=cp_async), named by the tile label plus ``.cpasync`` (the ``tile`` option takes the label without it)."""
-    return f"{tm}x{tn}x32s{stages}.regb{'.x3' if split3 else ''}{'.cpasync' if b_async else ''}"
+    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.cpasync' if b_async else ''}"
 
 
 def _wgmma_configs():
@@ -310,14 +305,13 @@ def _wgmma_configs():
     for pr, (bn, stages, split3) in WGMMA_TILES.items():
         out.append(Config("sgemm_wgmma_tma", (bn, stages, split3), (WGMMA_THREADS, 1, 1), (128, bn),
                           wgmma_smem_bytes(bn, stages, split3), f"128x{bn}x32s{stages}{'.x3' if split3 else ''}", 32))
-    for tn, by_precision in ((128, REGB_TILES), (64, REGB_NARROW_TILES)):
-        for pr, tiles in by_precision.items():
-            split3 = pr == "tf32x3"
-            for tm, stages in tiles:
-                for b_async in (False, True):
-                    out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, b_async, tn), (WGMMA_THREADS, 1, 1),
-                                      (tm, tn), regb_smem_bytes(tm, stages, split3, b_async, tn),
-                                      regb_label(tm, stages, split3, b_async, tn), 32))
+    for pr, tiles in REGB_TILES.items():
+        split3 = pr == "tf32x3"
+        for tm, stages in tiles:
+            for b_async in (False, True):
+                out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, b_async), (WGMMA_THREADS, 1, 1), (tm, 128),
+                                  regb_smem_bytes(tm, stages, split3, b_async), regb_label(tm, stages, split3, b_async),
+                                  32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,

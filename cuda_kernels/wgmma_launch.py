@@ -12,7 +12,7 @@ from compare.harness.errors import UsageError
 from . import loader, tma
 from .heuristics import WGMMA_MAX_SPLITS, cdiv, regb_b_unaligned, regb_tile, wgmma_split_plan
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
-from .registry import REGB_NARROW_TILES, REGB_TILES, WGMMA_TILES, StageSpec, regb_label
+from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
 
 def wgmma_prepare(spec: StageSpec):
@@ -68,7 +68,7 @@ def wgmma_prepare(spec: StageSpec):
         b_rows = np.uint64(0)
         if b_async:
             tm, stages = cfg.targs[0], cfg.targs[1]
-            cfg = spec.config(regb_label(tm, stages, split3, b_async=True, tn=cfg.tile[1]))
+            cfg = spec.config(regb_label(tm, stages, split3, b_async=True))
             b_rows = B
             maps = (tma.tensor_map(be.address(a), M, K, lda, tm),) * 2 + (tma.tensor_map(be.address(a_s), M, K, lda, tm),)
         elif b_path == "swap":
@@ -86,9 +86,8 @@ def wgmma_prepare(spec: StageSpec):
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
-        # The split model's speed of a register-operand tile: that of its rows per warpgroup.
-        regb_rows = (cfg.tile[0] if cfg.tile[1] == 128 else cfg.tile[0] // 2) if b_path == "swap" else 256
-        plan, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts.get("split_k"), regb_rows, steps, held,
+        plan, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts.get("split_k"),
+                                 cfg.tile[0] if b_path == "swap" else 256, steps, held,
                                  (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
         launch = launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
@@ -130,14 +129,14 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
     another is refused)."""
     M, N, K = problem.M, problem.N, problem.K
     if b_path == "swap":
-        tiles = {regb_label(tm, st, split3, tn=tn): (tm, st, tn) for tn, by_precision in
-                 ((128, REGB_TILES), (64, REGB_NARROW_TILES)) for tm, st in by_precision[problem.precision]}
-        if opts.get("tile") and opts["tile"] not in tiles:
+        labels = [regb_label(tm, st, split3) for tm, st in REGB_TILES[problem.precision]]
+        if opts.get("tile") and opts["tile"] not in labels:
             raise UsageError(f"{spec.name}: tile={opts['tile']} is not a {problem.precision} tile of the "
-                             f"register-operand path; one of {', '.join(tiles)}")
-        tm, stages, tn = (tiles[opts["tile"]] if opts.get("tile") else
-                          (*regb_tile(M, N, K, sms, problem.precision, opts.get("split_k")), 128))
-        return spec.config(regb_label(tm, stages, split3, tn=tn))
+                             f"register-operand path; one of {', '.join(labels)}")
+        tm, stages = (next(t for t in REGB_TILES[problem.precision] if regb_label(*t, split3) == opts["tile"])
+                      if opts.get("tile") else
+                      regb_tile(M, N, K, sms, problem.precision, opts.get("split_k")))
+        return spec.config(regb_label(tm, stages, split3))
     if opts.get("tile") and opts["tile"] != cfg.label:
         raise UsageError(f"{spec.name}: tile={opts['tile']}: the copy path of {problem.precision} has the one "
                          f"tile {cfg.label}")
