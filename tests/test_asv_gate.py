@@ -698,3 +698,27 @@ def test_judge_runs():
     assert v.word == "SAME" and abs(v.noise - (1.03 / 0.99 - 1)) < 1e-9
     with pytest.raises(ValueError):
         robust.judge_runs([], [1.0])
+
+
+def test_judge_runs_needs_every_pairing_not_most():
+    """Three base runs at 1.0, head runs at 1.03, 1.03 and 0.99: six of nine pairings are slower
+    than x1.02, three are faster (0.99): not SLOW. Only when every head run is over 1.02 x every
+    base run (1.021 / 1.0 and up) is it SLOW."""
+    v = robust.judge_runs([1.0, 1.0, 1.0], [1.03, 1.03, 0.99])
+    assert v.word == "SAME" and "not in every pairing" in v.why
+    assert robust.judge_runs([1.0, 1.0, 1.0], [1.03, 1.03, 1.021]).word == "SLOW"
+
+
+@pytest.mark.parametrize("noisy", ["head", "base"])
+def test_one_noisy_side_is_enough_for_ambiguous(tmp_path, capsys, noisy):
+    """The noise of a comparison is its noisier side's: base's 99% interval +-0.5% and head's
+    +-20% (or the reverse) at the same value is AMBIGUOUS (noise 20.0% > 2.0%), not SAME on the
+    strength of the quiet side."""
+    quiet, loud = _with_ci(BASE, 0.005), _with_ci(_slowed(BASE, 1.0), 0.2)
+    if noisy == "base":
+        quiet, loud = _with_ci(_slowed(BASE, 1.0), 0.005), _with_ci(BASE, 0.2)
+        rd = _write_results(tmp_path, quiet, base=loud)
+    else:
+        rd = _write_results(tmp_path, loud, base=quiet)
+    assert _gate(rd) == 1
+    assert "AMBIGUOUS (noise 20.0% > 2.0%)" in capsys.readouterr().out

@@ -169,3 +169,47 @@ def test_tf32_result_fails_and_fp32_running_sum_passes_fp32_check_at_the_largest
         assert r32.rel_err < FP32_REL_CAP / 2   # and with room to spare
     finally:
         clear_cache()
+
+
+def test_tf32x3_is_checked_as_fp32_not_as_tf32():
+    """tf32x3 promises fp32-class accuracy (three TF32 passes), so its limits are fp32's; at K = 4096
+    by hand: rel 1e-6 + 2 * 2**-23 * 64 = 1.6259e-5, worst 16 * 2**-24 * log2(8192) = 208 * 2**-24.
+    A kernel that runs one TF32 pass under the tf32x3 label must fail."""
+    rel, worst = tolerance(Problem(8, 8, 4096, precision="tf32x3"))
+    assert rel == pytest.approx(1e-6 + 2 * 64 / 2**23, rel=1e-12)
+    assert worst == pytest.approx(208 / 2**24, rel=1e-12)
+    p = Problem(96, 80, 4096, precision="tf32x3", seed=1)
+    inp = make_inputs(p, device="cpu")
+    one_pass = (_tf32(inp.A).double() @ _tf32(inp.B).double()).float()
+    r = check(p, one_pass, inp.ref, inp.bound)
+    assert not r.ok and "relative error" in r.message, r
+    assert check(p, (inp.A.double() @ inp.B.double()).float(), inp.ref, inp.bound).ok
+
+
+def test_error_bound_takes_the_magnitude_of_a_negative_beta():
+    """bound = |alpha| |A||B| + |beta| |C0|: with beta = -1.5 the C0 term adds 1.5 |C0|, never
+    subtracts it (a signed beta makes the bound of some elements negative, clamped to ~0, and a
+    right result FAILS on its last-bit rounding)."""
+    p = Problem(40, 24, 300, alpha=0.5, beta=-1.5, seed=6)
+    clear_cache()
+    inp = make_inputs(p, device="cpu")
+    A, B, C0 = inp.A.double(), inp.B.double(), inp.C0.double()
+    want = 0.5 * (A.abs() @ B.abs()) + 1.5 * C0.abs()
+    assert torch.allclose(inp.bound, want, rtol=1e-12, atol=0)
+    out = (0.5 * (inp.A @ inp.B) - 1.5 * inp.C0)       # fp32 all through
+    assert check(p, out, inp.ref, inp.bound).ok
+
+
+def test_inputs_of_another_beta_are_not_taken_from_the_cache():
+    """Same shape and seed, beta 0 then 1: the second reference must hold + C0 (a cache keyed
+    without beta hands back the beta = 0 reference, and a right beta = 1 result FAILS)."""
+    clear_cache()
+    p0 = Problem(16, 12, 40, seed=9)
+    r0 = make_inputs(p0, device="cpu").ref.clone()
+    p1 = p0.with_(beta=1.0)
+    inp = make_inputs(p1, device="cpu")
+    want = inp.A.double() @ inp.B.double() + inp.C0.double()
+    assert torch.allclose(inp.ref, want, rtol=1e-12, atol=0)
+    assert not torch.allclose(inp.ref, r0)
+    assert check(p1, (inp.A @ inp.B + inp.C0), inp.ref, inp.bound).ok
+    clear_cache()

@@ -402,3 +402,20 @@ def test_a_write_stopped_midway_leaves_the_old_file_whole(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         write_atomically(str(path), half)
     assert path.read_text() == "old" and os.listdir(tmp_path) == ["results.json"]
+
+
+def test_a_result_file_gets_the_mode_any_new_file_would(tmp_path):
+    """The temporary file behind an atomic write is made 0600 (mkstemp); the result must not keep
+    that: under umask 022 a new file is 0644 (others, e.g. a CI uploader, can read it), under 027
+    0640."""
+    import stat
+    from compare.harness.files import write_text_atomically
+    old = os.umask(0o022)
+    try:
+        write_text_atomically(str(tmp_path / "a.json"), "{}")
+        os.umask(0o027)
+        write_text_atomically(str(tmp_path / "b.json"), "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "a.json").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(tmp_path / "b.json").st_mode) == 0o640

@@ -376,3 +376,11 @@ def test_short_measurements_add_up_to_the_warm_up():
     launch = FakeLaunch(gpu, 1e-3)
     m = measure(launch, gpu=gpu, warmup_s=0.05, min_samples=10, max_samples=10)
     assert m.warmup_s >= 0.049 - 1e-9 and launch.calls - 10 >= 44
+
+
+def test_the_time_is_the_median_a_slow_sample_does_not_move_it():
+    """GPU samples are skewed slow (a preempted or clock-dipped launch): the row's time is their
+    median. By hand: 1, 1.5, 2, 3, 100 -> 2 (their mean, 21.5, would be the outlier's); an even
+    count takes the middle two's mean: 1, 2, 3, 50 -> 2.5."""
+    assert noise_of([2.0, 1.0, 3.0, 100.0, 1.5])[0] == 2.0
+    assert noise_of([3.0, 50.0, 1.0, 2.0])[0] == 2.5

@@ -248,3 +248,22 @@ def test_gemv_ticket_counts_return_to_zero():
         outs.append(C.clone())
     assert torch.equal(outs[0], outs[1])
     assert torch.allclose(C.double(), A.double() @ B.double(), rtol=1e-5, atol=1e-4)
+
+
+@interpreter
+def test_gemv_k_major_b_off_a_16_byte_boundary_takes_4_byte_loads():
+    """A K-major B (a transposed view) whose rows are 16-byte multiples (K % 4 == 0) but whose base
+    sits 4 bytes past a 16-byte boundary (a view into a larger buffer): no 16-byte hint, which on
+    a GPU would be a misaligned vector load; the same B at an aligned base keeps it."""
+    torch.manual_seed(0)
+    K, N = 200, 136
+    A = torch.randn(1, K)
+    flat = torch.randn(N * K + 4)
+    for offset, want in ((0, "K-major, 16-byte"), (1, "K-major, 4-byte")):
+        B = flat[offset:offset + N * K].view(N, K).t()
+        assert (B.data_ptr() % 16 == 0) == (offset == 0)
+        C = torch.full((1, N), float("nan"))
+        plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132, "gemv_tile": "1x64x16", "k_splits": 2})
+        assert want in plan.config["operands"], plan.config["operands"]
+        plan.launch()
+        assert torch.allclose(C.double(), A.double() @ B.double(), rtol=1e-5, atol=1e-4)
