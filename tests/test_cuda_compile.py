@@ -571,6 +571,8 @@ class _Inputs:
      (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
     ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
     ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
+    # M = 100 > 64: two rows of 64-row tiles read B twice, so pad (on a 256-row tile it would be cp_async).
+    ((100, 1003, 997), "tf32", {}, (["prepare.copy", "pad_rows", "64x128x32s8.regb"], "swap", True)),
     ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
