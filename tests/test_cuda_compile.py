@@ -571,6 +571,8 @@ class _Inputs:
      (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
     ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
     ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
+    # M = 100 > 64: two rows of 64-row tiles read B twice, so pad (on a 256-row tile it would be cp_async).
+    ((100, 1003, 997), "tf32", {}, (["prepare.copy", "pad_rows", "64x128x32s8.regb"], "swap", True)),
     ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
@@ -644,6 +646,13 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         t = dev.launches[0]
         assert t[0].startswith("prepare.transpose") and t[1] == (-(-N // 32), -(-K // 32), 1)
         assert t[3][0] is inputs.bufs["B"] and t[3][1:3] == (K, N) and t[3][-1] == kp
+    # The GEMM's map arguments in the kernel's order (tA, tB, tAs[, tBs]), by the buffer each reads:
+    # A (or its copy's big part) first, A's small part third (A again unsplit); the list of maps
+    # made says nothing of which goes where (A's big and small swapped: tf32x3 loses b_s * a_b).
+    cp = next((l for l in dev.launches if l[0].startswith("prepare.copy")), None)
+    want_a, want_as = (cp[3][3].addr, cp[3][4].addr) if cp else (inputs.bufs["A"].addr,) * 2
+    slots = [maps[i - 1][0] for i in gemm[3][:4 if b_path == "copy" else 3]]
+    assert slots[0] == want_a and slots[2] == want_as and (b_async or slots[1] == maps[1][0])
     assert launch.config["b_transpose"].startswith("B copied" if b_path == "copy" else "B's rows loaded" if b_async
                                                  else "B's rows padded" if N % 4 else "B read by TMA as stored")
     assert launch.config["a_operand"].startswith("copied") == a_copied

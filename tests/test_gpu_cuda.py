@@ -294,11 +294,13 @@ def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
 @pytest.mark.parametrize("b_unaligned", ["cp_async", "pad"])
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 def test_wgmma_register_path_reads_unaligned_b_rows(precision, b_unaligned):
-    """N % 4 != 0 (TMA can't read B's rows): the producer warpgroup loads them with cp.async (the
-    default; N = 1..7 leaves boxes and lanes of the 128-column tile unloaded, K % 32 != 0 zero-fills
-    the last tile's rows, the long K splits), or b_unaligned=pad copies them padded first."""
+    """N % 4 != 0 (TMA can't read B's rows): b_unaligned=cp_async has the producer warpgroup load
+    them with cp.async (N = 1..7 leaves most of the 128-column tile's chunks unloaded; N % 4 = 1, 2,
+    3 put the rows k = 0..3 at words (0, 1, 2, 3), (0, 2, 0, 2), (0, 3, 2, 1); K % 32 != 0 zero-fills
+    the last tile's rows; the long K splits), or b_unaligned=pad copies them padded first."""
     want = "B's rows loaded as stored" if b_unaligned == "cp_async" else "B's rows padded"
-    for shape in ((64, 63, 64), (130, 1003, 997), (5, 7, 3001), (1, 1, 77), (300, 45, 20011), (17, 45, 200_003)):
+    for shape in ((64, 63, 64), (130, 1003, 997), (5, 7, 3001), (1, 1, 77), (300, 45, 20011), (17, 45, 200_003),
+                  (130, 1002, 997), (5, 2, 20011)):
         p = Problem(*shape, alpha=0.5, beta=-1.5, precision=precision, seed=sum(shape))
         opts = {"b_unaligned": b_unaligned}
         res = check_kernel(KERNELS[WGMMA], p, options=opts)
