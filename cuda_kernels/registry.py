@@ -295,8 +295,9 @@ def regb_smem_bytes(tm: int, stages: int, split3: bool, b_async: bool = False) -
 
 
 def regb_label(tm: int, stages: int, split3: bool, b_async: bool = False) -> str:
-    """The register-operand tile's label; ``b_async``: its build that loads B's rows with cp.async
-    (option b_unaligned=cp_async), named by the tile label plus ``.cpasync`` (the ``tile`` option takes the label without it)."""
+    """The register-operand tile's label; with ``b_async`` its build that loads B's rows with
+    cp.async (option b_unaligned=cp_async): the label plus ``.cpasync`` (the ``tile`` option takes
+    the label without it)."""
     return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.cpasync' if b_async else ''}"
 
 

@@ -1,6 +1,6 @@
 """Stage 13 launched (13_wgmma_tma.cu): the operand copies (B's rows padded where N % 4 != 0 and
-b_unaligned=pad, or B^T with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte aligned, or for the
-tf32x3 split), their TMA tensor maps, the GEMM (tile and K splits from the shared split-K model:
+b_unaligned=pad, or B^T with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte
+aligned, or for the tf32x3 split), their TMA tensor maps, the GEMM (tile and K splits from the shared split-K model:
 cuda_kernels/heuristics.py) and the split-K reduction, all in one timed launch.
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
 
 def wgmma_prepare(spec: StageSpec):
-    """Stage 13: the operand copies (B's rows padded where N % 4 != 0 and b_unaligned=pad, or B^T with b_transpose=copy; A
-    where K % 4 != 0, its address is not 16-byte aligned, or for the tf32x3 split), their tensor
+    """Stage 13: the operand copies (B's rows padded where N % 4 != 0 and b_unaligned=pad, or B^T
+    with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte aligned, or for the tf32x3 split), their tensor
     maps, the GEMM (tile and K splits from the shared split-K model), the split-K reduction; all
     in one timed launch."""
     def prepare(problem, inputs, options=None):
@@ -70,7 +70,8 @@ def wgmma_prepare(spec: StageSpec):
             tm, stages = cfg.targs[0], cfg.targs[1]
             cfg = spec.config(regb_label(tm, stages, split3, b_async=True))
             b_rows = B
-            maps = (tma.tensor_map(be.address(a), M, K, lda, tm),) * 2 + (tma.tensor_map(be.address(a_s), M, K, lda, tm),)
+            a_map = tma.tensor_map(be.address(a), M, K, lda, tm)
+            maps = (a_map, a_map, tma.tensor_map(be.address(a_s), M, K, lda, tm))   # tB unread: A's map fills it
         elif b_path == "swap":
             tm = cfg.tile[0]
             b, ldb = B, N

@@ -1,9 +1,9 @@
 // wgmma_tma.cuh: stage 13's inline-PTX wrappers for Hopper (sm_90a): mbarriers, TMA tile loads,
 // 16-byte cp.async counted on an mbarrier, wgmma shared-memory descriptors and the warpgroup MMA
-// itself (TF32, m64n128k8 / m64n256k8 with A from shared memory or registers), plus cvt.rna to TF32. Each wrapper is one PTX instruction (or
-// a spin on one): the kernel in 13_wgmma_tma.cu reads as the pipeline, these as the ISA it uses.
-// PTX ISA 8.x, sections "mbarrier", "cp.async", "cp.async.bulk.tensor" and "wgmma.mma_async"; compiled for
-// sm_90a only (wgmma has no sm_90 form).
+// itself (TF32, m64n128k8 / m64n256k8 with A from shared memory or registers), plus cvt.rna to
+// TF32. Each wrapper is one PTX instruction (or a spin on one): the kernel in 13_wgmma_tma.cu
+// reads as the pipeline, these as the ISA it uses. PTX ISA 8.x, sections "mbarrier", "cp.async",
+// "cp.async.bulk.tensor" and "wgmma.mma_async"; compiled for sm_90a only (wgmma has no sm_90 form).
 #ifndef GEMM_WGMMA_TMA_CUH
 #define GEMM_WGMMA_TMA_CUH
 #include "common.cuh"

@@ -10,14 +10,11 @@ from __future__ import annotations
 import collections
 import gzip
 import json
-import math
 import sys
 
+from compare.outputs.sweep import geomean
+
 CP, PAD = "cuda.13_wgmma_tma[b_unaligned=cp_async]", "cuda.13_wgmma_tma[b_unaligned=pad]"
-
-
-def _geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def summarize(path: str) -> list[str]:
@@ -37,9 +34,9 @@ def summarize(path: str) -> list[str]:
                 continue
             pairs.sort()
             out.append(f"  {pr} N % 4 {'== 0 (A/A)' if aligned else '!= 0'}: {len(pairs)} shapes, pad / cp_async time "
-                       f"geomean {_geomean([p[0] for p in pairs]):.3f}, min {pairs[0][0]:.3f} ({pairs[0][1]}), "
+                       f"geomean {geomean([p[0] for p in pairs]):.3f}, min {pairs[0][0]:.3f} ({pairs[0][1]}), "
                        f"max {pairs[-1][0]:.3f} ({pairs[-1][1]}); % of cuBLAS geomean cp_async "
-                       f"{_geomean([p[2] for p in pairs]):.1f} / pad {_geomean([p[3] for p in pairs]):.1f}, worst "
+                       f"{geomean([p[2] for p in pairs]):.1f} / pad {geomean([p[3] for p in pairs]):.1f}, worst "
                        f"{min(p[2] for p in pairs):.1f} / {min(p[3] for p in pairs):.1f}")
     return out
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import glob
 import gzip
 import json
-import math
 import os
 import sys
 
+from compare.outputs.sweep import geomean
 from cuda_kernels.heuristics import regb_tile
 from cuda_kernels.registry import regb_label
 
@@ -41,7 +41,7 @@ def main(out: str) -> None:
         for past, g in gains.items():
             if g:
                 print(f"  N % 128 {'in 1..64' if past else 'other'}: {len(g)} shapes, best narrow / default "
-                      f"geomean x{math.exp(sum(map(math.log, g)) / len(g)):.3f}, min x{min(g):.2f}, max x{max(g):.2f}")
+                      f"geomean x{geomean(g):.3f}, min x{min(g):.2f}, max x{max(g):.2f}")
 
 
 if __name__ == "__main__":

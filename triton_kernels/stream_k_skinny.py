@@ -26,8 +26,8 @@ are, with no second launch.
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma: at 4 flops per
 byte FFMA keeps up with DRAM, so the three TF32 products buy no time (and its error is fp32's).
 tf32 (mode=skinny; by default only where stream_k_heuristic.TF32_ON_SKINNY_PATH, off since an
-H100 A/B lost its worst shape: the tile GEMM otherwise) multiplies TF32 inputs on the FFMA pipe: every value of A and
-B is truncated to TF32 as it is loaded (_operands.tf32_truncate: the low 13 mantissa bits
+H100 A/B lost its worst shape: the tile GEMM otherwise) multiplies TF32 inputs on the FFMA pipe:
+every value of A and B is truncated to TF32 as it is loaded (_operands.tf32_truncate: the low 13 mantissa bits
 dropped, as the tensor cores read an fp32 operand and as the tile GEMM's tf32 dots read theirs),
 the products and sums in fp32. Its result is then the tensor cores' product of the same inputs
 up to the order of fp32 additions; the tensor cores would idle on DRAM here either way. The
