@@ -108,30 +108,33 @@ def test_pct_of_cublas_by_hand():
 
 # ---------------------------------------------------------------------- the L2 flush
 @pytest.mark.parametrize("l2_bytes, assumed", [(50 * 2**20, 50 * 2**20), (0, 64 * 2**20)])
-def test_the_l2_flush_buffer_is_twice_the_l2_and_is_all_written(monkeypatch, l2_bytes, assumed):
+def test_the_l2_flush_buffer_is_twice_the_l2_and_is_all_read(monkeypatch, l2_bytes, assumed):
     """An H100's 50 MiB L2, and a device that reports none (64 MiB is then assumed)."""
     import torch
-    real_empty = torch.empty
+    real_zeros = torch.zeros
     made = []
 
-    def empty(*shape, device=None, **kw):     # the buffer on the CPU, with the size asked for
-        t = real_empty(*shape, **kw)
+    def zeros(*shape, device=None, **kw):     # the buffer on the CPU, with the size asked for
+        t = real_zeros(*shape, **kw)
         made.append(t)
         return t
     monkeypatch.setattr(timing, "_flush_buf", None)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(L2_cache_size=l2_bytes))
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
-    monkeypatch.setattr(torch, "empty", empty)
-    buf = timing.l2_flush_buffer()
+    monkeypatch.setattr(torch, "zeros", zeros)
+    buf, sink = timing.l2_flush_buffer()
     assert made and buf is made[0]
     assert buf.numel() * buf.element_size() >= 2 * assumed
     if l2_bytes:
-        # a flush writes every byte of it (what evicts the operands): the whole buffer, not a slice
-        buf.fill_(7)
+        # a flush reads every byte of it (what evicts the operands): the whole buffer, not a
+        # slice, and writes none of it (a written buffer leaves L2 dirty for the timed launch)
+        buf.fill_(3)
         gpu = timing.TorchGPU(flush=True)
         gpu.flush_l2()
-        assert int(buf.count_nonzero()) == 0
+        assert buf.numel() == 2 * assumed // 4
+        assert math.isclose(float(sink), 3 * buf.numel(), rel_tol=1e-4)
+        assert float(buf.min()) == float(buf.max()) == 3
 
 
 # ---------------------------------------------------------------------- statuses without a number

@@ -211,17 +211,18 @@ def test_measure_flushes_l2_before_every_sample_by_default(monkeypatch):
     assert m.samples == 12 and made[0].flushes == 12
 
 
-def test_torch_gpu_flush_writes_its_buffer_by_default(monkeypatch):
-    """TorchGPU() (what measure builds) zeroes its L2-sized buffer on every flush_l2."""
-    buf = torch.ones(1024, dtype=torch.int32)
-    monkeypatch.setattr(timing, "l2_flush_buffer", lambda: buf)
+def test_torch_gpu_flush_reads_its_buffer_by_default(monkeypatch):
+    """TorchGPU() (what measure builds) reads all of its L2-sized buffer on every flush_l2 and
+    writes none of it; TorchGPU(flush=False) touches nothing."""
+    buf, sink = torch.ones(1024), torch.zeros(())
+    monkeypatch.setattr(timing, "l2_flush_buffer", lambda: (buf, sink))
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: object())
     gpu = timing.TorchGPU()
     gpu.flush_l2()
-    assert int(buf.abs().sum()) == 0
-    buf.fill_(1)
+    assert int(sink) == 1024 and int(buf.sum()) == 1024
+    sink.zero_()
     timing.TorchGPU(flush=False).flush_l2()
-    assert int(buf.sum()) == 1024
+    assert int(sink) == 0
 
 
 # --- e. the Triton fp32 path compiles to IEEE fp32, not TF32 ----------------------------------

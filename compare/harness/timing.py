@@ -12,9 +12,12 @@ is not on the GPU images we run on. The contract below is small, so we keep it h
   measurement counts toward it when that ended less than ``WARM_GAP_S`` ago (the GPU never went
   idle long enough to drop its clocks), so back-to-back rows run two warm-up launches, not 50 ms
   of them (``Measurement.warmup_s`` says how long each warm-up was);
-* every sample: optional ``before`` hook (e.g. reset C), then an L2 flush (writing a buffer of
+* every sample: optional ``before`` hook (e.g. reset C), then an L2 flush (reading a buffer of
   2x the device's L2, size read off the device), then a *hold*, then CUDA events around the
-  launch alone;
+  launch alone. The flush reads rather than writes (as do_bench's and nvbench's memset do): a
+  written buffer leaves up to an L2 of dirty lines that the timed launch then writes back to
+  DRAM as it evicts them, traffic that is not its own (on an H100, 50 MB: a 64 MiB matrix-vector
+  product timed 1.6x slower; docs/findings.md, "The L2 flush");
 * adaptive count: at least ``min_samples``; then more, in batches, until the relative standard
   error of the median (estimated from the IQR) is under ``target_noise`` or ``budget_s`` of
   sampling has passed, or ``max_samples`` are taken;
@@ -142,13 +145,16 @@ def was_busy(gpu, start: float, seconds: float) -> None:
 
 
 def l2_flush_buffer():
-    """The buffer a cold sample writes to evict L2 (twice the L2, made once per process)."""
+    """The buffer a cold sample reads to evict L2 (twice the L2, zeros, made once per process),
+    and the one-element tensor its sum goes to."""
     global _flush_buf
     import torch
     if _flush_buf is None:
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2 = int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
-        _flush_buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        # float32: torch's float sum streams at DRAM speed, its int32 sum (into int64) at a sixth
+        _flush_buf = (torch.zeros(2 * l2 // 4, dtype=torch.float32, device="cuda"),
+                      torch.zeros((), dtype=torch.float32, device="cuda"))
     return _flush_buf
 
 
@@ -173,8 +179,11 @@ class TorchGPU:
         self.stream.synchronize()
 
     def flush_l2(self) -> None:
+        """Evict L2 by reading twice its size: what is left there is clean, so the timed launch
+        pays no write-back for it (a zero_() here would leave an L2 of dirty lines)."""
         if self._flush_buf is not None:
-            self._flush_buf.zero_()
+            buf, sink = self._flush_buf
+            self._torch.sum(buf, dim=0, out=sink)
 
     def new_event(self):
         return self._torch.cuda.Event(enable_timing=True)
