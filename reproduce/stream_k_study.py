@@ -296,7 +296,7 @@ def skinny_ir(M: int = 4096, K: int = 8192, precision: str = "fp32") -> dict:
             if fn.__name__ != "_skinny_kernel":
                 continue
             ptx = compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
-            body = "\n".join(loop_body(ptx))
+            body = "\n".join(loop_body(ptx, containing=r"fma\.rn\.f32"))   # the K loop, not the fixup's sum
             notes = ptxas_notes(ptx)
             out[f"N={n} {ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps} k_group={ce['K_GROUP']}"] = {
                 "registers": notes["registers"], "spill bytes": notes["spill bytes"],

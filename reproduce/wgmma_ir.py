@@ -136,13 +136,17 @@ def ws_ir() -> dict:
     return out
 
 
-def loop_body(ptx: str) -> list[str]:
-    """The instructions of the longest backward-branch loop in ``ptx`` (the kernel's K loop)."""
+def loop_body(ptx: str, containing: str | None = None) -> list[str]:
+    """The instructions of the longest backward-branch loop in ``ptx`` (the kernel's K loop);
+    with ``containing`` (a regex), the longest of the loops whose body matches it (a kernel with
+    a second loop, e.g. mode=skinny's fixup sum, may have that one longer)."""
     lines = ptx.splitlines()
     labels = {ln.strip().split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\s*\$L__\w+:", ln)}
     best: list[str] = []
     for i, ln in enumerate(lines):
         m = re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", ln)
         if m and labels.get(m.group(1), i) < i and i - labels[m.group(1)] > len(best):
-            best = lines[labels[m.group(1)]:i + 1]
+            body = lines[labels[m.group(1)]:i + 1]
+            if containing is None or re.search(containing, "\n".join(body)):
+                best = body
     return [ln.strip() for ln in best if ln.strip() and not ln.strip().startswith((".loc", "//", "$"))]

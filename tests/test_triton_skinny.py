@@ -69,6 +69,9 @@ CASES = {
     "k_below_one_step": ((9, 7, 5), dict(skinny_tile="16x16")),
     # the heuristic's own tile and split count.
     "heuristic": ((67, 8, 333), dict()),
+    # more ranges than SKINNY_FIXUP_GROUP: the two-level fixup, its last group partial (19
+    # ranges of 32: groups of 16 and 3), wrapped rows (37 = 2 x 16 + 5).
+    "two_level": ((37, 5, 597), dict(skinny_tile="16x16", skinny_splits=37)),
 }
 
 
@@ -82,6 +85,33 @@ def test_skinny_paths(kernel, case, alpha, beta):
     assert r.config["decomposition"] == "skinny", r.config
     if case == "k_group":
         assert r.config["k_group"] == 4 and "16-byte" in r.config["operands"]
+    if case == "two_level":
+        assert r.config["k_splits"] == 19 and "two levels" in r.config["fixup"], r.config
+
+
+@interpreter
+@pytest.mark.parametrize("splits_asked, ranges, groups", [(37, 19, 2), (32, 32, 2), (16, 16, 0)])
+def test_skinny_two_level_fixup_sums_every_range_once_and_leaves_its_tickets_at_zero(splits_asked, ranges, groups):
+    """K = 32 x ranges in 16-wide steps: each range is 2 steps. Up to 16 ranges one level (the
+    last range sums all); past 16 the last of each group of 16 sums its group, the last group
+    sums the groups. Against float64 a range added twice or left out is off by a range's whole
+    partial (O(1) here), not by rounding (1e-6). The tickets are back at 0 after the launch
+    (each last arrival resets its own), so a second launch is right too."""
+    torch.manual_seed(ranges)
+    M, N, K = 37, 5, 32 * ranges
+    A, B = torch.randn(M, K), torch.randn(K, N)
+    want = A.double() @ B.double()
+    C = torch.full((M, N), float("nan"))
+    plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132, "skinny_tile": "16x16",
+                                                        "skinny_splits": splits_asked})
+    assert plan.config["k_splits"] == ranges
+    assert ("two levels" in plan.config["fixup"]) == (groups > 0), plan.config["fixup"]
+    for _ in range(2):
+        C.fill_(float("nan"))
+        plan.launch()
+        assert torch.allclose(C.double(), want, rtol=1e-5, atol=1e-4)
+        assert plan.skinny.lock.numel() == 3 * (groups + 1 if groups else 1)
+        assert int(plan.skinny.lock.abs().sum()) == 0
 
 
 @interpreter

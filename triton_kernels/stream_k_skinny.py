@@ -21,7 +21,9 @@ K is cut into ``skinny_splits`` equal ranges when the row blocks alone leave the
 programs; each range writes its partial BLOCK_M x N block to a workspace and takes a ticket
 (stream_k_gemv._last_of); the range of a row block that finishes last sums its partials in range
 order and writes C: the same bits every run, whichever finishes last, as the stream-K fixup's
-are, with no second launch.
+are, with no second launch. A few rows with a long K split into hundreds of ranges (32x8x524288:
+512); one program adding them all was most of the row's time, so past SKINNY_FIXUP_GROUP ranges
+the tickets go in two levels (_skinny_fixup).
 
 Precision: fp32 (FFMA, IEEE). tf32x3 takes this path through tf32x3_split=ffma: at 4 flops per
 byte FFMA keeps up with DRAM, so the three TF32 products buy no time (and its error is fp32's).
@@ -89,7 +91,7 @@ def _skinny_tail(acc, a, b_ptrs, stride_bn, kmask, J: tl.constexpr, N_COLS: tl.c
 def _skinny_out(acc, c_ptr, w_ptr, offs_m, M, N, pid_k, stride_cm, stride_cn, alpha, beta,
                 J: tl.constexpr, N_COLS: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr):
     # Column J of the block: the raw partial of range pid_k into the workspace (SPLIT; summed in
-    # range order by _skinny_sum), else alpha * y + beta * C into C.
+    # range order by _skinny_fixup), else alpha * y + beta * C into C.
     if J < N_COLS:
         y = tl.sum(acc, axis=1)
         mask = offs_m < M
@@ -104,17 +106,31 @@ def _skinny_out(acc, c_ptr, w_ptr, offs_m, M, N, pid_k, stride_cm, stride_cn, al
 
 
 @triton.jit
-def _skinny_sum(c_ptr, w_ptr, offs_m, M, N, splits, stride_cm, stride_cn, alpha, beta, HAS_BETA: tl.constexpr,
-                N_COLS: tl.constexpr):
-    # The last range of a row block: its rows' partials added in range order (".cg": from L2,
-    # where the other SMs' partials are, not a stale L1 line), then alpha * sum + beta * C.
+def _skinny_add(src_ptr, first, count, offs_m, M, N, N_COLS: tl.constexpr, SUM_R: tl.constexpr):
+    # The sum of partial blocks first .. first + count - 1 of src (each M x N, row-major) over the
+    # rows offs_m, SUM_R blocks a load (".cg": from L2, where the other SMs' partials are, not a
+    # stale L1 line), each load's blocks added in a fixed order: the same bits whichever program
+    # runs it. SUM_R blocks a load, not one: one program adding 512 partials one load at a time
+    # waited on L2 512 times (32x8x524288: 67 of its 89 us).
+    offs_n = tl.arange(0, 8)
+    offs_r = tl.arange(0, SUM_R)
+    mask_mn = (offs_m < M)[:, None] & (offs_n < N_COLS)[None, :]
+    at = offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+    s = tl.zeros((offs_m.shape[0], 8), dtype=tl.float32)
+    for r0 in range(0, count, SUM_R):
+        r = r0 + offs_r
+        ptrs = src_ptr + (first + r).to(tl.int64)[:, None, None] * M * N + at[None, :, :]
+        mask = (r < count)[:, None, None] & mask_mn[None, :, :]
+        s += tl.sum(tl.load(ptrs, mask=mask, other=0.0, cache_modifier=".cg"), axis=0)
+    return s
+
+
+@triton.jit
+def _skinny_store(s, c_ptr, offs_m, M, stride_cm, stride_cn, alpha, beta, HAS_BETA: tl.constexpr,
+                  N_COLS: tl.constexpr):
+    # alpha * sum + beta * C into the block's rows of C.
     offs_n = tl.arange(0, 8)
     mask = (offs_m < M)[:, None] & (offs_n < N_COLS)[None, :]
-    w_ptrs = w_ptr + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
-    s = tl.zeros((offs_m.shape[0], 8), dtype=tl.float32)
-    for _ in range(0, splits):
-        s += tl.load(w_ptrs, mask=mask, other=0.0, cache_modifier=".cg")
-        w_ptrs += M * N
     c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :] * stride_cn
     out = s * alpha
     if HAS_BETA:
@@ -123,10 +139,41 @@ def _skinny_sum(c_ptr, w_ptr, offs_m, M, N, splits, stride_cm, stride_cn, alpha,
 
 
 @triton.jit
-def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak, stride_bn,
-                   stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
+def _skinny_fixup(c_ptr, w_ptr, g_ptr, lock_ptr, offs_m, M, N, pid_m, pid_k, splits, blocks, stride_cm, stride_cn,
+                  alpha, beta, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr, GROUP: tl.constexpr,
+                  SUM_R: tl.constexpr):
+    # After range pid_k of row block pid_m stored its partial. GROUP == 0: the range that
+    # finishes last sums all the ranges' partials in range order and writes C. GROUP > 0 (more
+    # ranges than GROUP): two levels of tickets, so no program adds more than GROUP + groups
+    # partials: the last range of each group of GROUP consecutive ranges sums its group's
+    # partials (range order) into g_ptr[group]; the last group to finish sums those (group order)
+    # and writes C. Either way the order is fixed: the same bits every run.
+    if GROUP == 0:
+        if _last_of(lock_ptr + pid_m, splits):
+            s = _skinny_add(w_ptr, 0, splits, offs_m, M, N, N_COLS, SUM_R)
+            _skinny_store(s, c_ptr, offs_m, M, stride_cm, stride_cn, alpha, beta, HAS_BETA, N_COLS)
+    else:
+        groups = tl.cdiv(splits, GROUP)
+        g = pid_k // GROUP
+        first = g * GROUP
+        count = tl.minimum(GROUP, splits - first)
+        if _last_of(lock_ptr + pid_m * groups + g, count):
+            s = _skinny_add(w_ptr, first, count, offs_m, M, N, N_COLS, SUM_R)
+            offs_n = tl.arange(0, 8)
+            mask = (offs_m < M)[:, None] & (offs_n < N_COLS)[None, :]
+            g_ptrs = g_ptr + (g * M + offs_m).to(tl.int64)[:, None] * N + offs_n[None, :]
+            tl.store(g_ptrs, s, mask=mask)
+            if _last_of(lock_ptr + blocks * groups + pid_m, groups):
+                s = _skinny_add(g_ptr, 0, groups, offs_m, M, N, N_COLS, SUM_R)
+                _skinny_store(s, c_ptr, offs_m, M, stride_cm, stride_cn, alpha, beta, HAS_BETA, N_COLS)
+
+
+@triton.jit
+def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak,
+                   stride_bn, stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                    B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
-                   K_GROUP: tl.constexpr, TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+                   K_GROUP: tl.constexpr, TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+                   GROUP: tl.constexpr, SUM_R: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     # A's unit stride is written as the constant 1 so its loads are vectors; rows past M wrap
@@ -198,8 +245,8 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, lock_ptr, M, N, K, k_per_split, s
     _skinny_out(c6, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 6, N_COLS, SPLIT, HAS_BETA)
     _skinny_out(c7, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 7, N_COLS, SPLIT, HAS_BETA)
     if SPLIT:
-        if _last_of(lock_ptr + pid_m, splits):
-            _skinny_sum(c_ptr, w_ptr, offs_c, M, N, splits, stride_cm, stride_cn, alpha, beta, HAS_BETA, N_COLS)
+        _skinny_fixup(c_ptr, w_ptr, g_ptr, lock_ptr, offs_c, M, N, pid_m, pid_k, splits, tl.num_programs(0), stride_cm,
+                      stride_cn, alpha, beta, HAS_BETA, N_COLS, GROUP, SUM_R)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,6 +257,14 @@ SKINNY_MAX_N = 8
 # Programs to aim for: the default tiles take 56-102 registers a thread on 4 warps (stream_k_study
 # --skinny-ir), so at least 4 programs reside per SM: 4 per SM fills the GPU in one wave.
 SKINNY_PROGRAMS_PER_SM = 4
+# More K ranges than this take the two-level fixup (_skinny_fixup): no program then adds more
+# than 16 + ranges / 16 partials (512 ranges: 48, not 512).
+SKINNY_FIXUP_GROUP = 16
+# Floats of partials one fixup load reads (SUM_R blocks of BLOCK_M x 8): 8 a thread on 4 warps.
+# 4096 (32 a thread, with their 64-bit addresses) took the whole kernel from 56-104 registers to
+# 167 (python -m reproduce.stream_k_study --skinny-ir at a two-level shape) and lost 9-13% on the
+# H100 where it halved the programs an SM holds; 1024 keeps the one-level build's 60-104.
+SKINNY_SUM_FLOATS = 1024
 # A K range gets at least this many BLOCK_K steps: its partial block (4 * BLOCK_M * N bytes
 # written, then read) stays under 1/64 of the A bytes the range reads (N = 8, BLOCK_K = 64).
 SKINNY_MIN_STEPS = 8
@@ -311,14 +366,23 @@ class SkinnyPlan:
         if self.splits > 1 and n > 2**31 - 1:
             raise UsageError(f"mode=skinny workspace of {n} elements exceeds 32-bit indexing; use fewer skinny_splits")
         self.W = torch.empty(n, device=A.device, dtype=torch.float32) if self.splits > 1 else None
-        # One ticket count per row block, 0 between launches (the last range resets it).
-        self.lock = torch.zeros(self.blocks, device=A.device, dtype=torch.int32) if self.splits > 1 else None
+        self.group = SKINNY_FIXUP_GROUP if self.splits > SKINNY_FIXUP_GROUP else 0
+        self.sum_r = max(1, SKINNY_SUM_FLOATS // (t.bm * 8))
+        groups = triton.cdiv(self.splits, self.group) if self.group else 0
+        self.G = torch.empty(groups * M * N, device=A.device, dtype=torch.float32) if groups else None
+        # Ticket counts, 0 between launches (each last arrival resets its own): one per row block,
+        # or with groups one per (row block, group) and then one per row block.
+        self.lock = (torch.zeros(self.blocks * (groups + 1) if groups else self.blocks, device=A.device,
+                                 dtype=torch.int32) if self.splits > 1 else None)
         self.config = {
             "tile": t.dims(N), "num_warps": t.warps, "num_stages": 1,
             "decomposition": "skinny", "tiles": self.blocks, "k_splits": self.splits,
             "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits], "sms": sms,
             "k_group": self.k_group,
-            "fixup": ("none" if self.splits == 1 else "workspace + in-kernel sum by the last range (range order)"),
+            "fixup": ("none" if self.splits == 1 else
+                      "workspace + in-kernel sum by the last range (range order)" if not self.group else
+                      f"workspace + in-kernel sums in two levels: the last range of each {self.group} (range "
+                      "order), then the last group (group order)"),
             "operands": f"A direct ({'K' if self.a_k_contig else 'M'}-major"
                         f"{', 16-byte loads' if self.a_hint else ', 4-byte loads'}), B {self.b.layout} (K-major)",
             "operand_copy_bytes": self.b.copy_bytes(), "input_precision": "tf32" if self.tf32 else "ieee",
@@ -332,7 +396,9 @@ class SkinnyPlan:
         has_beta = self.beta != 0
         split = self.splits > 1
         _skinny_kernel[(self.blocks, self.splits)](
-            A, bv, C, self.W if split else C, self.lock if split else C, self.M, self.N, self.K,
+            A, bv, C, self.W if split else C, self.G if self.group else C, self.lock if split else C,
+            self.M, self.N, self.K,
             self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
             A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
-            N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, num_warps=t.warps, num_stages=1)
+            N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
+            SUM_R=self.sum_r, num_warps=t.warps, num_stages=1)
