@@ -419,3 +419,19 @@ def test_a_wrong_result_is_failed_and_nothing_is_cached(stand_in, bad, capsys):
     assert not os.path.exists(gpuinfo.peaks_path("GPU-abc", "580.1"))
     err = capsys.readouterr().err
     assert "FAILED" in err and "peaks not cached" in err
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_read_ceiling_kernel_keeps_four_128_bit_loads_in_flight(tmp_path, arch):
+    """reproduce/read_probe.py's kernel (cuda_kernels/probes/dram_read.cu): its main loop is four
+    16-byte loads and no store (a read ceiling, not a copy), no spills, and the plain name the
+    script asks CuPy for."""
+    report, sass = _compile(tmp_path, "probes/dram_read.cu", arch)
+    assert "0 bytes spill stores" in report, report
+    main = max(_loops(sass), key=len)
+    assert sum(o.startswith("LDG.E.128") for o in main) == 4, main
+    assert not any(o.startswith("STG") for o in main), main
+    assert ".text.dram_read" in sass
+    probe = open(os.path.join(REPO, "reproduce", "read_probe.py"), encoding="utf-8").read()
+    assert 'get_function("dram_read")' in probe and '"probes/dram_read.cu"' in probe
