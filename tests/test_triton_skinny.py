@@ -347,3 +347,43 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
     good[1] = dict(good[1], pct_cublas=96.0)
     path.write_text(json.dumps({"results": good}))
     assert stream_k_study.skinny_check([str(path)])[1]
+
+
+def test_skinny_k_order_rule_by_hand():
+    """rotated where the plan does not split K, in_order where it does; the option overrides and
+    the row's config names the order that ran."""
+    assert skinny.default_order(1) == "rotated"
+    assert skinny.default_order(2) == skinny.default_order(512) == "in_order"
+    # 25000 rows: 782 row blocks of 32 fill 132 SMs x 4 without a split; 16 rows: one block, K split
+    assert _plan(25000, 7, 5000, "fp32").config["k_order"] == "rotated"
+    assert _plan(25000, 7, 5000, "fp32").config["k_splits"] == 1
+    few = _plan(16, 8, 1 << 20, "fp32").config
+    assert few["k_splits"] > 1 and few["k_order"] == "in_order"
+    assert _plan(25000, 7, 5000, "fp32", skinny_order="in_order").config["k_order"] == "in_order"
+    assert _plan(16, 8, 1 << 20, "fp32", skinny_order="rotated").config["k_order"] == "rotated"
+
+
+@pytest.mark.parametrize("options", [dict(skinny_order="rotated", mode="dp"), dict(skinny_order="in_order", k_splits=2)])
+def test_skinny_order_refused_with_another_path(options):
+    with pytest.raises(UsageError, match="skinny_order"):
+        _plan(64, 8, 1000, "fp32", **options)
+
+
+@interpreter
+@pytest.mark.parametrize("order", ["in_order", "rotated"])
+@pytest.mark.parametrize("M, N, K, splits", [(70, 7, 333, 1), (37, 5, 203, 3), (100, 3, 150, 1), (5, 2, 7, 1),
+                                             (40, 8, 160, 1)])
+def test_skinny_either_k_order_sums_every_step_once(order, M, N, K, splits):
+    """16x16 pieces: K = 333 is 20 full steps and a masked 13 (rotated programs start at steps
+    0..4 and wrap); K = 7 has no full step; K = 160 no tail. A step read twice or skipped is off
+    by a step's whole contribution, not by rounding."""
+    torch.manual_seed(M + K)
+    A, B = torch.randn(M, K), torch.randn(K, N)
+    C = torch.randn(M, N)
+    C0 = C.clone()
+    plan = sk._Plan(A, B, C, 0.5, -1.5, "fp32", True, {"sms": 132, "skinny_tile": "16x16",
+                                                         "skinny_splits": splits, "skinny_order": order})
+    assert plan.config["k_order"] == order
+    plan.launch()
+    ref = 0.5 * (A.double() @ B.double()) - 1.5 * C0.double()
+    assert torch.allclose(C.double(), ref, rtol=1e-5, atol=1e-4)

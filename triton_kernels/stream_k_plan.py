@@ -22,7 +22,7 @@ from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSIT
                                  Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
                                  worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
-from .stream_k_skinny import SKINNY_MAX_N, SkinnyPlan, parse_skinny_tile
+from .stream_k_skinny import SKINNY_MAX_N, SKINNY_ORDERS, SkinnyPlan, parse_skinny_tile
 from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_SPLITS_LIMIT, WS_TILES, WsPlan, parse_ws_tile,
                              ws_pays, ws_unsupported)
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel
@@ -100,8 +100,12 @@ OPTIONS = (
            "(default: enough programs for 8 per SM); implies mode=gemv"),
     Option.tile("skinny_tile", "mode=skinny: BMxBK[/warps], the piece of A a program streams per step "
            "(default 32x64/4, 64x64/4 for N <= 2); implies mode=skinny", parse_skinny_tile),
-    Option.count("skinny_splits", "mode=skinny: K ranges per row block, summed in order by a second kernel "
+    Option.count("skinny_splits", "mode=skinny: K ranges per row block, summed in range order inside the kernel "
            "(default: enough programs for 4 per SM); implies mode=skinny"),
+    Option.choice("skinny_order", "mode=skinny: the order of a program's K steps: in_order (0, 1, 2, ...) or "
+           "rotated (program p from step p % steps on, wrapping: the programs in flight read A at "
+           "different K offsets); default rotated where K is not split, else in_order "
+           "(stream_k_skinny.default_order); implies mode=skinny", SKINNY_ORDERS),
     Option.tile("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),
     Option.count("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
@@ -116,6 +120,11 @@ OPTIONS = (
 )
 
 
+def _skinny_set(o: dict) -> bool:
+    """Whether an option of the matrix-times-vectors kernel (mode=skinny) was given."""
+    return any(o[k] is not None for k in ("skinny_tile", "skinny_splits", "skinny_order"))
+
+
 # Options that contradict each other: (when, message), checked in this order on the options as
 # given (``o``: every option, None or its default where unset; ``p``: the precision).
 CONFLICTS = (
@@ -127,14 +136,15 @@ CONFLICTS = (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=gemv reads A and B as given and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
-    (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and o["mode"] in ("dp", "hybrid", "gemv", "ws"),
-     "options skinny_tile / skinny_splits (the matrix-times-vectors kernel) and mode={mode} contradict each other"),
-    (lambda o, p: (o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
-        o["gemv_tile"] is not None or o["k_splits"] is not None),
-     "options skinny_tile / skinny_splits (mode=skinny) and gemv_tile / k_splits (mode=gemv) contradict each other"),
+    (lambda o, p: _skinny_set(o) and o["mode"] in ("dp", "hybrid", "gemv", "ws"),
+     "options skinny_tile / skinny_splits / skinny_order (the matrix-times-vectors kernel) and mode={mode} "
+     "contradict each other"),
+    (lambda o, p: _skinny_set(o) and (o["gemv_tile"] is not None or o["k_splits"] is not None),
+     "options skinny_tile / skinny_splits / skinny_order (mode=skinny) and gemv_tile / k_splits (mode=gemv) "
+     "contradict each other"),
     (lambda o, p: o["mode"] == "skinny" and p == "tf32x3" and o["tf32x3_split"] not in ("auto", "ffma"),
      "mode=skinny runs tf32x3 as fp32 (tf32x3_split=ffma); tf32x3_split={tf32x3_split} contradicts it"),
-    (lambda o, p: (o["mode"] == "skinny" or o["skinny_tile"] is not None or o["skinny_splits"] is not None) and (
+    (lambda o, p: (o["mode"] == "skinny" or _skinny_set(o)) and (
         o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
      "mode=skinny reads A as given and B K-major and has no stream-K grid: options grid, sk_align, operands and "
      "b_transpose do not apply to it"),
@@ -180,7 +190,7 @@ CONFLICTS = (
 IMPLIES = (
     (lambda o: o["gemv_tile"] is not None or o["k_splits"] is not None, "mode", "gemv"),
     (lambda o: o["mode"] == "gemv", "tf32x3_split", "ffma"),  # the GEMV multiplies tf32x3 as fp32
-    (lambda o: o["skinny_tile"] is not None or o["skinny_splits"] is not None, "mode", "skinny"),
+    (lambda o: _skinny_set(o), "mode", "skinny"),
     (lambda o: o["mode"] == "skinny", "tf32x3_split", "ffma"),  # so does the N <= 8 kernel
     (lambda o: o["ws_tile"] is not None or o["ws_splits"] is not None, "mode", "ws"),
     (lambda o: o["grid"] is not None, "mode", "hybrid"),        # grid is the stream-K program count
@@ -190,7 +200,7 @@ IMPLIES = (
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
             "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "skinny_tile": None,
-            "skinny_splits": None, "ws_tile": None, "ws_splits": None}
+            "skinny_splits": None, "skinny_order": None, "ws_tile": None, "ws_splits": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -229,7 +239,7 @@ class _Plan:
             return
         if o["mode"] == "skinny" or (o["mode"] is None and self._skinny_by_default(precision, options, o)):
             self.skinny = SkinnyPlan(A, B, C, alpha, beta, sms, o["skinny_tile"], o["skinny_splits"],
-                                     tf32=precision == "tf32")
+                                     tf32=precision == "tf32", order=o["skinny_order"])
             self.config = dict(self.skinny.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
             return

@@ -173,7 +173,7 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
                    stride_bn, stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
                    B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
                    K_GROUP: tl.constexpr, TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP: tl.constexpr, SUM_R: tl.constexpr):
+                   GROUP: tl.constexpr, SUM_R: tl.constexpr, ROTATED: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     # A's unit stride is written as the constant 1 so its loads are vectors; rows past M wrap
@@ -206,7 +206,23 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
     c6 = zero
     c7 = zero
     n_full = (k_hi - k_lo) // BLOCK_K
-    for _ in range(0, n_full):
+    # ROTATED: program pid_m takes its full steps from step pid_m % n_full on and wraps around,
+    # so the programs in flight read A at different K offsets, not all at the same one (option
+    # skinny_order; the sum order is fixed per program: the same bits every run). Each trip's
+    # pointers are computed from the first step's: an offset of step * BLOCK_K keeps the loads'
+    # 16-byte alignment visible to the compiler; moving them by a wrapped scalar step did not
+    # (that build lost up to 20% on the H100, results/h100/skinny-order/).
+    a_first = a_ptrs
+    b_first = b_ptrs
+    start = 0
+    if ROTATED:
+        start = pid_m % tl.maximum(n_full, 1)
+    for i in range(0, n_full):
+        if ROTATED:
+            step = i + start
+            step = tl.where(step >= n_full, step - n_full, step)
+            a_ptrs = a_first + step * BLOCK_K * stride_ak
+            b_ptrs = b_first + step * BLOCK_K
         a = tl.load(a_ptrs)
         if TF32:
             # A read as the tensor cores read it for a tf32 product (B: in _skinny_col).
@@ -219,8 +235,12 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
         c5 = _skinny_col(c5, a, b_ptrs, stride_bn, 5, N_COLS, K_GROUP, TF32)
         c6 = _skinny_col(c6, a, b_ptrs, stride_bn, 6, N_COLS, K_GROUP, TF32)
         c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP, TF32)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K
+        if not ROTATED:
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K
+    if ROTATED:
+        a_ptrs = a_first + n_full * BLOCK_K * stride_ak
+        b_ptrs = b_first + n_full * BLOCK_K
     k_left = k_hi - k_lo - n_full * BLOCK_K
     if k_left > 0:
         kmask = offs_k < k_left
@@ -265,6 +285,8 @@ SKINNY_FIXUP_GROUP = 16
 # 167 (python -m reproduce.stream_k_study --skinny-ir at a two-level shape) and lost 9-13% on the
 # H100 where it halved the programs an SM holds; 1024 keeps the one-level build's 60-104.
 SKINNY_SUM_FLOATS = 1024
+# The order of a program's K steps: in_order (0, 1, ...) or rotated (from pid_m % steps on).
+SKINNY_ORDERS = ("in_order", "rotated")
 # A K range gets at least this many BLOCK_K steps: its partial block (4 * BLOCK_M * N bytes
 # written, then read) stays under 1/64 of the A bytes the range reads (N = 8, BLOCK_K = 64).
 SKINNY_MIN_STEPS = 8
@@ -322,6 +344,14 @@ def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
     return max(1, min(want, triton.cdiv(K, SKINNY_MIN_STEPS * tile.bk)))
 
 
+def default_order(splits: int) -> str:
+    """rotated where K is not split (many row blocks, every program from k = 0 at once), else
+    in_order. H100, 36 tuning shapes (results/h100/skinny-order/, reproduce/skinny_order_summary.py):
+    with one K range rotated was 1.16x in_order geomean over 18 shapes (0.96-2.53x; 25000x7x5000
+    520 -> 205 us); with K split (few row blocks and a long K) 0.95x (0.69-1.18x)."""
+    return "rotated" if splits == 1 else "in_order"
+
+
 def _single_column(B):
     """A B of one column with consecutive k (K x 1 row-major, or a transposed row) read in place.
     One column is K-major however B is stored, so a K-major copy would only add a launch and 8
@@ -337,7 +367,7 @@ class SkinnyPlan:
     """The N <= 8 launch: ``tile`` (SkinnyTile) and ``k_splits`` (None: default_splits); ``tf32``:
     A and B truncated to TF32 as they are loaded (tf32_truncate), multiplied and summed in fp32."""
 
-    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None, tf32=False):
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None, tf32=False, order=None):
         M, K = A.shape
         N = B.shape[1]
         if N > SKINNY_MAX_N:
@@ -355,6 +385,8 @@ class SkinnyPlan:
         self.k_group = 4 if self.a_k_contig and self.a_hint else 1
         self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True)
         self.tile = parse_skinny_tile(tile) if tile is not None else default_tile(N)
+        if order is not None and order not in SKINNY_ORDERS:
+            raise UsageError(f"skinny_order must be one of {', '.join(SKINNY_ORDERS)}; got {order!r}")
         t = self.tile
         splits = k_splits or default_splits(M, K, t, sms)
         splits = max(1, min(splits, triton.cdiv(K, t.bk)))
@@ -362,6 +394,7 @@ class SkinnyPlan:
         self.k_per_split = triton.cdiv(triton.cdiv(K, splits), t.bk) * t.bk
         self.splits = triton.cdiv(K, self.k_per_split)
         self.blocks = triton.cdiv(M, t.bm)
+        self.order = order or default_order(self.splits)
         n = self.splits * M * N
         if self.splits > 1 and n > 2**31 - 1:
             raise UsageError(f"mode=skinny workspace of {n} elements exceeds 32-bit indexing; use fewer skinny_splits")
@@ -378,7 +411,7 @@ class SkinnyPlan:
             "tile": t.dims(N), "num_warps": t.warps, "num_stages": 1,
             "decomposition": "skinny", "tiles": self.blocks, "k_splits": self.splits,
             "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits], "sms": sms,
-            "k_group": self.k_group,
+            "k_group": self.k_group, "k_order": self.order,
             "fixup": ("none" if self.splits == 1 else
                       "workspace + in-kernel sum by the last range (range order)" if not self.group else
                       f"workspace + in-kernel sums in two levels: the last range of each {self.group} (range "
@@ -401,4 +434,4 @@ class SkinnyPlan:
             self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
             A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
             N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
-            SUM_R=self.sum_r, num_warps=t.warps, num_stages=1)
+            SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1)
