@@ -350,10 +350,12 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
 
 
 def test_skinny_k_order_rule_by_hand():
-    """rotated where the plan does not split K, in_order where it does; the option overrides and
-    the row's config names the order that ran."""
-    assert skinny.default_order(1) == "rotated"
-    assert skinny.default_order(2) == skinny.default_order(512) == "in_order"
+    """rotated where the plan does not split K and N >= 3, in_order elsewhere; the option
+    overrides and the row's config names the order that ran."""
+    assert skinny.default_order(1, 3) == skinny.default_order(1, 8) == "rotated"
+    assert skinny.default_order(2, 7) == skinny.default_order(512, 8) == "in_order"
+    assert skinny.default_order(1, 1) == skinny.default_order(1, 2) == "in_order"
+    assert _plan(4096, 1, 512, "fp32").config["k_order"] == "in_order"
     # 25000 rows: 782 row blocks of 32 fill 132 SMs x 4 without a split; 16 rows: one block, K split
     assert _plan(25000, 7, 5000, "fp32").config["k_order"] == "rotated"
     assert _plan(25000, 7, 5000, "fp32").config["k_splits"] == 1

@@ -344,12 +344,14 @@ def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
     return max(1, min(want, triton.cdiv(K, SKINNY_MIN_STEPS * tile.bk)))
 
 
-def default_order(splits: int) -> str:
-    """rotated where K is not split (many row blocks, every program from k = 0 at once), else
-    in_order. H100, 36 tuning shapes (results/h100/skinny-order/, reproduce/skinny_order_summary.py):
-    with one K range rotated was 1.16x in_order geomean over 18 shapes (0.96-2.53x; 25000x7x5000
-    520 -> 205 us); with K split (few row blocks and a long K) 0.95x (0.69-1.18x)."""
-    return "rotated" if splits == 1 else "in_order"
+def default_order(splits: int, N: int) -> str:
+    """rotated where K is not split (many row blocks, every program from k = 0 at once) and
+    N >= 3, else in_order. H100 (results/h100/skinny-order/, reproduce/skinny_order_summary.py):
+    with one K range and N >= 3 rotated read 0.92-2.53x in_order (25000x7x5000 520 -> 205 us;
+    most of the gain at N = 5-8); with K split (few row blocks, a long K) it lost up to 0.69x;
+    at N <= 2 (the 64-row tile) it gained nothing on the tuning shapes (0.93-1.02x) and lost 0.71x
+    on heldout_skinny's 4096x1x512."""
+    return "rotated" if splits == 1 and N >= 3 else "in_order"
 
 
 def _single_column(B):
@@ -394,7 +396,7 @@ class SkinnyPlan:
         self.k_per_split = triton.cdiv(triton.cdiv(K, splits), t.bk) * t.bk
         self.splits = triton.cdiv(K, self.k_per_split)
         self.blocks = triton.cdiv(M, t.bm)
-        self.order = order or default_order(self.splits)
+        self.order = order or default_order(self.splits, N)
         n = self.splits * M * N
         if self.splits > 1 and n > 2**31 - 1:
             raise UsageError(f"mode=skinny workspace of {n} elements exceeds 32-bit indexing; use fewer skinny_splits")
