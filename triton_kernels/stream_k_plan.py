@@ -106,6 +106,9 @@ OPTIONS = (
            "rotated (program p from step p % steps on, wrapping: the programs in flight read A at "
            "different K offsets); default rotated where K is not split and N >= 3, else in_order "
            "(stream_k_skinny.default_order); implies mode=skinny", SKINNY_ORDERS),
+    Option.switch("skinny_b_rows", "mode=skinny: read a row-major B's rows as given (4-byte loads) "
+           "instead of through a K-major copy; default on where N <= 7 and M <= 32 N "
+           "(stream_k_skinny.default_b_rows); implies mode=skinny", default=None),
     Option.tile("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),
     Option.count("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
@@ -122,7 +125,7 @@ OPTIONS = (
 
 def _skinny_set(o: dict) -> bool:
     """Whether an option of the matrix-times-vectors kernel (mode=skinny) was given."""
-    return any(o[k] is not None for k in ("skinny_tile", "skinny_splits", "skinny_order"))
+    return any(o[k] is not None for k in ("skinny_tile", "skinny_splits", "skinny_order", "skinny_b_rows"))
 
 
 # Options that contradict each other: (when, message), checked in this order on the options as
@@ -200,7 +203,7 @@ IMPLIES = (
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
             "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "skinny_tile": None,
-            "skinny_splits": None, "skinny_order": None, "ws_tile": None, "ws_splits": None}
+            "skinny_splits": None, "skinny_order": None, "skinny_b_rows": None, "ws_tile": None, "ws_splits": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -239,7 +242,7 @@ class _Plan:
             return
         if o["mode"] == "skinny" or (o["mode"] is None and self._skinny_by_default(precision, options, o)):
             self.skinny = SkinnyPlan(A, B, C, alpha, beta, sms, o["skinny_tile"], o["skinny_splits"],
-                                     tf32=precision == "tf32", order=o["skinny_order"])
+                                     tf32=precision == "tf32", order=o["skinny_order"], b_rows=o["skinny_b_rows"])
             self.config = dict(self.skinny.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
             return

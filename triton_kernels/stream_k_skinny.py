@@ -170,8 +170,8 @@ def _skinny_fixup(c_ptr, w_ptr, g_ptr, lock_ptr, offs_m, M, N, pid_m, pid_k, spl
 
 @triton.jit
 def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak,
-                   stride_bn, stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr, A_HINT: tl.constexpr,
-                   B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
+                   stride_bk, stride_bn, stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr,
+                   A_HINT: tl.constexpr, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
                    K_GROUP: tl.constexpr, TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP: tl.constexpr, SUM_R: tl.constexpr, ROTATED: tl.constexpr):
     pid_m = tl.program_id(0)
@@ -188,14 +188,20 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
         offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % _mult4(M, A_HINT)
         # "% M" hides that the rows run consecutively; without this the loads' lanes walk K.
         offs_m = tl.max_contiguous(offs_m, BLOCK_M)
-    # B is K-major (the plan copies it so): column j's k are consecutive.
-    stride_bn = _mult4(stride_bn, B_HINT)
+    # B K-major (as given or copied so): column j's k are consecutive, each thread's 4 k one
+    # 16-byte load. B_K_CONTIG False: B's rows as given (N-major, skinny_b_rows): 4-byte loads, the
+    # N columns of a row in one 32-byte sector, no copy.
+    if B_K_CONTIG:
+        stride_bk = 1
+        stride_bn = _mult4(stride_bn, B_HINT)
+    else:
+        stride_bn = 1
     k_lo = pid_k * k_per_split
     k_hi = tl.minimum(k_lo + k_per_split, K)
     offs_k = tl.arange(0, BLOCK_K)
     # int64 rows: M * K passes 2**31 elements from 46341^2 on.
     a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * stride_am + (k_lo + offs_k)[None, :] * stride_ak
-    b_ptrs = b_ptr + (k_lo + offs_k)
+    b_ptrs = b_ptr + (k_lo + offs_k).to(tl.int64) * stride_bk
     zero = tl.zeros((BLOCK_M, BLOCK_K // K_GROUP), dtype=tl.float32)
     c0 = zero
     c1 = zero
@@ -222,7 +228,7 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
             step = i + start
             step = tl.where(step >= n_full, step - n_full, step)
             a_ptrs = a_first + step * BLOCK_K * stride_ak
-            b_ptrs = b_first + step * BLOCK_K
+            b_ptrs = b_first + step * BLOCK_K * stride_bk
         a = tl.load(a_ptrs)
         if TF32:
             # A read as the tensor cores read it for a tf32 product (B: in _skinny_col).
@@ -237,10 +243,10 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
         c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP, TF32)
         if not ROTATED:
             a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K * stride_bk
     if ROTATED:
         a_ptrs = a_first + n_full * BLOCK_K * stride_ak
-        b_ptrs = b_first + n_full * BLOCK_K
+        b_ptrs = b_first + n_full * BLOCK_K * stride_bk
     k_left = k_hi - k_lo - n_full * BLOCK_K
     if k_left > 0:
         kmask = offs_k < k_left
@@ -344,6 +350,20 @@ def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
     return max(1, min(want, triton.cdiv(K, SKINNY_MIN_STEPS * tile.bk)))
 
 
+# Rows of A at most this many per column of B read B's rows as given (default_b_rows).
+SKINNY_B_ROWS_MAX_M_PER_N = 32
+
+
+def default_b_rows(M: int, N: int) -> bool:
+    """B's rows read as given (4-byte loads) instead of through a K-major copy where the copy
+    (2 x B's bytes, and a launch) is at least 1/16 of A's bytes, M <= 32 N, and N <= 7. H100, 31
+    tuning shapes (results/h100/skinny-b-rows/): there 1.31-2.14x (24x3x700001 73.5 -> 42.5 us);
+    at N = 8 the rows build lost everywhere (0.38-0.67x, not understood), so N = 8 keeps the copy;
+    with M > 32 N it read 0.93-1.33x, the copy's bytes negligible there and the gains unexplained,
+    so those keep the copy too."""
+    return N <= 7 and M <= SKINNY_B_ROWS_MAX_M_PER_N * N
+
+
 def default_order(splits: int, N: int) -> str:
     """rotated where K is not split (many row blocks, every program from k = 0 at once) and
     N >= 3, else in_order. H100 (results/h100/skinny-order/, reproduce/skinny_order_summary.py):
@@ -369,7 +389,7 @@ class SkinnyPlan:
     """The N <= 8 launch: ``tile`` (SkinnyTile) and ``k_splits`` (None: default_splits); ``tf32``:
     A and B truncated to TF32 as they are loaded (tf32_truncate), multiplied and summed in fp32."""
 
-    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None, tf32=False, order=None):
+    def __init__(self, A, B, C, alpha, beta, sms, tile=None, k_splits=None, tf32=False, order=None, b_rows=None):
         M, K = A.shape
         N = B.shape[1]
         if N > SKINNY_MAX_N:
@@ -386,6 +406,11 @@ class SkinnyPlan:
         # 4 k a thread summed in registers only where they are one 16-byte load along K.
         self.k_group = 4 if self.a_k_contig and self.a_hint else 1
         self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True)
+        if b_rows is None:
+            b_rows = default_b_rows(M, N)
+        if b_rows and self.b.copy_dst is not None and B.stride(1) == 1:
+            # B's rows read as given: no K-major copy (8 bytes an element of B and a launch)
+            self.b = _Operand(B, False, N, "direct:rows", hinted=False)
         self.tile = parse_skinny_tile(tile) if tile is not None else default_tile(N)
         if order is not None and order not in SKINNY_ORDERS:
             raise UsageError(f"skinny_order must be one of {', '.join(SKINNY_ORDERS)}; got {order!r}")
@@ -419,7 +444,8 @@ class SkinnyPlan:
                       f"workspace + in-kernel sums in two levels: the last range of each {self.group} (range "
                       "order), then the last group (group order)"),
             "operands": f"A direct ({'K' if self.a_k_contig else 'M'}-major"
-                        f"{', 16-byte loads' if self.a_hint else ', 4-byte loads'}), B {self.b.layout} (K-major)",
+                        f"{', 16-byte loads' if self.a_hint else ', 4-byte loads'}), B {self.b.layout} "
+                        f"({'K-major' if self.b.k_contiguous else 'its rows, 4-byte loads'})",
             "operand_copy_bytes": self.b.copy_bytes(), "input_precision": "tf32" if self.tf32 else "ieee",
             "precision_path": TF32_FFMA_PATH if self.tf32 else FP32_FFMA_PATH,
         }
@@ -433,7 +459,8 @@ class SkinnyPlan:
         _skinny_kernel[(self.blocks, self.splits)](
             A, bv, C, self.W if split else C, self.G if self.group else C, self.lock if split else C,
             self.M, self.N, self.K,
-            self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta,
-            A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
+            self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
+            self.alpha, self.beta, A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous,
+            B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
             N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
             SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1)
