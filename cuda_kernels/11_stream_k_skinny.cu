@@ -118,7 +118,7 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 template <int NB, int R, bool VEC>
 __global__ void __launch_bounds__(256, 2)
 skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restrict__ A,
-         const float* __restrict__ B, float beta, float* __restrict__ C, float* __restrict__ ws, int rotated) {
+         const float* __restrict__ B, float beta, float* __restrict__ C, float* __restrict__ ws) {
     constexpr int WARPS = 8, ROWS = WARPS * R, KC = 256, KP = KC + 4, E = KC / 32;
     constexpr int STAGE = NB * KP;
     constexpr int RED = ROWS * NB * 33;  // 32 lane partials per output, padded to 33 (no bank conflicts)
@@ -130,11 +130,6 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
     const int k_lo = blockIdx.y * k_per_split;
     const int k_hi = min(K, k_lo + k_per_split);
     const int chunks = cdiv(k_hi - k_lo, KC);
-    // rotated (option skinny_order): block b takes its chunks from chunk b % chunks on and wraps,
-    // so the blocks in flight read A at different K offsets rather than all at the same one; pass
-    // c reads chunk at(c). The chunk order is fixed per block: the same bits every run.
-    const int rot = rotated ? blockIdx.x % chunks : 0;
-    auto at = [&](int c) { return c + rot < chunks ? c + rot : c + rot - chunks; };
 
     // Copy chunk c of B transposed into stage s: smem[s][n][kk] = B[k_lo + c*KC + kk][n].
     auto copy_b = [&](int c, int s) {
@@ -187,8 +182,8 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
     // their predicates spilled there (sm_80, NB = 2 and 4, 4-16 bytes).
     constexpr bool PIPE = VEC;
     float av[R][E], nx[R][E];
-    if (PIPE) load_a(at(0), nx);
-    copy_b(at(0), 0);
+    if (PIPE) load_a(0, nx);
+    copy_b(0, 0);
     for (int c = 0; c < chunks; ++c) {
         if (PIPE) {
 #pragma unroll
@@ -197,12 +192,12 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
                 for (int e = 0; e < E; ++e) av[r][e] = nx[r][e];
         }
         if (c + 1 < chunks) {
-            copy_b(at(c + 1), (c + 1) % 2);
-            if (PIPE) load_a(at(c + 1), nx);
+            copy_b(c + 1, (c + 1) % 2);
+            if (PIPE) load_a(c + 1, nx);
         } else {
             cp_async_commit();  // an empty group: wait<1> below means "chunk c has landed" on every pass
         }
-        if (!PIPE) load_a(at(c), av);
+        if (!PIPE) load_a(c, av);
         cp_async_wait<1>();
         __syncthreads();  // chunk c of B is in shared memory for every thread
         const float* sb = smem + (c % 2) * STAGE;

@@ -84,11 +84,6 @@ def stream_k_path(M: int, N: int, K: int) -> str:
     return "tile"
 
 
-def skinny_order(splits: int, N: int) -> str:
-    """skinny_n's order of a block's K chunks: in_order (measuring the rotated order)."""
-    return "in_order"
-
-
 def skinny_nb(N: int) -> int:
     """The skinny_n build for N columns: N rounded up to 1, 2, 4 or 8."""
     return next(b for b in SKINNY_NB if b >= N)

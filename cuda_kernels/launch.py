@@ -40,12 +40,12 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, SKINNY_MAX_N, cdiv, skinny_nb, skinny_order, skinny_plan,
-                         skinny_short_plan, split_plan, stream_k_path, stream_k_tile)
+from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan, skinny_short_plan,
+                         split_plan, stream_k_path, stream_k_tile)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
-                       SKINNY_B, SKINNY_ORDERS, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
+                       SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
                        STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
                        B_UNALIGNED_CHOICES,
                        Config, StageSpec)
@@ -101,10 +101,6 @@ def _options(spec: StageSpec) -> tuple:
                                       f"(K <= {SKINNY_SHORT_MAX_K} only: B copied once per persistent block, 4-8 "
                                       f"lanes per row of A, no K split); default: resident where K <= "
                                       f"{SKINNY_SHORT_MAX_K} and k_splits is not set", SKINNY_B))
-            out.append(Option.choice("skinny_order", "skinny_n's (chunked build) order of a block's K chunks: "
-                                      "in_order or rotated (block b from chunk b % chunks on, wrapping: the "
-                                      "blocks in flight read A at different K offsets); default: "
-                                      "heuristics.skinny_order", SKINNY_ORDERS))
     return tuple(out)
 
 
@@ -240,8 +236,7 @@ def _resolve_skinny_b(spec: StageSpec, path: str, problem, opts: dict) -> Option
     if build is None:
         if path != "skinny_n":
             return None
-        return ("resident" if problem.K <= SKINNY_SHORT_MAX_K and "k_splits" not in opts
-                and opts.get("skinny_order") is None else "chunked")
+        return "resident" if problem.K <= SKINNY_SHORT_MAX_K and "k_splits" not in opts else "chunked"
     if path != "skinny_n":
         raise UsageError(f"{spec.name}: skinny_b chooses the skinny_n path's build (N <= {SKINNY_MAX_N}); this "
                          f"problem (N={problem.N}) takes the {path} path")
@@ -298,21 +293,14 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
     ws = be.empty(splits * count) if splits > 1 else C  # allocated once per prepare; every launch reuses it
     alpha, beta = np.float32(problem.alpha), np.float32(problem.beta)
     dims = (np.int32(N), np.int32(K)) if path == "gemv" else (np.int32(M), np.int32(N), np.int32(K))
-    order = None
-    if path == "skinny_n":
-        order = opts.get("skinny_order") or skinny_order(splits, N)
-    args = (*dims, np.int32(kps), alpha, A, B, beta, C, ws)
-    if path == "skinny_n":
-        args = (*args, np.int32(order == "rotated"))
-    steps = [(function(spec, cfg), grid, cfg.block, args)]
+    steps = [(function(spec, cfg), grid, cfg.block, (*dims, np.int32(kps), alpha, A, B, beta, C, ws))]
     if splits > 1:
         sum_label = "skinny.sum.l32" if splits >= SKINNY_SUM_MANY_RANGES else "skinny.sum.l1"
         s_cfg = spec.config(sum_label)
         steps.append((function(spec, s_cfg), (cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
                       (np.int32(count), np.int32(splits), alpha, ws, beta, C)))
     bm, bn = cfg.tile
-    config = {"path": path, **({"skinny_b": "chunked", "k_order": order} if path == "skinny_n" else {}),
-              "path_rule": PATH_RULE,
+    config = {"path": path, **({"skinny_b": "chunked"} if path == "skinny_n" else {}), "path_rule": PATH_RULE,
               "tile": f"{bm}x{bn}", **geometry(cfg, grid), "operands": "float4" if vec else "scalar",
               "streamed": ("B (K x N) read once, 16-byte loads along N" if path == "gemv" else
                            "A (M x K) read once, 16-byte loads along K; B (K x N) by each block of rows, "

@@ -203,7 +203,6 @@ SKINNY_SUM_MANY_RANGES = 17
 SKINNY_SHORT_LANES = (4, 8)
 SKINNY_SHORT_MAX_K = 32 * SKINNY_SHORT_LANES[-1]
 SKINNY_B = ("chunked", "resident")
-SKINNY_ORDERS = ("in_order", "rotated")   # skinny_n's (chunked) order of a block's K chunks
 
 
 def skinny_rows(nb: int) -> int:
