@@ -67,14 +67,15 @@ STAGE = "stream_k"   # stage 11 of the ladder (declared with the CUDA stages, cu
 _GEMV_PRECISIONS = "fp32/tf32x3/tf32" if TF32_ON_GEMV_PATH else "fp32/tf32x3"
 _SKINNY_PRECISIONS = "fp32/tf32x3/tf32" if TF32_ON_SKINNY_PATH else "fp32/tf32x3"
 _META = {"heuristic": f"M = 1 in {_GEMV_PRECISIONS}: a GEMV (mode=gemv); N <= 8 in {_SKINNY_PRECISIONS}: A read "
-                      "once for all columns, K split to fill the SMs (mode=skinny); mode=gemv / mode=skinny at tf32 "
+                      "once for all columns, K split to fill the SMs, K steps rotated by program where K is not "
+                      "split and N >= 3, B's rows read in place where N <= 7 and M <= 32 N (mode=skinny); mode=gemv / mode=skinny at tf32 "
                       "multiply TF32-truncated inputs on the FFMA pipe; tf32 on sm_90 with 128 < M < 6144, N >= 64 and "
                       "TMA-readable operands where tiles x K ranges fill the SMs: the warp-specialised Gluon GEMM (mode=ws); else tile by M (16/32/64/128 rows x 128 x 32), "
                       "dp vs hybrid stream-K by wave fill; "
                       "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
                       "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "
                       "options tile/mode/grid/sms/operands/b_transpose/sk_align/tf32x3_split/gemv_tile/k_splits/"
-                      "skinny_tile/skinny_splits/ws_tile override",
+                      "skinny_tile/skinny_splits/skinny_order/skinny_b_rows/ws_tile override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
 
 
