@@ -118,7 +118,7 @@ def test_skinny_two_level_fixup_sums_every_range_once_and_leaves_its_tickets_at_
 @pytest.mark.parametrize("layout", ["row_major", "a_m_major", "b_k_major", "a_unaligned"])
 def test_skinny_reads_either_layout(layout):
     """A along K or M (a transposed view), B K-major as given (read directly) or row-major
-    (copied K-major: skinny_b_rows=off here, the rows-as-given build has its own test below), A
+    (copied K-major: operands=k_major_b here, the rows-as-given build has its own test below), A
     with a row stride that is not a multiple of 4 (4-byte loads)."""
     torch.manual_seed(0)
     M, N, K = 44, 5, 120
@@ -128,7 +128,7 @@ def test_skinny_reads_either_layout(layout):
     C = torch.randn(M, N)
     C0 = C.clone()
     plan = sk._Plan(A, B, C, 2.0, 0.25, "fp32", True, {"sms": 132, "skinny_tile": "16x16", "skinny_splits": 3,
-                                                         "skinny_b_rows": False})
+                                                         "operands": "k_major_b"})
     plan.launch()
     ref = 2.0 * (A.double() @ B.double()) + 0.25 * C0.double()
     assert torch.allclose(C.double(), ref, rtol=1e-5, atol=1e-4)
@@ -281,7 +281,7 @@ def test_skinny_k_loop_compiles_to_vector_loads_and_ffma():
 # tf32 by default, the GEMV at M = 1), checked against float64 by the runner.
 SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), (12289, 8, 12285),
           (3, 8, 1000001), (1 << 20, 2, 129),
-          # B's rows read as given (skinny_b_rows' default: N <= 7, M <= 32 N), unaligned rows
+          # B's rows read as given (operands=auto's rule there: N <= 7, M <= 32 N), unaligned rows
           (24, 3, 700001), (97, 7, 20011)]
 
 
@@ -375,6 +375,14 @@ def test_skinny_order_refused_with_another_path(options):
         _plan(64, 8, 1000, "fp32", **options)
 
 
+@pytest.mark.parametrize("operands", ["direct", "copy", "copy_a", "copy_b"])
+def test_skinny_refuses_operand_modes_it_has_no_build_for(operands):
+    """mode=skinny reads A as given and B as given or K-major: operands=auto / as_given /
+    k_major_b; the others name what they contradict."""
+    with pytest.raises(UsageError, match=f"operands={operands}"):
+        _plan(64, 8, 1000, "fp32", mode="skinny", operands=operands)
+
+
 @interpreter
 @pytest.mark.parametrize("order", ["in_order", "rotated"])
 @pytest.mark.parametrize("M, N, K, splits", [(70, 7, 333, 1), (37, 5, 203, 3), (100, 3, 150, 1), (5, 2, 7, 1),
@@ -405,8 +413,10 @@ def test_skinny_b_rows_rule_by_hand():
     assert "B direct:rows" in ops["operands"] and ops["operand_copy_bytes"] == 0, ops
     ops = _plan(32, 8, 524288, "fp32").config
     assert "B copy:k_major" in ops["operands"] and ops["operand_copy_bytes"] == 8 * 524288 * 8, ops
-    ops = _plan(24, 3, 700001, "fp32", skinny_b_rows=False).config
+    ops = _plan(24, 3, 700001, "fp32", mode="skinny", operands="k_major_b").config
     assert "B copy:k_major" in ops["operands"]
+    ops = _plan(2000, 3, 7001, "fp32", mode="skinny", operands="as_given").config
+    assert "B direct:rows" in ops["operands"], ops
 
 
 @interpreter
@@ -414,7 +424,7 @@ def test_skinny_b_rows_rule_by_hand():
 @pytest.mark.parametrize("M, N, K, splits", [(37, 5, 203, 3), (70, 7, 333, 1), (37, 5, 597, 37), (5, 2, 7, 1),
                                              (9, 8, 100, 2), (3, 3, 1001, 1)])
 def test_skinny_reads_b_rows_as_given(order, M, N, K, splits):
-    """skinny_b_rows=on: a row-major B read in place (k a row of N floats apart, 4-byte loads), with
+    """operands=as_given: a row-major B read in place (k a row of N floats apart, 4-byte loads), with
     either K order, one or many K ranges, the masked tail, N = 8 (forced on) and a B whose rows
     are not 16-byte aligned (N = 3, 5, 7); beta != 0; against float64."""
     torch.manual_seed(M * N + K)
@@ -422,7 +432,7 @@ def test_skinny_reads_b_rows_as_given(order, M, N, K, splits):
     C = torch.randn(M, N)
     C0 = C.clone()
     plan = sk._Plan(A, B, C, 0.5, -1.5, "fp32", True, {"sms": 132, "skinny_tile": "16x16", "skinny_splits": splits,
-                                                         "skinny_order": order, "skinny_b_rows": True})
+                                                         "skinny_order": order, "operands": "as_given"})
     assert "B direct:rows" in plan.config["operands"] and plan.config["operand_copy_bytes"] == 0
     plan.launch()
     ref = 0.5 * (A.double() @ B.double()) - 1.5 * C0.double()

@@ -75,7 +75,7 @@ _META = {"heuristic": f"M = 1 in {_GEMV_PRECISIONS}: a GEMV (mode=gemv); N <= 8 
                       "tf32/tf32x3 with few rows computes C^T = B^T A^T (b_transpose=swap); "
                       "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "
                       "options tile/mode/grid/sms/operands/b_transpose/sk_align/tf32x3_split/gemv_tile/k_splits/"
-                      "skinny_tile/skinny_splits/skinny_order/skinny_b_rows/ws_tile override",
+                      "skinny_tile/skinny_splits/skinny_order/ws_tile override",
          "alignment": "16-byte hints where strides are multiples of 4, aligned copies otherwise"}
 
 

@@ -89,7 +89,9 @@ OPTIONS = (
            "as_given (never copy: 4-byte loads where 16-byte ones are impossible), "
            "k_major_b (auto, but B always through a K-major copy), copy (A and B always copied "
            "into aligned buffers), copy_a / copy_b (A / B copied wherever it can't be read in the "
-           "layout auto prefers with 16-byte loads, the other never copied)", OPERAND_CHOICES, default="auto"),
+           "layout auto prefers with 16-byte loads, the other never copied); mode=skinny takes auto (B's rows "
+           "read as given where N <= 7 and M <= 32 N, else a K-major copy), as_given or k_major_b",
+           OPERAND_CHOICES, default="auto"),
     Option.choice("b_transpose", "tf32/tf32x3 only: how a row-major (N-major) B reaches the tensor cores, "
            "which take a 32-bit B only K-major: auto (default), copy (a K-major copy before the "
            "GEMM), load (read as given; the compiler transposes with 4-byte async copies), swap "
@@ -106,9 +108,6 @@ OPTIONS = (
            "rotated (program p from step p % steps on, wrapping: the programs in flight read A at "
            "different K offsets); default rotated where K is not split and N >= 3, else in_order "
            "(stream_k_skinny.default_order); implies mode=skinny", SKINNY_ORDERS),
-    Option.switch("skinny_b_rows", "mode=skinny: read a row-major B's rows as given (4-byte loads) "
-           "instead of through a K-major copy; default on where N <= 7 and M <= 32 N "
-           "(stream_k_skinny.default_b_rows); implies mode=skinny", default=None),
     Option.tile("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),
     Option.count("ws_splits", f"mode=ws: K ranges per tile, their partials summed in range order by a second "
@@ -123,9 +122,14 @@ OPTIONS = (
 )
 
 
+# The operands choices mode=skinny takes: auto (B's rows as given where stream_k_skinny.default_b_rows,
+# else a K-major copy), as_given (B's rows as given), k_major_b (B through a K-major copy).
+SKINNY_OPERANDS = ("auto", "as_given", "k_major_b")
+
+
 def _skinny_set(o: dict) -> bool:
     """Whether an option of the matrix-times-vectors kernel (mode=skinny) was given."""
-    return any(o[k] is not None for k in ("skinny_tile", "skinny_splits", "skinny_order", "skinny_b_rows"))
+    return any(o[k] is not None for k in ("skinny_tile", "skinny_splits", "skinny_order"))
 
 
 # Options that contradict each other: (when, message), checked in this order on the options as
@@ -148,9 +152,10 @@ CONFLICTS = (
     (lambda o, p: o["mode"] == "skinny" and p == "tf32x3" and o["tf32x3_split"] not in ("auto", "ffma"),
      "mode=skinny runs tf32x3 as fp32 (tf32x3_split=ffma); tf32x3_split={tf32x3_split} contradicts it"),
     (lambda o, p: (o["mode"] == "skinny" or _skinny_set(o)) and (
-        o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] != "auto" or o["b_transpose"] != "auto"),
-     "mode=skinny reads A as given and B K-major and has no stream-K grid: options grid, sk_align, operands and "
-     "b_transpose do not apply to it"),
+        o["grid"] is not None or o["sk_align"] != "auto" or o["operands"] not in SKINNY_OPERANDS
+        or o["b_transpose"] != "auto"),
+     "mode=skinny reads A as given and B K-major (operands=k_major_b) or as given (operands=as_given) and has no "
+     "stream-K grid: options grid, sk_align, b_transpose and operands={operands} do not apply to it"),
     (lambda o, p: (o["ws_tile"] is not None or o["ws_splits"] is not None) and o["mode"] in ("dp", "hybrid", "gemv", "skinny"),
      "options ws_tile / ws_splits (the warp-specialised Gluon GEMM) and mode={mode} contradict each other"),
     (lambda o, p: (o["mode"] == "ws" or o["ws_tile"] is not None or o["ws_splits"] is not None) and p != "tf32",
@@ -203,7 +208,7 @@ IMPLIES = (
 )
 DEFAULTS = {"mode": None, "grid": None, "sk_align": "auto", "operands": "auto", "b_transpose": "auto",
             "tf32x3_split": "auto", "gemv_tile": None, "k_splits": None, "skinny_tile": None,
-            "skinny_splits": None, "skinny_order": None, "skinny_b_rows": None, "ws_tile": None, "ws_splits": None}
+            "skinny_splits": None, "skinny_order": None, "ws_tile": None, "ws_splits": None}
 
 
 def resolve_options(options: dict, precision: str) -> dict:
@@ -242,7 +247,8 @@ class _Plan:
             return
         if o["mode"] == "skinny" or (o["mode"] is None and self._skinny_by_default(precision, options, o)):
             self.skinny = SkinnyPlan(A, B, C, alpha, beta, sms, o["skinny_tile"], o["skinny_splits"],
-                                     tf32=precision == "tf32", order=o["skinny_order"], b_rows=o["skinny_b_rows"])
+                                     tf32=precision == "tf32", order=o["skinny_order"],
+                                     b_rows={"as_given": True, "k_major_b": False}.get(o["operands"]))
             self.config = dict(self.skinny.config, tf32x3_split="ffma" if ffma else "n/a",
                                chosen_by=self._chosen_by(options))
             return

@@ -189,7 +189,7 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
         # "% M" hides that the rows run consecutively; without this the loads' lanes walk K.
         offs_m = tl.max_contiguous(offs_m, BLOCK_M)
     # B K-major (as given or copied so): column j's k are consecutive, each thread's 4 k one
-    # 16-byte load. B_K_CONTIG False: B's rows as given (N-major, skinny_b_rows): 4-byte loads, the
+    # 16-byte load. B_K_CONTIG False: B's rows as given (N-major, operands=as_given): 4-byte loads, the
     # N columns of a row in one 32-byte sector, no copy.
     if B_K_CONTIG:
         stride_bk = 1
