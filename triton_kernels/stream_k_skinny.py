@@ -171,9 +171,10 @@ def _skinny_fixup(c_ptr, w_ptr, g_ptr, lock_ptr, offs_m, M, N, pid_m, pid_k, spl
 @triton.jit
 def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak,
                    stride_bk, stride_bn, stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr,
-                   A_HINT: tl.constexpr, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr, HAS_BETA: tl.constexpr, N_COLS: tl.constexpr,
-                   K_GROUP: tl.constexpr, TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP: tl.constexpr, SUM_R: tl.constexpr, ROTATED: tl.constexpr):
+                   A_HINT: tl.constexpr, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr,
+                   HAS_BETA: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr, TF32: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, GROUP: tl.constexpr, SUM_R: tl.constexpr,
+                   ROTATED: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     # A's unit stride is written as the constant 1 so its loads are vectors; rows past M wrap
@@ -405,12 +406,11 @@ class SkinnyPlan:
             self.a_hint = _aligned(A) and A.stride(1) % 4 == 0 and M % 4 == 0
         # 4 k a thread summed in registers only where they are one 16-byte load along K.
         self.k_group = 4 if self.a_k_contig and self.a_hint else 1
-        self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True)
         if b_rows is None:
             b_rows = default_b_rows(M, N)
-        if b_rows and self.b.copy_dst is not None and B.stride(1) == 1:
-            # B's rows read as given: no K-major copy (8 bytes an element of B and a launch)
-            self.b = _Operand(B, False, N, "direct:rows", hinted=False)
+        # b_rows: a row-major B read as given, no K-major copy (8 bytes an element of B and a launch)
+        self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True,
+                                                 allow_copy=not (b_rows and B.stride(1) == 1))
         self.tile = parse_skinny_tile(tile) if tile is not None else default_tile(N)
         if order is not None and order not in SKINNY_ORDERS:
             raise UsageError(f"skinny_order must be one of {', '.join(SKINNY_ORDERS)}; got {order!r}")
@@ -458,9 +458,8 @@ class SkinnyPlan:
         split = self.splits > 1
         _skinny_kernel[(self.blocks, self.splits)](
             A, bv, C, self.W if split else C, self.G if self.group else C, self.lock if split else C,
-            self.M, self.N, self.K,
-            self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(0), bv.stride(1), C.stride(0), C.stride(1),
-            self.alpha, self.beta, A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous,
+            self.M, self.N, self.K, self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(0),
+            bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta, A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous,
             B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
             N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
             SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1)
