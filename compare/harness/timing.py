@@ -14,10 +14,8 @@ is not on the GPU images we run on. The contract below is small, so we keep it h
   of them (``Measurement.warmup_s`` says how long each warm-up was);
 * every sample: optional ``before`` hook (e.g. reset C), then an L2 flush (reading a buffer of
   2x the device's L2, size read off the device), then a *hold*, then CUDA events around the
-  launch alone. The flush reads rather than writes (as do_bench's and nvbench's memset do): a
-  written buffer leaves up to an L2 of dirty lines that the timed launch then writes back to
-  DRAM as it evicts them, traffic that is not its own (on an H100, 50 MB: a 64 MiB matrix-vector
-  product timed 1.6x slower; docs/findings.md, "The L2 flush");
+  launch alone. It reads, not writes as do_bench's and nvbench's memset do: a written buffer
+  leaves dirty lines the timed launch writes back (docs/findings.md, "The L2 flush");
 * adaptive count: at least ``min_samples``; then more, in batches, until the relative standard
   error of the median (estimated from the IQR) is under ``target_noise`` or ``budget_s`` of
   sampling has passed, or ``max_samples`` are taken;
@@ -179,8 +177,7 @@ class TorchGPU:
         self.stream.synchronize()
 
     def flush_l2(self) -> None:
-        """Evict L2 by reading twice its size: what is left there is clean, so the timed launch
-        pays no write-back for it (a zero_() here would leave an L2 of dirty lines)."""
+        """Evict L2 by reading twice its size, leaving it clean (module doc)."""
         if self._flush_buf is not None:
             buf, sink = self._flush_buf
             self._torch.sum(buf, dim=0, out=sink)
