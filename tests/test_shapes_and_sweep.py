@@ -97,7 +97,7 @@ def test_heldout_shares_no_shape_with_anything_tuning_may_use():
     assert all(128 < M < 1024 and K >= 8192 for M, N, K in pad) and sum(0 < M % 128 <= 64 for M, N, K in pad) >= 6
     for h in shapes.HELDOUT_SETS:
         for M, N, K in shapes.SHAPE_SETS[h]:
-            if shapes.SETS[h].bandwidth_bound:   # sized by operand bytes: at least 2^20 floats
+            if shapes.SETS[h].bandwidth_bound or shapes.SETS[h].small:   # sized by bytes: >= 2^20 floats
                 assert 4 * (M * K + K * N) >= 4 * 2**20, (h, M, N, K)
             else:
                 assert 2 * M * N * K >= shapes.MIN_FLOPS, (h, M, N, K)
@@ -122,6 +122,27 @@ def test_tune_skinny_is_the_held_out_classes_with_none_of_their_shapes():
     assert all((N <= 8 and M > 1) or (M == 1 and N > 8) for M, N, K in tune)
     assert all(M * K + K * N >= 2**20 for M, N, K in tune)
     assert sum(N <= 8 for M, N, K in tune) >= 10 and sum(M == 1 for M, N, K in tune) >= 10
+
+
+def test_small_sets_are_the_two_small_classes_and_share_no_shape():
+    """heldout_small judges and tune_small tunes the small classes: small and mid problems
+    (K <= 2048, 4096 < M*N <= 8M, M > 1 and N > 8) and tiny outputs (M*N <= 4096, K >= 16 max(M, N)),
+    each shape in exactly one, at least 2^20 floats of operands; the held-out one shares no shape
+    with any other set (tune_small has two of square's cubes) and has at least 20 small and 6 tiny
+    ones (conditions written out here)."""
+    everything_else = {s for name, ss in shapes.SETS.items() if name not in ("heldout_small", "tune_small", "all")
+                       for s in ss.shapes}
+    for name, want_small, want_tiny in (("heldout_small", 20, 6), ("tune_small", 15, 5)):
+        got = shapes.SHAPE_SETS[name]
+        small = [(M, N, K) for M, N, K in got if K <= 2048 and 4096 < M * N <= 8 * 2**20 and M > 1 and N > 8]
+        tiny = [(M, N, K) for M, N, K in got if M * N <= 4096 and K >= 16 * max(M, N)]
+        assert len(small) + len(tiny) == len(got) == len(set(got)), name
+        assert len(small) >= want_small and len(tiny) >= want_tiny, (name, len(small), len(tiny))
+        assert all(M * K + K * N >= 2**20 for M, N, K in got), name
+        assert name == "tune_small" or not set(got) & everything_else, name
+        assert shapes.SETS[name].small and not shapes.SETS[name].bandwidth_bound
+    assert not set(shapes.SHAPE_SETS["heldout_small"]) & set(shapes.SHAPE_SETS["tune_small"])
+    assert shapes.SETS["tune_small"].tunable and not shapes.SETS["heldout_small"].tunable
 
 
 def test_asv_skinny_is_one_shape_per_weak_class_and_none_held_out():

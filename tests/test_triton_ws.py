@@ -40,7 +40,7 @@ def as_if_hopper(monkeypatch):
 # Tunable shapes behind the rule (results/h100/tf32-ws/): the tile it takes, or None where
 # stream_k keeps its tile GEMM (few rows, or a grid that fills too little of a wave).
 RULE = [((960, 8192, 8192), "128x256x32"), ((4096, 4096, 4096), "128x256x32"), ((1000, 1004, 996), "128x128x32"),
-        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), None), ((200, 200, 4096), None),
+        ((128, 4096, 11008), None), ((64, 8192, 28672), None), ((257, 132, 68), "128x128x32"), ((200, 200, 4096), None),
         ((8192, 8192, 8192), None), ((6144, 6144, 6144), None), ((8192, 16, 8192), None), ((4096, 64, 4096), "128x128x32")]
 
 
@@ -51,7 +51,47 @@ def test_ws_rule(as_if_hopper, shape, want):
         assert c["decomposition"] in ("dp", "hybrid"), c
     else:
         assert c["decomposition"] == "ws" and c["tile"] == want and "ws_tile" not in c["chosen_by"], c
-        assert c["operand_copy_bytes"] == 0 and c["wave_fill"] >= ws.WS_MIN_FILL
+        assert c["operand_copy_bytes"] == 0
+        assert c["wave_fill"] >= ws.WS_MIN_FILL or (shape[2] <= 2048 and shape[0] * shape[1] <= 8 * 2**20)
+
+
+# Small problems (K <= 2048, M*N <= 8M; results/h100/tf32-small/, tune_small): mode=ws from 65 rows
+# and 8 tiles of 128x128 up (under 8, where K can be split in two ranges of 16 K-tiles: the tile
+# GEMM), however little of a wave the grid fills and
+# past WS_MAX_M rows, split into K ranges of at least 16 K-tiles where the estimate says so;
+# outside the class the rule above.
+SMALL = [((768, 768, 768), 1), ((640, 640, 2048), 4), ((384, 384, 2048), 4), ((96, 4096, 2048), 4),
+         ((8192, 256, 1024), 1), ((6144, 1280, 160), 1), ((65, 1000, 1000), 1),
+         ((400, 200, 1800), 3), ((64, 4096, 1024), None), ((3000, 3000, 1024), "rule"), ((200, 200, 4096), None),
+         ((4096, 32, 1024), None), ((256, 256, 2048), None), ((256, 384, 2048), None), ((128, 512, 2048), None),
+         ((257, 132, 992), 1), ((257, 132, 993), None)]
+
+
+@pytest.mark.parametrize("shape,splits", SMALL, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_ws_small_problems(as_if_hopper, shape, splits):
+    M, N, K = shape
+    c = _plan(*shape, "tf32").config
+    if splits is None:
+        assert c["decomposition"] in ("dp", "hybrid"), c
+    elif splits == "rule":      # 9M outputs: not small, so the fill rule decides (here it fills)
+        assert c["decomposition"] == "ws" and c["wave_fill"] >= ws.WS_MIN_FILL, c
+    else:
+        assert c["decomposition"] == "ws" and c["k_splits"] == splits, c
+        assert c["k_tiles_per_split"] >= 16 or splits == 1
+    # Written out, not through the module's helper: K <= 2048 and M*N <= 8M.
+    assert ws.small_problem(M, N, K) == (K <= 2048 and M * N <= 8388608)
+
+
+def test_ws_split_pays_its_launch():
+    """A split adds the sum kernel's launch to the estimate: 1024^3 in 2 ranges measured 22.0 us
+    against 21.0 whole (results/h100/tf32-small/), so the default keeps whole K there."""
+    t = ws.WS_TILE_SMALL
+    one, two = ws.ws_seconds(1024, 1024, 1024, t, 1, 132), ws.ws_seconds(1024, 1024, 1024, t, 2, 132)
+    # whole K: 1024 k x 16.4 ns (k_seconds); two ranges: half that, plus the partials' 5 words
+    # per output element at 2.5 TB/s and the launch
+    assert one == pytest.approx(1024 * t.k_seconds)
+    assert two == pytest.approx(512 * t.k_seconds + 5 * 4 * 1024 * 1024 / 2.5e12 + 4e-6)
+    assert ws.default_ws_plan(1024, 1024, 1024, 132)[1] == 1
 
 
 def test_ws_plan_is_the_least_estimate():
@@ -216,6 +256,17 @@ def test_gpu_ws_heuristic_and_fallbacks():
     assert _row(Problem(960, 2047, 4096, precision="tf32")).config["decomposition"] != "ws"
     with pytest.raises(UsageError, match="16-byte"):
         _plan(960, 2047, 4096, "tf32", device="cuda", mode="ws")
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("shape,splits", [((96, 4100, 2048), 4), ((6200, 260, 160), 1), ((65, 1000, 1000), 1),
+                                          ((643, 644, 2044), 3)], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_gpu_ws_small_problems_by_default(shape, splits):
+    """Small problems take mode=ws by default (96 rows, 6200 rows past WS_MAX_M, 3 and 4 K ranges,
+    the last one short) and are right against float64 (run_kernel's check; NaN-poisoned C)."""
+    c = _row(Problem(*shape, precision="tf32")).config
+    assert c["decomposition"] == "ws" and c["k_splits"] == splits, c
 
 
 @pytest.mark.gpu

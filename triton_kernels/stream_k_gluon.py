@@ -179,10 +179,10 @@ class WsTile:
 
     @property
     def cost(self) -> model.SplitCost:
-        """decompose's split-K model with mode=ws's numbers: no fill or launch overhead counted;
-        partials written and read back (2 words per range) and C written (1), at ~2.5 TB/s; a
-        split must strictly beat whole K."""
-        return model.SplitCost(tile_k_seconds=self.k_seconds, overhead_k=0, launch_s=0.0,
+        """decompose's split-K model with mode=ws's numbers: no fill overhead counted; a split
+        pays the sum kernel's launch (WS_SUM_LAUNCH_S) and its partials written and read back (2
+        words per range) and C written (1), at ~2.5 TB/s; a split must strictly beat whole K."""
+        return model.SplitCost(tile_k_seconds=self.k_seconds, overhead_k=0, launch_s=WS_SUM_LAUNCH_S,
                                deterministic_words=(2, 1), min_gain=1.0)
 
     @property
@@ -226,7 +226,29 @@ WS_MIN_FILL = 0.45
 # so they keep 4 (results/h100/tf32-ws/round2, round3).
 WS_MAX_SPLITS = 4
 WS_MAX_SPLITS_FEW_TILES = 16
-WS_MIN_SPLIT_KT = 32
+# A K range of at least this many K-tiles (512 of K): on small problems 16-K-tile ranges were the
+# fastest split (640x640x2048: 4 ranges 22.7 us, whole K 33.0 us; results/h100/tf32-small/).
+WS_MIN_SPLIT_KT = 16
+# The sum kernel's launch, which a split adds (a launch on an H100: ~3-4 us of GPU time in this
+# engine's samples): 1024^3 in 2 ranges took 22.0 us against 21.0 whole, which the model
+# without it got the other way round.
+WS_SUM_LAUNCH_S = 4e-6
+# Small problems (K <= WS_SMALL_MAX_K, M*N <= WS_SMALL_MAX_OUTPUT): the fixed costs of the tile
+# GEMM's plan (B's K-major copy, a stream-K fixup) are most of their time, and mode=ws took the
+# fastest tf32 time on all 18 such tunable shapes however few tiles filled the SMs (768^3: 36
+# tiles, 18.0 us against the tile GEMM's 26.6; 8192x256x1024: 24.0 against 35.4), from 96 rows
+# (96x4096x2048 in 4 ranges: 27.2 against 33.5) to 8192 (results/h100/tf32-small/). So there the
+# rows, wave-fill and WS_MAX_M bounds do not apply.
+# Under WS_SMALL_MIN_TILES tiles of 128x128 the tile GEMM's stream-K (64 programs) beat mode=ws's
+# at most 4 K ranges: 128x512x2048 75% of cuBLAS tf32 against 63%, all three tunable shapes of 4-6
+# tiles alike; of 8-9 tiles mode=ws won four of five (320x320x2000: 69% against 61%). Those shapes
+# were added to the tuning after the held-out 256x256x2048 (4 tiles) lost 76% -> 62.5% under the
+# rule without this bound (results/h100/tf32-small/few-tiles/). K too short for two ranges keeps
+# mode=ws at any tile count: 257x132x68 read 90.7% there against 77.3% (results/h100/tf32-ws/round1).
+WS_SMALL_MAX_K = 2048
+WS_SMALL_MAX_OUTPUT = 8 * 2**20
+WS_SMALL_MIN_M = 65
+WS_SMALL_MIN_TILES = 8
 _WS_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:x32)?$")
 
 
@@ -278,12 +300,20 @@ def default_ws_plan(M: int, N: int, K: int, sms: int, tile=None, splits=None) ->
 
 
 def ws_pays(M: int, N: int, K: int, sms: int) -> bool:
-    """The heuristic's rule (on eligible operands): rows and columns in range, and a grid that
-    fills the SMs."""
+    """The heuristic's rule (on eligible operands): a small problem (WS_SMALL_MAX_K) of at least
+    WS_SMALL_MIN_M rows and WS_SMALL_MIN_TILES tiles or a K too short to split; else rows and
+    columns in range, and a grid that fills the SMs."""
+    if N >= WS_MIN_N and M >= WS_SMALL_MIN_M and small_problem(M, N, K):
+        return _tiles(M, N, WS_TILE_SMALL) >= WS_SMALL_MIN_TILES or triton.cdiv(K, 32) < 2 * WS_MIN_SPLIT_KT
     if not (WS_MIN_M <= M < WS_MAX_M and N >= WS_MIN_N):
         return False
     tile, splits = default_ws_plan(M, N, K, sms)
     return _fill(_tiles(M, N, tile) * splits, sms) >= WS_MIN_FILL
+
+
+def small_problem(M: int, N: int, K: int) -> bool:
+    """K <= WS_SMALL_MAX_K and M*N <= WS_SMALL_MAX_OUTPUT (issue #43's "small and mid problems")."""
+    return K <= WS_SMALL_MAX_K and M * N <= WS_SMALL_MAX_OUTPUT
 
 
 def ws_unsupported(A, B, C) -> str:

@@ -15,13 +15,15 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  tf32: 128x256x32/8/3 once those fill 90% of a wave, else TF32_MID_TILE
                  data-parallel for M > 512 and K < 4*max(M, N) where its tiles fill 90% of a
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
-                 less lost on held-out shapes: docs/findings.md); outputs of at most 64x64:
-                 fp32's plan (tf32x3_split=ffma).
+                 less lost on held-out shapes: docs/findings.md), X3_FEW_TILES_TILE (64x64)
+                 under half a wave of 128x128 with both sides over 128 and K <= 2048; outputs of at most
+                 64x64: fp32's plan (tf32x3_split=ffma).
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "hybrid"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
-                 tf32 tiny outputs on one tile of at least 64x32 or 32x64: one stream-K
-                 program per SM, not programs_per_sm (tiny_output_per_sm).
+                 tf32 tiny outputs (M*N <= 4096, K >= 16 max(M, N), N > 8) on tiles of at
+                 least 64x32 or 32x64: one stream-K program per SM, not programs_per_sm
+                 (tiny_output_per_sm).
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
@@ -201,6 +203,13 @@ FP32_FEW_ROWS_TILE = Tile(64, 128, 16, 4, 4)
 TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 
 
+# tf32x3 small problems (K <= 2048) of fewer 128x128 tiles than half the SMs, both sides over 128:
+# 64x64x32/4/3 tiles, data-parallel or stream-K by the wave rule (longer K was not tried). On tune_small's 6 such shapes 1.04-1.24x
+# (384x384x2048: 88% -> 100% of cuBLAS fp32; 1000^3 107% -> 133%); where a side is at most 128 or
+# the 128x128 tiles reach half a wave they lost 4-25% (results/h100/tf32-small/).
+X3_FEW_TILES_TILE = Tile(64, 64, 32, 4, 3)
+X3_FEW_TILES, X3_FEW_TILES_MIN_SIDE, X3_FEW_TILES_MAX_K = 0.5, 128, 2048
+
 # fp32 outputs of under ~1.1 waves of 128x128 tiles, K under 8192: 64x64 tiles, four times as many
 # to share out (at K >= 8192 two of three such shapes lost; docs/findings.md#few-tiles-and-padded-tiles).
 FP32_FEW_TILES_TILE = Tile(64, 64, 32, 4, 4)
@@ -246,22 +255,28 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
                 triton.cdiv(M, TF32_MID_TILE.bm) * triton.cdiv(N, TF32_MID_TILE.bn) >= DP_WAVE_EFFICIENCY * sms:
             return TF32_MID_TILE, "dp"
         return Tile(128, 128, 32, 8, 4), None
+    if t128 < X3_FEW_TILES * sms and min(M, N) > X3_FEW_TILES_MIN_SIDE and K <= X3_FEW_TILES_MAX_K:
+        return X3_FEW_TILES_TILE, None
     return Tile(128, 128, 32, 8, 3), None
 
 
-# tf32 outputs of at most 64x64 whose one tile covers at least 64x32: one stream-K program per
+# tf32 tiny outputs (M*N <= TINY_OUTPUT_MAX, K >= 16 max(M, N)) on tiles of at least 64x32: one stream-K program per
 # SM instead of two, each over twice the K range. Reading A and B bounds these shapes, not
 # arithmetic (81 us at 48x48x262144 in fp32, tf32 and tf32x3 alike), and half the programs read
 # them faster; smaller tiles and fp32 keep two
-# (docs/findings.md#tf32-tiny-outputs-one-stream-k-program-per-sm).
+# (docs/findings.md#tf32-tiny-outputs-one-stream-k-program-per-sm). tf32x3 gained 1.01-1.19x on
+# tune_small's 5 tiny outputs but lost 0.91x at 64x64x1048576 (long_k), so it keeps two
+# (results/h100/tf32-small/).
 TINY_OUTPUT_MIN_TILE_AREA = 64 * 32
+TINY_OUTPUT_MAX = 4096
 
 
-def tiny_output_per_sm(M: int, N: int, precision: str, tile: Tile) -> Optional[int]:
-    """Programs per SM for a tf32 tiny output (TINY_OUTPUT_MIN_TILE_AREA): 1; else None
-    (programs_per_sm)."""
-    if precision == "tf32" and M <= min(tile.bm, 64) and N <= min(tile.bn, 64) and \
-            tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
+def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile) -> Optional[int]:
+    """Programs per SM for a tf32 tiny output (M*N <= TINY_OUTPUT_MAX, K >= 16 max(M, N), more than
+    SKINNY_MAX_N columns: the matrix-times-vectors class has rules of its own) on a tile of at
+    least TINY_OUTPUT_MIN_TILE_AREA: 1; else None (programs_per_sm)."""
+    tiny = M * N <= TINY_OUTPUT_MAX and K >= 16 * max(M, N) and N > SKINNY_MAX_N
+    if precision == "tf32" and tiny and tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
         return 1
     return None
 
@@ -276,7 +291,7 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
         tile, preferred = heuristic_plan(M, N, K, precision, sms)
         if mode is None and sk_programs is None:
             mode = preferred
-            per_sm = tiny_output_per_sm(M, N, precision, tile)
+            per_sm = tiny_output_per_sm(M, N, K, precision, tile)
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
     return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align, per_sm)
