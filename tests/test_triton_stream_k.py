@@ -410,7 +410,12 @@ def _plan(M, N, K, precision, **options):
     ((127, 8191, 1021), "tf32", "load"),          # N % 4 != 0: no 16-byte loads of B to swap
     ((4096, 64, 4096), "tf32x3", "swap"),         # 33..64 columns on 128x64 tiles: any M
     ((4096, 64, 4096), "tf32", "swap"),
-    ((64, 64, 1048576), "tf32", "load"),          # 64x64 tiles: not the narrow-output rule
+    ((64, 64, 1048576), "tf32", "swap"),          # a tiny output of <= 64 columns (TINY_SWAP_MAX_N)
+    ((40, 40, 400000), "tf32", "swap"),
+    ((128, 32, 200000), "tf32", "swap"),
+    ((32, 128, 65536), "tf32", "load"),           # tiny, but 128 columns: lost swapped
+    ((64, 64, 1000), "tf32", "load"),             # K < 16 max(M, N): not a tiny output
+    ((64, 64, 1048576), "tf32x3", "n/a"),         # tf32x3 there: fp32's plan (tf32x3_split=ffma)
     ((4096, 16, 4096), "tf32", "k_major"),        # 16 columns: no swap (B^T would fill a quarter of a wgmma)
     ((128, 4096, 11008), "fp32", "n/a"),
 ])

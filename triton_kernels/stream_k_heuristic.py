@@ -25,7 +25,8 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
                  least 64x32 or 32x64: one stream-K program per SM, not programs_per_sm
                  (tiny_output_per_sm).
 operands         worth_copying / _layouts / _k_major_b.
-b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M.
+b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M,
+                 and tf32 tiny outputs of at most 64 columns.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
 tf32x3_split     x3_split_plan; outputs of at most 64x64, single rows and N <= 8: "ffma",
                  fp32's plan (x3_uses_ffma).
@@ -271,12 +272,17 @@ TINY_OUTPUT_MIN_TILE_AREA = 64 * 32
 TINY_OUTPUT_MAX = 4096
 
 
+def tiny_output(M: int, N: int, K: int) -> bool:
+    """Issue #43's tiny outputs: M*N <= TINY_OUTPUT_MAX and K >= 16 max(M, N), more than
+    SKINNY_MAX_N columns (the matrix-times-vectors class has rules of its own)."""
+    return M * N <= TINY_OUTPUT_MAX and K >= 16 * max(M, N) and N > SKINNY_MAX_N
+
+
 def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile) -> Optional[int]:
     """Programs per SM for a tf32 tiny output (M*N <= TINY_OUTPUT_MAX, K >= 16 max(M, N), more than
     SKINNY_MAX_N columns: the matrix-times-vectors class has rules of its own) on a tile of at
     least TINY_OUTPUT_MIN_TILE_AREA: 1; else None (programs_per_sm)."""
-    tiny = M * N <= TINY_OUTPUT_MAX and K >= 16 * max(M, N) and N > SKINNY_MAX_N
-    if precision == "tf32" and tiny and tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
+    if precision == "tf32" and tiny_output(M, N, K) and tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
         return 1
     return None
 
@@ -353,9 +359,17 @@ X3_MASK_NAN = False
 SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
 
 
+# tf32 tiny outputs of at most TINY_SWAP_MAX_N columns swap too: on 10 tunable ones (M, N <= 64, and
+# 128x32) 82-94% of cuBLAS tf32 against 63-93% unswapped (40x40x400000: 63 -> 83%); with 128 and
+# 200 columns it lost 4 points (results/h100/tf32-small/tiny-swap/).
+TINY_SWAP_MAX_N = 64
+
+
 def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> bool:
     if precision == "fp32" or not _n_major_hintable(B):
         return False
+    if precision == "tf32" and N <= TINY_SWAP_MAX_N and tiny_output(M, N, B.shape[0]):
+        return True
     if tile.bm == 128 and tile.bn == 64 and 32 < N <= 64:
         return True
     max_m = SWAP_MAX_M_TF32_128 if precision == "tf32" and tile.bn == 128 else SWAP_MAX_M
