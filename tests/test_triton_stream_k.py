@@ -791,6 +791,16 @@ def test_fp32_few_rows_tile(shape, tile, mode):
     ((1200, 170, 4000), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
     ((300, 8192, 28672), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
     ((4096, 4096, 4096), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
+    # tf32x3 small problems (K <= 2048) under half a wave of 128x128 (< 66 tiles), both sides over
+    # 128: 64x64 (results/h100/tf32-small/); 128 rows or columns, 66 tiles or K > 2048 keep 128x128
+    ((384, 384, 2048), "tf32x3", sk.Tile(64, 64, 32, 4, 3)),
+    ((1024, 1024, 1024), "tf32x3", sk.Tile(64, 64, 32, 4, 3)),   # 64 tiles
+    ((129, 4096, 2048), "tf32x3", sk.Tile(64, 64, 32, 4, 3)),    # 2 x 32 tiles, both sides over 128
+    ((128, 4096, 2048), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
+    ((4096, 128, 2048), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
+    ((1100, 1024, 1024), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),  # 9 x 8 = 72 tiles
+    ((384, 384, 2049), "tf32x3", sk.Tile(128, 128, 32, 8, 3)),
+    ((384, 384, 2048), "tf32", sk.Tile(128, 128, 32, 8, 4)),      # tf32x3's rule only
 ])
 def test_tiles_for_few_tiles_and_padding(shape, precision, tile):
     # the rules measured on tunable shapes (scratch exploration, docs/findings.md "Few tiles")
