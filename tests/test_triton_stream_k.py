@@ -278,6 +278,21 @@ def test_gpu_heuristic_shapes(kernel, shape, precision):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape,precision,want", [
+    ((40, 40, 40000), "tf32", {"b_transpose": "swap", "programs_per_sm": 1}),    # tiny output, <= 64 columns
+    ((64, 36, 20004), "tf32", {"b_transpose": "swap", "programs_per_sm": 1}),
+    ((30, 128, 9000), "tf32", {"b_transpose": "load", "programs_per_sm": 1}),    # 128 columns: not swapped
+    ((384, 384, 2048), "tf32x3", {"tile": "64x64x32"}),                          # tf32x3 few tiles
+    ((1021, 1021, 1021), "tf32x3", {"tile": "64x64x32"}),
+], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_gpu_small_class_plans(shape, precision, want):
+    """The small classes' default plans (results/h100/tf32-small/) right against float64, alpha and
+    beta included, and the plan the rule names."""
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
+    assert {k: r.config.get(k) for k in want} == want, r.config
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("case", list(CASES))
 def test_gpu_forced_splits(case):
     shape, options = CASES[case]
