@@ -39,7 +39,8 @@ def klass(M: int, N: int, K: int) -> str:
 def percents(path: str) -> tuple[dict, int]:
     """{(kernel, shape, precision): (% of cuBLAS, config)} and the count of rows not ok."""
     rows = json.load(open(path))["results"]
-    cublas = {(r["shape"], r["precision"]): r["median_ms"] for r in rows if r["kernel"] == "cublas" and r["status"] == "ok"}
+    cublas = {(r["shape"], r["precision"]): r["median_ms"] for r in rows
+              if r["kernel"] == "cublas" and r["status"] == "ok"}
     out, bad = {}, 0
     for r in rows:
         if r["kernel"] == "cublas":
@@ -68,22 +69,24 @@ def ab(outdir: str) -> int:
     keys = [k for k in P[0][0] if all(k in d for d, _ in P + N)]
     for prec in dict.fromkeys(k[2] for k in keys):
         print(f"\n## {prec} (% of cuBLAS {BASE[prec]})\n")
-        print("| shape | class | prev | new | new / prev | A/A spread | new's plan |\n|---|---|---:|---:|---:|---:|---|")
+        print("| shape | class | prev | new | new / prev | A/A spread | new's plan |")
+        print("|---|---|---:|---:|---:|---:|---|")
         per: dict = {}
         for k in [k for k in keys if k[2] == prec]:
             p = statistics.mean(d[k][0] for d, _ in P)
             n = statistics.mean(d[k][0] for d, _ in N)
             spread = (max(d[k][0] for d, _ in P) - min(d[k][0] for d, _ in P)) / p * 100
             c = N[0][0][k][1]
-            plan = f"{c.get('decomposition')} {c.get('tile')}" + (f" ranges {c['k_splits']}" if "k_splits" in c else "") \
-                + f" grid {c.get('grid')}"
+            ranges = f" ranges {c['k_splits']}" if "k_splits" in c else ""
+            plan = f"{c.get('decomposition')} {c.get('tile')}{ranges} grid {c.get('grid')}"
             cls = klass(*_dims(k[1]))
             per.setdefault(cls, []).append((p, n))
             print(f"| {k[1]} | {cls} | {p:.1f} | {n:.1f} | {n / p:.2f} | {spread:.1f}% | {plan} |")
         print()
         for cls, v in per.items():
-            print(f"- {cls} ({len(v)} shapes): prev geomean {geomean(a for a, _ in v):.1f}%, worst "
-                  f"{min(a for a, _ in v):.1f}%; new geomean {geomean(b for _, b in v):.1f}%, worst {min(b for _, b in v):.1f}%")
+            p, n = [a for a, _ in v], [b for _, b in v]
+            print(f"- {cls} ({len(v)} shapes): prev geomean {geomean(p):.1f}%, worst {min(p):.1f}%; "
+                  f"new geomean {geomean(n):.1f}%, worst {min(n):.1f}%")
     if bad:
         print(f"\n{bad} rows not ok")
     return 1 if bad else 0
@@ -102,7 +105,8 @@ def variants(path: str, precision: str) -> int:
     for s in shapes:
         vals = [got.get((k, s, precision), (None,))[0] for k in kernels]
         best = max(v for v in vals if v is not None)
-        print(f"| {s} | " + " | ".join("-" if v is None else f"{v:.0f}" + ("*" if v == best else "") for v in vals) + " |")
+        cells = ["-" if v is None else f"{v:.0f}" + ("*" if v == best else "") for v in vals]
+        print(f"| {s} | " + " | ".join(cells) + " |")
     print()
     for i, k in enumerate(kernels):
         parts = []

@@ -35,9 +35,10 @@ gemv             M = 1 in fp32 (tf32x3 through ffma) and tf32 (TF32_ON_GEMV_PATH
 skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
                  stream_k_skinny.py, K split to fill the SMs; tf32 keeps the tile GEMM
                  (TF32_ON_SKINNY_PATH off; mode=skinny takes tf32 on TF32-truncated inputs).
-ws               tf32 on sm_90 with A and B TMA-readable, 128 < M < 6144, N >= 64 and a grid of
-                 tiles x K ranges that fills the SMs (ws_pays): the warp-specialised Gluon GEMM of
-                 stream_k_gluon.py, B read as stored.
+ws               tf32 on sm_90 with A and B TMA-readable and N >= 64: 128 < M < 6144 with a grid
+                 of tiles x K ranges that fills the SMs, or a small problem (K <= 2048,
+                 M*N <= 8M) of M > 64 and at least 8 tiles (ws_pays): the warp-specialised
+                 Gluon GEMM of stream_k_gluon.py, B read as stored.
 ===============  ==========================================================================
 """
 from __future__ import annotations
@@ -205,9 +206,10 @@ TF32_MID_TILE = Tile(128, 64, 32, 4, 4)
 
 
 # tf32x3 small problems (K <= 2048) of fewer 128x128 tiles than half the SMs, both sides over 128:
-# 64x64x32/4/3 tiles, data-parallel or stream-K by the wave rule (longer K was not tried). On tune_small's 6 such shapes 1.04-1.24x
-# (384x384x2048: 88% -> 100% of cuBLAS fp32; 1000^3 107% -> 133%); where a side is at most 128 or
-# the 128x128 tiles reach half a wave they lost 4-25% (results/h100/tf32-small/).
+# 64x64x32/4/3 tiles, data-parallel or stream-K by the wave rule (longer K was not tried). On
+# tune_small's 6 such shapes 1.02-1.23x (384x384x2048: 89% -> 100% of cuBLAS fp32; 1000^3 107% ->
+# 132%); where a side is at most 128 or the 128x128 tiles reach half a wave they lost 6-34%
+# (results/h100/tf32-small/ab-tune/, variants/).
 X3_FEW_TILES_TILE = Tile(64, 64, 32, 4, 3)
 X3_FEW_TILES, X3_FEW_TILES_MIN_SIDE, X3_FEW_TILES_MAX_K = 0.5, 128, 2048
 
