@@ -23,8 +23,9 @@ TMA, mbarriers, warpgroup_mma) can say it:
 One program per tile and K range: where whole tiles would leave much of the last wave of SMs idle,
 K is cut into ranges whose partials a second kernel adds in range order (the same bits every
 run); the split count is the least estimated time by compare/families/decompose.py's split-K model
-(the one Triton's split_k and CUDA stage 10 use), and the plan takes this path only where that
-grid fills the GPU well enough (ws_pays). GPU only: Gluon has no interpreter, and wgmma needs
+(the one Triton's split_k and CUDA stage 10 use), and the plan takes this path where that grid
+fills the GPU well enough, or on a small problem, where the tile GEMM's fixed costs weigh more than
+an idle SM (ws_pays). GPU only: Gluon has no interpreter, and wgmma needs
 sm_90; the partials' sum is stream_k_kernels._range_sum_kernel (plain Triton).
 """
 from __future__ import annotations
