@@ -23,17 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository's compare package
 
+from compare.harness.shapes import SMALL_CLASSES, small_class  # noqa: E402
 from compare.outputs.sweep import geomean  # noqa: E402
 
 BASE = {"tf32": "tf32", "tf32x3": "fp32", "fp32": "fp32"}
-
-
-def klass(M: int, N: int, K: int) -> str:
-    if M * N <= 4096 and K >= 16 * max(M, N):
-        return "tiny outputs"
-    if K <= 2048 and 4096 < M * N <= 8 * 2**20:
-        return "small and mid"
-    return "other"
 
 
 def percents(path: str) -> tuple[dict, int]:
@@ -79,7 +72,7 @@ def ab(outdir: str) -> int:
             c = N[0][0][k][1]
             ranges = f" ranges {c['k_splits']}" if "k_splits" in c else ""
             plan = f"{c.get('decomposition')} {c.get('tile')}{ranges} grid {c.get('grid')}"
-            cls = klass(*_dims(k[1]))
+            cls = small_class(*_dims(k[1])) or "other"
             per.setdefault(cls, []).append((p, n))
             print(f"| {k[1]} | {cls} | {p:.1f} | {n:.1f} | {n / p:.2f} | {spread:.1f}% | {plan} |")
         print()
@@ -110,8 +103,9 @@ def variants(path: str, precision: str) -> int:
     print()
     for i, k in enumerate(kernels):
         parts = []
-        for cls in ("small and mid", "tiny outputs"):
-            v = [got[(k, s, precision)][0] for s in shapes if (k, s, precision) in got and klass(*_dims(s)) == cls]
+        for cls in SMALL_CLASSES:
+            v = [got[(k, s, precision)][0] for s in shapes
+                 if (k, s, precision) in got and small_class(*_dims(s)) == cls]
             if v:
                 parts.append(f"{cls} geomean {geomean(v):.1f}% worst {min(v):.1f}% ({len(v)})")
         print(f"- {i}: {k}: " + "; ".join(parts))

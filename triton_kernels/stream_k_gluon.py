@@ -305,7 +305,8 @@ def ws_pays(M: int, N: int, K: int, sms: int) -> bool:
     WS_SMALL_MIN_M rows and WS_SMALL_MIN_TILES tiles or a K too short to split; else rows and
     columns in range, and a grid that fills the SMs."""
     if N >= WS_MIN_N and M >= WS_SMALL_MIN_M and small_problem(M, N, K):
-        return _tiles(M, N, WS_TILE_SMALL) >= WS_SMALL_MIN_TILES or triton.cdiv(K, 32) < 2 * WS_MIN_SPLIT_KT
+        t = WS_TILE_SMALL
+        return _tiles(M, N, t) >= WS_SMALL_MIN_TILES or triton.cdiv(K, t.bk) < 2 * WS_MIN_SPLIT_KT
     if not (WS_MIN_M <= M < WS_MAX_M and N >= WS_MIN_N):
         return False
     tile, splits = default_ws_plan(M, N, K, sms)

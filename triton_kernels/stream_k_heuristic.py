@@ -16,8 +16,8 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  data-parallel for M > 512 and K < 4*max(M, N) where its tiles fill 90% of a
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
                  less lost on held-out shapes: docs/findings.md), X3_FEW_TILES_TILE (64x64)
-                 under half a wave of 128x128 with both sides over 128 and K <= 2048; outputs of at most
-                 64x64: fp32's plan (tf32x3_split=ffma).
+                 under half a wave of 128x128 with both sides over 128 and K <= 2048;
+                 outputs of at most 64x64: fp32's plan (tf32x3_split=ffma).
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "hybrid"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
@@ -263,8 +263,8 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
     return Tile(128, 128, 32, 8, 3), None
 
 
-# tf32 tiny outputs (M*N <= TINY_OUTPUT_MAX, K >= 16 max(M, N)) on tiles of at least 64x32: one stream-K program per
-# SM instead of two, each over twice the K range. Reading A and B bounds these shapes, not
+# tf32 tiny outputs (tiny_output) on tiles of at least 64x32: one stream-K program per SM instead
+# of two, each over twice the K range. Reading A and B bounds these shapes, not
 # arithmetic (81 us at 48x48x262144 in fp32, tf32 and tf32x3 alike), and half the programs read
 # them faster; smaller tiles and fp32 keep two
 # (docs/findings.md#tf32-tiny-outputs-one-stream-k-program-per-sm). tf32x3 gained 1.01-1.19x on
@@ -281,9 +281,8 @@ def tiny_output(M: int, N: int, K: int) -> bool:
 
 
 def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile) -> Optional[int]:
-    """Programs per SM for a tf32 tiny output (M*N <= TINY_OUTPUT_MAX, K >= 16 max(M, N), more than
-    SKINNY_MAX_N columns: the matrix-times-vectors class has rules of its own) on a tile of at
-    least TINY_OUTPUT_MIN_TILE_AREA: 1; else None (programs_per_sm)."""
+    """Programs per SM for a tf32 tiny output (tiny_output) on a tile of at least
+    TINY_OUTPUT_MIN_TILE_AREA: 1; else None (programs_per_sm)."""
     if precision == "tf32" and tiny_output(M, N, K) and tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
         return 1
     return None

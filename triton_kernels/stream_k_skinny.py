@@ -459,7 +459,7 @@ class SkinnyPlan:
         _skinny_kernel[(self.blocks, self.splits)](
             A, bv, C, self.W if split else C, self.G if self.group else C, self.lock if split else C,
             self.M, self.N, self.K, self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(0),
-            bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta, A_K_CONTIG=self.a_k_contig, A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous,
-            B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
+            bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta, A_K_CONTIG=self.a_k_contig,
+            A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
             N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
             SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1)

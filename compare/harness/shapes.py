@@ -276,6 +276,21 @@ def flops(shape: Shape) -> int:
     return 2 * M * N * K
 
 
+# Issue #43's small classes, as heldout_small and tune_small are drawn from them (their judges,
+# reproduce/measure-heldout and reproduce/tf32_small_summary.py, read them here).
+SMALL_CLASSES = ("small and mid", "tiny outputs")
+
+
+def small_class(M: int, N: int, K: int) -> str:
+    """"tiny outputs" (M*N <= 4096, K >= 16 max(M, N)), "small and mid" (K <= 2048,
+    4096 < M*N <= 8M) or "" (neither)."""
+    if M * N <= 4096 and K >= 16 * max(M, N):
+        return "tiny outputs"
+    if K <= 2048 and 4096 < M * N <= 8 * 2**20:
+        return "small and mid"
+    return ""
+
+
 def shape_text(shape: Shape) -> str:
     return "x".join(str(d) for d in shape)
 
