@@ -10,8 +10,9 @@
 //    sgemm_wgmma_regb (the default): C^T = B^T A^T, A's tile the K-major shared-memory operand,
 //    B^T the register operand, loaded from B's tile as TMA stored it (4 conflict-free LDS per k8,
 //    rounded to TF32), in 256-, 128- or 64-row tiles of C; where N % 4 != 0 B's rows are padded
-//    to 16 bytes by one copy first, or, where the GEMM reads B once (one row of tiles, N >= 32),
-//    loaded by the producer warpgroup with 16-byte cp.async (B_ASYNC, option b_unaligned).
+//    to 16 bytes by one copy first, or loaded in the GEMM (option b_unaligned): where N <= 128 one
+//    bulk copy per K tile of 32 whole rows (B_BULK), else where the GEMM reads B once (one row of
+//    tiles, N >= 32) the producer warpgroup's 16-byte cp.async (B_ASYNC).
 //    sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
 //  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0, its
 //    address is unaligned or tf32x3 needs its split: then it is copied.
@@ -247,7 +248,14 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // chunk of B reads only the bytes B has. Each thread arrives on the stage's full barrier when its
 // copies land, beside TMA's transaction count for A. No copy of B before the GEMM. 16-byte chunks
 // because 4-byte copies into TMA's layout take 4x the instructions (2x slower: docs/findings.md).
-template <int TM, int STAGES, bool SPLIT3, bool B_ASYNC>
+// B_BULK (N % 4 != 0, N <= 128: one column tile holds all of B's columns): a K tile of B, 32 whole
+// rows, is one contiguous run of 128 N bytes (16-byte aligned, a multiple of 16), so one bulk copy
+// (cp.async.bulk, the copy engine, counted on the full barrier like TMA) moves it as stored, rows
+// of N floats. The last K tile (fewer than 32 rows) copies its bytes rounded down to 16; the
+// producer warpgroup writes the 0-3 floats left and zeros for the rows past K (A's are zero there
+// too, but a 0 x inf or 0 x NaN would poison D). Fragment loads read rows of N floats (a 2-4 way
+// bank conflict, against the cp.async build's 33 instructions per row of the tile).
+template <int TM, int STAGES, bool SPLIT3, int B_LOAD>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
@@ -260,7 +268,9 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
     constexpr int BP = 136;                        // B_ASYNC: floats per k row (128 + 8: 16-byte chunks, 8 banks apart)
     constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering 128 columns at any offset
-    constexpr int STAGE = PARTS * A_BYTES + (B_ASYNC ? BK * BP * 4 : (TN / 32) * B_BOX);
+    constexpr bool B_ASYNC = B_LOAD == 1, B_BULK = B_LOAD == 2;   // 0: TMA
+    // B_BULK reads up to word 31 N + 127 < 32 x 136 of its stage (N <= 127): the cp.async build's size.
+    constexpr int STAGE = PARTS * A_BYTES + (B_LOAD ? BK * BP * 4 : (TN / 32) * B_BOX);
     static_assert(STAGE % 1024 == 0, "every stage's A tile 1024-byte aligned for the swizzle");
     constexpr int ACC = TM / 2;                    // accumulators per consumer thread
     constexpr int GROUP = 8;
@@ -271,7 +281,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     const unsigned raw = smem_u32(smem_raw);
     const unsigned base = (raw + 1023u) & ~1023u;
     const unsigned bars = base + STAGES * STAGE;
-    const float* fbase = reinterpret_cast<const float*>(smem_raw + (base - raw));
+    float* const fbase = reinterpret_cast<float*>(smem_raw + (base - raw));
 
     const int tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN;
     const int per_group = GROUP * tiles_n, group = blockIdx.x / per_group;
@@ -290,7 +300,8 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bars + 8 * s, B_ASYNC ? 1 + 128 : 1);  // TMA's expect_tx (+ each loading thread)
+            // TMA's expect_tx (+ each cp.async thread; B_BULK: thread 0's expect_tx + the other 127)
+            mbar_init(bars + 8 * s, B_ASYNC ? 1 + 128 : B_BULK ? 128 : 1);
             mbar_init(bars + 8 * (STAGES + s), 256);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -324,6 +335,30 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 }
                 cp_async_arrive(full);
             }
+        } else if constexpr (B_BULK) {
+            // Every producer thread waits for the stage and arrives on its full barrier (thread 0's
+            // arrival carries the copies' byte count), so the last tile's stores by all 128 are
+            // ordered before the consumers' reads by the barrier itself.
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+                const unsigned full = bars + 8 * s, st = base + s * STAGE;
+                const int k_first = (kt0 + kt) * BK, rows = min(BK, K - k_first);
+                const float* src = b_rows + (size_t)k_first * N;
+                const int floats = rows * N, bulk = (4 * floats) & ~15;
+                if (rows < BK) {  // the last K tile
+                    float* dst = fbase + s * (STAGE / 4) + PARTS * A_BYTES / 4;
+                    for (int i = bulk / 4 + threadIdx.x; i < BK * N; i += 128) dst[i] = i < floats ? src[i] : 0.f;
+                }
+                if (threadIdx.x == 0) {
+                    mbar_expect_tx(full, PARTS * A_BYTES + bulk);
+                    tma_load(st, tA, full, k_first, m0);
+                    if (SPLIT3) tma_load(st + A_BYTES, tAs, full, k_first, m0);
+                    if (bulk) bulk_load(st + PARTS * A_BYTES, src, bulk, full);
+                } else {
+                    mbar_arrive(full);
+                }
+            }
         } else if (threadIdx.x == 0) {
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
@@ -354,6 +389,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // swizzled with k % 8.
         auto b_word = [&](int n_in_box, int k) {
             if constexpr (B_ASYNC) return PARTS * A_BYTES / 4 + k * BP + mis + n_tile + (n_in_box - nn);
+            if constexpr (B_BULK) return PARTS * A_BYTES / 4 + k * N + n_tile + (n_in_box - nn);
             return PARTS * A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) +
                    (n_in_box & 3);
         };

@@ -194,8 +194,13 @@ def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Opt
 # tiles B is read again per row and the cp.async loop's extra instructions cost more than the copy
 # (loguniform:120:2718, N % 4 != 0: 0.76x geomean, 1.42x best).
 REGB_CP_ASYNC_MIN_N = 32
+# Where N <= 128 one column tile holds all of B's columns, so a K tile of B (32 whole rows) is one
+# contiguous run of bytes: one bulk copy, as fast as TMA, wherever B is read.
+REGB_BULK_MAX_N = 128
 
 
 def regb_b_unaligned(M: int, N: int, tm: int) -> str:
     """Stage 13's b_unaligned default for a B whose rows TMA can't read (N % 4 != 0)."""
+    if N <= REGB_BULK_MAX_N:
+        return "bulk"
     return "cp_async" if M <= tm and N >= REGB_CP_ASYNC_MIN_N else "pad"

@@ -40,8 +40,8 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan, skinny_short_plan,
-                         split_plan, stream_k_path, stream_k_tile)
+from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan,
+                         skinny_short_plan, split_plan, stream_k_path, stream_k_tile)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
@@ -77,11 +77,14 @@ def _options(spec: StageSpec) -> tuple:
                                  "its fragments loaded into registers) or copy (a K-major transposed copy of B "
                                  "each launch)", B_TRANSPOSE_CHOICES))
         out.append(Option.choice("b_unaligned", "on the swap path, how B is read where N % 4 != 0 (TMA needs 16-byte "
-                                 "row strides): cp_async (the producer warpgroup copies B's rows in 16-byte chunks with "
-                                 "cp.async, no copy of B; B 16-byte aligned) or pad (one copy pads B's rows to 16 "
-                                 "bytes first, then TMA); default: cp_async where one row of tiles covers M and "
-                                 "N >= 32 (B read once), else pad", B_UNALIGNED_CHOICES))
-        gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_") and not c.label.endswith(".cpasync"))
+                                 f"row strides): bulk (N <= {REGB_BULK_MAX_N}: one bulk copy of 32 whole rows of B per "
+                                 "K tile, no copy of B), cp_async (the producer warpgroup copies B's rows in 16-byte "
+                                 "chunks with cp.async, no copy of B) or pad (one copy pads B's rows to 16 bytes "
+                                 "first, then TMA); bulk and cp_async need B 16-byte aligned (else pad); default: "
+                                 f"bulk where N <= {REGB_BULK_MAX_N}, else cp_async where one row of tiles covers M "
+                                 "and N >= 32 (B read once), else pad", B_UNALIGNED_CHOICES))
+        gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_")
+                      and not c.label.endswith((".cpasync", ".bulk")))
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
                                   + ", ".join(gemms), gemms))

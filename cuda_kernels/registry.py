@@ -274,10 +274,14 @@ WGMMA_THREADS = 384
 REGB_TILES = {"tf32": ((256, 4), (128, 6), (64, 8)), "tf32x3": ((128, 4), (64, 6))}
 B_TRANSPOSE_CHOICES = ("swap", "copy")   # the option b_transpose: as Triton names them
 # The option b_unaligned: how the register-operand path reads B's rows where N % 4 != 0 (TMA needs
-# 16-byte row strides): cp_async (the producer warpgroup copies each row's 16-byte chunks with
-# cp.async, no copy of B; B itself 16-byte aligned) or pad (one copy pads B's rows to 16 bytes,
-# then TMA reads the copy; also where B's address is not 16-byte aligned).
-B_UNALIGNED_CHOICES = ("cp_async", "pad")
+# 16-byte row strides): bulk (N <= 128: a K tile of B is one contiguous run of bytes, one bulk copy
+# each, no copy of B), cp_async (the producer warpgroup copies each row's 16-byte chunks with
+# cp.async, no copy of B) or pad (one copy pads B's rows to 16 bytes, then TMA reads the copy; also
+# where B's address is not 16-byte aligned, which bulk and cp_async need).
+B_UNALIGNED_CHOICES = ("bulk", "cp_async", "pad")
+# The GEMM builds by how B reaches shared memory (the kernel's B_LOAD): TMA (N % 4 == 0, or B's rows
+# padded first), cp.async chunks, one bulk copy per K tile. The label suffix names the build.
+B_LOADS = {"tma": (0, ""), "cp_async": (1, ".cpasync"), "bulk": (2, ".bulk")}
 PREPARE_BLOCK = (32, 8, 1)
 
 
@@ -287,18 +291,19 @@ def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
     return stages * (2 if split3 else 1) * (128 + bn) * 32 * 4 + 1024 + 16 * stages
 
 
-def regb_smem_bytes(tm: int, stages: int, split3: bool, b_async: bool = False) -> int:
+def regb_smem_bytes(tm: int, stages: int, split3: bool, b_load: str = "tma") -> int:
     """The register-operand path's dynamic shared memory: STAGES x (A's TM x 32 floats, twice for
-    the split + B's 32 x 128, or with ``b_async`` 32 rows of 136 floats) + 1 KiB of alignment slack
-    + the mbarriers."""
-    return stages * ((2 if split3 else 1) * tm * 32 + (32 * 136 if b_async else 32 * 128)) * 4 + 1024 + 16 * stages
+    the split + B's 32 x 128, or where the GEMM loads B's rows itself (cp_async, bulk) 32 rows of
+    136 floats) + 1 KiB of alignment slack + the mbarriers."""
+    b_floats = 32 * 128 if b_load == "tma" else 32 * 136
+    return stages * ((2 if split3 else 1) * tm * 32 + b_floats) * 4 + 1024 + 16 * stages
 
 
-def regb_label(tm: int, stages: int, split3: bool, b_async: bool = False) -> str:
-    """The register-operand tile's label; with ``b_async`` its build that loads B's rows with
-    cp.async (option b_unaligned=cp_async): the label plus ``.cpasync`` (the ``tile`` option takes
-    the label without it)."""
-    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.cpasync' if b_async else ''}"
+def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma") -> str:
+    """The register-operand tile's label; for a build that loads B's rows itself (option
+    b_unaligned=cp_async or bulk) the label plus ``.cpasync`` or ``.bulk`` (the ``tile`` option
+    takes the label without it)."""
+    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{B_LOADS[b_load][1]}"
 
 
 def _wgmma_configs():
@@ -309,9 +314,9 @@ def _wgmma_configs():
     for pr, tiles in REGB_TILES.items():
         split3 = pr == "tf32x3"
         for tm, stages in tiles:
-            for b_async in (False, True):
-                out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, b_async), (WGMMA_THREADS, 1, 1), (tm, 128),
-                                  regb_smem_bytes(tm, stages, split3, b_async), regb_label(tm, stages, split3, b_async),
+            for b_load, (code, _) in B_LOADS.items():
+                out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code), (WGMMA_THREADS, 1, 1), (tm, 128),
+                                  regb_smem_bytes(tm, stages, split3, b_load), regb_label(tm, stages, split3, b_load),
                                   32))
     for trans in (True, False):
         for split in (False, True):

@@ -10,7 +10,7 @@ import numpy as np
 from compare.harness.errors import UsageError
 
 from . import loader, tma
-from .heuristics import WGMMA_MAX_SPLITS, cdiv, regb_b_unaligned, regb_tile, wgmma_split_plan
+from .heuristics import REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_b_unaligned, regb_tile, wgmma_split_plan
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
 from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
@@ -52,6 +52,9 @@ def wgmma_prepare(spec: StageSpec):
         if opts.get("b_unaligned") and b_path != "swap":
             raise UsageError(f"{spec.name}: b_unaligned={opts['b_unaligned']} is an option of the swap path; "
                              f"b_transpose={b_path} copies B K-major whatever its rows")
+        if opts.get("b_unaligned") == "bulk" and N > REGB_BULK_MAX_N:
+            raise UsageError(f"{spec.name}: b_unaligned=bulk copies whole K rows of B, one column tile of "
+                             f"{REGB_BULK_MAX_N}: N <= {REGB_BULK_MAX_N}; got N={N}")
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
@@ -63,12 +66,15 @@ def wgmma_prepare(spec: StageSpec):
             lda = kp
         else:
             a, a_s, lda = A, A, K
-        b_async = (b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0
-                   and (opts.get("b_unaligned") or regb_b_unaligned(M, N, cfg.tile[0])) == "cp_async")
+        b_load = "tma"
+        if b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0:   # both builds read B's own 16-byte units
+            choice = opts.get("b_unaligned") or regb_b_unaligned(M, N, cfg.tile[0])
+            b_load = "tma" if choice == "pad" else choice   # pad: a copy, then TMA reads it
+        b_async = b_load != "tma"
         b_rows = np.uint64(0)
         if b_async:
             tm, stages = cfg.targs[0], cfg.targs[1]
-            cfg = spec.config(regb_label(tm, stages, split3, b_async=True))
+            cfg = spec.config(regb_label(tm, stages, split3, b_load))
             b_rows = B
             a_map = tma.tensor_map(be.address(a), M, K, lda, tm)
             maps = (a_map, a_map, tma.tensor_map(be.address(a_s), M, K, lda, tm))   # tB unread: A's map fills it
@@ -94,7 +100,7 @@ def wgmma_prepare(spec: StageSpec):
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
         config = _wgmma_config(cfg, grid, plan, opts, kp=kp, N=N, split3=split3, b_path=b_path,
-                               b_as_stored=b_as_stored, b_async=b_async, copied_a=copied_a)
+                               b_as_stored=b_as_stored, b_load=b_load, copied_a=copied_a)
         return with_config(launch, config)
     return prepare
 
@@ -145,7 +151,7 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
 
 
 def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
-                  b_async: bool, copied_a: bool) -> dict:
+                  b_load: str, copied_a: bool) -> dict:
     """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
     return {"tile": cfg.label, **geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
             "split_k": plan.splits, "k_chunk": plan.chunk,
@@ -155,7 +161,9 @@ def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool,
                             f"{' and split' if split3 else ''}" if b_path == "copy"
                             else ("B read by TMA as stored" if b_as_stored else
                                   "B's rows loaded as stored by the producer warpgroup (16-byte cp.async, no copy)"
-                                  if b_async else
+                                  if b_load == "cp_async" else
+                                  "B's rows loaded as stored, one bulk copy of 32 whole rows per K tile (no copy)"
+                                  if b_load == "bulk" else
                                   f"B's rows padded to {cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
                                  + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
                                    "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),

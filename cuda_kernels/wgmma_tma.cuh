@@ -51,6 +51,12 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap& map, uns
 __device__ __forceinline__ void cp_async16(unsigned dst, const float* src, unsigned src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// bytes (a multiple of 16) from global src to shared dst (both 16-byte aligned) by the copy engine,
+// one instruction, counted on bar as TMA's loads are (the caller's expect_tx includes them).
+__device__ __forceinline__ void bulk_load(unsigned dst, const float* src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
 // An arrival on bar once every cp.async this thread issued before it has landed; .noinc: the
 // barrier's expected count includes this arrival (mbar_init counts the loading threads).
 __device__ __forceinline__ void cp_async_arrive(unsigned bar) {

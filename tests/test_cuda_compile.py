@@ -118,9 +118,9 @@ def test_wgmma_stage_compiles_for_sm90a_only_with_setmaxnreg_honoured(compiled_b
     rows = [r for r in compiled_by_arch["sm_90a"] if r["kernel"] == spec.name]
     assert len(rows) == len(spec.configs) and all(r["ok"] for r in rows)
     gemm = [r for r in rows if r["threads"] == registry.WGMMA_THREADS]
-    # The copy path's tile per precision + the register-operand path's tiles, each built twice (B
-    # read by TMA, B's rows loaded with cp.async).
-    assert len(gemm) == len(registry.WGMMA_TILES) + 2 * sum(len(t) for t in registry.REGB_TILES.values())
+    # The copy path's tile per precision + the register-operand path's tiles, each built three times
+    # (B read by TMA, B's rows loaded with cp.async, B's K tiles by one bulk copy each).
+    assert len(gemm) == len(registry.WGMMA_TILES) + 3 * sum(len(t) for t in registry.REGB_TILES.values())
     for r in gemm:
         assert r["blocks_per_sm"] == 1 and r["registers"] <= 168 and r["smem_dynamic"] > 160 * 1024, r
     cmd = resources._nvcc_command("nvcc", ["sm_90a"], "x.cu", "x")
@@ -574,6 +574,11 @@ class _Inputs:
     # M = 100 > 64: two rows of 64-row tiles read B twice, so pad (on a 256-row tile it would be cp_async).
     ((100, 1003, 997), "tf32", {}, (["prepare.copy", "pad_rows", "64x128x32s8.regb"], "swap", True)),
     ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
+    # N <= 128: one bulk copy per K tile, whatever the rows of tiles (no copy of B).
+    ((256, 127, 256), "tf32", {}, (["256x128x32s4.regb.bulk"], "swap", False)),
+    ((300, 61, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.bulk"], "swap", True)),
+    ((300, 61, 997), "tf32x3", {"b_unaligned": "cp_async"},
+     (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
     ((256, 256, 256), "tf32x3", {}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", True)),
@@ -601,7 +606,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     with loader.use_backend(dev):
         opts = {"split_k": 1, **options}
         if b_path == "swap":
-            opts["tile"] = labels[-1].removesuffix(".cpasync")   # the tile rule has its own test
+            opts["tile"] = labels[-1].removesuffix(".cpasync").removesuffix(".bulk")   # the tile rule has its own test
         launch = k.prepare(p, inputs, opts)
         launch()
     assert [l[0] for l in dev.launches] == labels
@@ -614,7 +619,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     assert gemm[4]["shared_mem"] == cfg.smem_dynamic > 160 * 1024
     assert gemm[3][-8:-3] == (M, N, K, 0.5, 2.0) and gemm[3][-3] is inputs.bufs["C"]
     assert gemm[3][-2] == -(-K // 32) and gemm[3][-1] == 0   # one split: all of K, no partials
-    b_async = labels[-1].endswith(".cpasync")
+    b_async = labels[-1].endswith((".cpasync", ".bulk"))
     # The register-operand kernel's argument after its 3 tensor maps: B's rows where it loads them.
     assert len(gemm[3]) == 12   # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials
     if b_path == "swap":
@@ -626,7 +631,9 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         # No copy of B: the GEMM loads its rows (its fourth argument, above); no tensor map of B.
         assert not any(l[0] == "pad_rows" for l in dev.launches)
         assert all(m[0] != inputs.bufs["B"].addr for m in maps)
-        assert launch.config["b_transpose"].startswith("B's rows loaded as stored by the producer warpgroup")
+        assert launch.config["b_transpose"].startswith(
+            "B's rows loaded as stored, one bulk copy" if labels[-1].endswith(".bulk") else
+            "B's rows loaded as stored by the producer warpgroup")
     elif b_path == "swap" and N % 4:
         # Rows padded to a multiple of 4 floats first (one pass over B), TMA reads the padded copy.
         ldb = -(-N // 4) * 4
@@ -764,10 +771,31 @@ def test_wgmma_cp_async_build_needs_an_aligned_b(monkeypatch):
 
 
 def test_wgmma_b_unaligned_default_loads_b_in_the_gemm_only_where_it_is_read_once():
-    """cp_async where one row of TM-row tiles covers M (the GEMM reads B once) and N >= 32; pad
-    (a copy, then TMA) where B is read again per row of tiles or has a few columns."""
+    """bulk wherever N <= 128 (one column tile: a K tile of B is one contiguous run); above it
+    cp_async where one row of TM-row tiles covers M (the GEMM reads B once) and N >= 32; pad (a
+    copy, then TMA) where B is read again per row of tiles or has a few columns."""
     from cuda_kernels.heuristics import regb_b_unaligned
-    assert regb_b_unaligned(60, 45, 64) == "cp_async"
-    assert regb_b_unaligned(64, 4097, 64) == "cp_async" and regb_b_unaligned(256, 33, 256) == "cp_async"
-    assert regb_b_unaligned(65, 45, 64) == "pad"          # two rows of 64-row tiles
-    assert regb_b_unaligned(60, 31, 64) == "pad" and regb_b_unaligned(1, 3, 64) == "pad"
+    assert regb_b_unaligned(60, 45, 64) == "bulk" and regb_b_unaligned(65, 45, 64) == "bulk"
+    assert regb_b_unaligned(1, 3, 64) == "bulk" and regb_b_unaligned(100_000, 127, 256) == "bulk"
+    assert regb_b_unaligned(64, 129, 64) == "cp_async"   # N = 129: two column tiles
+    assert regb_b_unaligned(64, 4097, 64) == "cp_async" and regb_b_unaligned(256, 133, 256) == "cp_async"
+    assert regb_b_unaligned(65, 4097, 64) == "pad"        # two rows of 64-row tiles
+    assert regb_b_unaligned(300, 131, 256) == "pad" and regb_b_unaligned(60, 4097, 32) == "pad"
+
+
+def test_wgmma_bulk_b_refuses_n_over_128(monkeypatch):
+    """b_unaligned=bulk copies whole K rows of B into one 128-column tile: N = 129 is refused in
+    words before anything is launched; N = 128 (N % 4 == 0) reads B by TMA as the option says."""
+    from cuda_kernels import tma
+    from compare.harness.errors import UsageError
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    k = _REGISTRY["cuda.13_wgmma_tma"]
+    dev = _Sm90Recorder()
+    with loader.use_backend(dev):
+        p = Problem(64, 129, 1000, precision="tf32")
+        with pytest.raises(UsageError, match="b_unaligned=bulk .* N <= 128; got N=129"):
+            k.prepare(p, _Inputs(p), {"b_unaligned": "bulk"})
+        assert dev.launches == []
+        p = Problem(64, 128, 1000, precision="tf32")
+        k.prepare(p, _Inputs(p), {"b_unaligned": "bulk", "split_k": 1})()
+        assert [l[0] for l in dev.launches] == ["64x128x32s8.regb"]

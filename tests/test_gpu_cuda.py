@@ -291,16 +291,23 @@ def test_wgmma_tf32_copy_path_where_registers_is_the_default(shape):
 
 
 @needs_sm90
-@pytest.mark.parametrize("b_unaligned", ["cp_async", "pad"])
+@pytest.mark.parametrize("b_unaligned", ["bulk", "cp_async", "pad"])
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 def test_wgmma_register_path_reads_unaligned_b_rows(precision, b_unaligned):
     """N % 4 != 0 (TMA can't read B's rows): b_unaligned=cp_async has the producer warpgroup load
     them with cp.async (N = 1..7 leaves most of the 128-column tile's chunks unloaded; N % 4 = 1, 2,
     3 put the rows k = 0..3 at words (0, 1, 2, 3), (0, 2, 0, 2), (0, 3, 2, 1); K % 32 != 0 zero-fills
-    the last tile's rows; the long K splits), or b_unaligned=pad copies them padded first."""
-    want = "B's rows loaded as stored" if b_unaligned == "cp_async" else "B's rows padded"
-    for shape in ((64, 63, 64), (130, 1003, 997), (5, 7, 3001), (1, 1, 77), (300, 45, 20011), (17, 45, 200_003),
-                  (130, 1002, 997), (5, 2, 20011)):
+    the last tile's rows; the long K splits), b_unaligned=bulk copies 32 whole rows per K tile
+    (N <= 128 only: the last tile's 0-3 floats past its 16-byte bytes and its rows past K written
+    by the producer warpgroup; several rows of tiles; N = 127, the widest), or b_unaligned=pad copies
+    them padded first."""
+    want = {"bulk": "B's rows loaded as stored, one bulk copy", "cp_async": "B's rows loaded as stored by the "
+            "producer warpgroup", "pad": "B's rows padded"}[b_unaligned]
+    shapes = ((64, 63, 64), (130, 1003, 997), (5, 7, 3001), (1, 1, 77), (300, 45, 20011), (17, 45, 200_003),
+              (130, 1002, 997), (5, 2, 20011), (33, 29, 60_001), (70, 127, 1001), (700, 3, 999), (1, 125, 35))
+    for shape in shapes:
+        if b_unaligned == "bulk" and shape[1] > 128:
+            continue   # refused in words: test_wgmma_bulk_b_refuses_n_over_128
         p = Problem(*shape, alpha=0.5, beta=-1.5, precision=precision, seed=sum(shape))
         opts = {"b_unaligned": b_unaligned}
         res = check_kernel(KERNELS[WGMMA], p, options=opts)
@@ -314,12 +321,12 @@ def test_wgmma_register_path_reads_unaligned_b_rows(precision, b_unaligned):
 @needs_sm90
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 def test_wgmma_register_path_on_a_misaligned_b(precision):
-    """B 4 bytes past a 16-byte boundary (TMA and the cp.async build's 16-byte chunks can't take its
-    address), N % 4 == 0 and != 0, b_unaligned=cp_async asked for: its rows are padded by a copy,
-    and C is right."""
-    for shape in ((300, 260, 1001), (300, 261, 1001)):
+    """B 4 bytes past a 16-byte boundary (TMA, the cp.async build's 16-byte chunks and the bulk
+    copy can't take its address), N % 4 == 0 and != 0, b_unaligned=cp_async or bulk asked for: its
+    rows are padded by a copy, and C is right."""
+    for shape, how in (((300, 260, 1001), "cp_async"), ((300, 261, 1001), "cp_async"), ((300, 61, 1001), "bulk")):
         _right_from_a_misaligned_base(Problem(*shape, alpha=0.5, beta=-1.5, seed=7, precision=precision), "B",
-                                      {"b_unaligned": "cp_async"}, kernel=WGMMA,
+                                      {"b_unaligned": how}, kernel=WGMMA,
                                       config=("b_transpose", "B's rows padded"))
 
 
@@ -363,10 +370,11 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
 @needs_sm90
 @pytest.mark.parametrize("label", [c.label for s in cuda_kernels.registry.SPECS if s.stage == "wgmma_tma"
                                    for c in s.configs if c.kernel == "sgemm_wgmma_regb"
-                                   and not c.label.endswith(".cpasync")])
+                                   and not c.label.endswith((".cpasync", ".bulk"))])
 def test_wgmma_every_register_path_tile_on_odd_shapes(label):
     """Each register-operand tile forced on rows that end mid-tile, K with a 32-tail, K % 4 != 0
-    (A copied), beta != 0, N % 4 != 0 (B's rows by cp.async) and split-K shapes; tf32x3 tiles must
+    (A copied), beta != 0, N % 4 != 0 (B's rows by cp.async, or by a bulk copy where N <= 128) and
+    split-K shapes; tf32x3 tiles must
     stay fp32-class."""
     precision = "tf32x3" if label.endswith(".x3") else "tf32"
     for i, (shape, split_k) in enumerate([((1, 4, 33), 1), ((65, 260, 1031), 1), ((300, 516, 4100), 1),
