@@ -151,15 +151,21 @@ WGMMA_MIN_SPLIT_CHUNK = 128
 WGMMA_MAX_SPLITS = 256
 
 
-# The register-operand tiles' speed per multiply-add relative to 256 rows (estimated, not yet
-# measured): every K tile costs each consumer thread the same 16 fragment loads whatever TM is, so
-# a 64-row tile spends 4x as many per multiply-add as a 256-row one.
-REGB_RELATIVE_SPEED = {256: 1.0, 128: 0.9, 64: 0.75}
+# The register-operand tiles' speed per multiply-add relative to the widest tile, per precision:
+# every K tile costs each consumer thread the same 16 fragment loads whatever TM is, so a 64-row
+# tile spends 4x as many per multiply-add as a 256-row one. tf32, 64 rows: 0.6 (0.75 guessed
+# before), from every tile forced over 159 tuning shapes on an H100 (loguniform:120:2718,
+# llm:40:2718; reproduce/measure-regb-tiles): 14 of them move off the 64-row tile, none slower,
+# 1.011x geomean. A lower 128-row speed fits the geomean better (0.6 / 0.4: 1.030x) but makes 15
+# of them slower, by up to 0.86x: the tile choice depends on more than a speed per tile.
+# tf32x3 (three wgmma per k8 hide the loads better): the guess was within 0.5% of the fastest tile.
+REGB_RELATIVE_SPEED = {False: {256: 1.0, 128: 0.9, 64: 0.6}, True: {128: 0.9, 64: 0.75}}
 
 
 def _wgmma_cost(split3: bool, tm: int = 256) -> decompose.SplitCost:
     c = WGMMA_SPLIT_COST[split3]
-    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / REGB_RELATIVE_SPEED[tm], overhead_k=c.overhead_k)
+    speed = REGB_RELATIVE_SPEED[split3].get(tm, 1.0)   # 256 rows: the copy path's tile too
+    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / speed, overhead_k=c.overhead_k)
 
 
 def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3: bool,
