@@ -1,0 +1,60 @@
+"""One kernel's rows in a reproduce/measure-ab folder (prev-N.json, new-N.json): per shape and
+precision the best time over the rounds of each tree, prev / new (> 1: the new tree is faster),
+each tree's A/A spread (round 1 / round 2), and the best % of cuBLAS of each. Prints the summary
+line and the shapes that moved most.
+
+    python reproduce/ab_rows_summary.py OUTDIR KERNEL [> summary.md]
+"""
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import sys
+
+
+def geomean(xs) -> float:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def _runs(outdir: str, tree: str, kernel: str) -> list[dict]:
+    out = []
+    for path in sorted(glob.glob(os.path.join(outdir, f"{tree}-*.json"))):
+        with open(path) as f:
+            out.append({(r["shape"], r["precision"]): r for r in json.load(f)["results"]
+                        if r["kernel"] == kernel and r["status"] == "ok"})
+    return out
+
+
+def summarize(outdir: str, kernel: str) -> list[str]:
+    prev, new = _runs(outdir, "prev", kernel), _runs(outdir, "new", kernel)
+    if not prev or not new:
+        return [f"{outdir}: no prev-N.json / new-N.json of {kernel}"]
+    keys = sorted(set.intersection(*(set(r) for r in prev + new)))
+    best = lambda runs, k: min(r[k]["median_ms"] for r in runs)   # noqa: E731
+    pct = lambda runs, k: max(r[k]["pct_cublas"] for r in runs)   # noqa: E731
+    ratio = {k: best(prev, k) / best(new, k) for k in keys}
+    aa = {t: [runs[0][k]["median_ms"] / runs[1][k]["median_ms"] for k in keys] for t, runs in (("prev", prev), ("new", new))
+          if len(runs) > 1}
+    out = [f"{outdir}: {kernel}, {len(keys)} rows, {len(prev)} + {len(new)} rounds",
+           f"- prev / new time (best of each tree's rounds): geomean {geomean(ratio.values()):.4f}, "
+           f"min {min(ratio.values()):.3f}, max {max(ratio.values()):.3f}; {sum(v < 0.97 for v in ratio.values())} rows "
+           f"> 3% slower, {sum(v > 1.03 for v in ratio.values())} > 3% faster"]
+    for t, xs in aa.items():
+        out.append(f"- A/A {t} (round 1 / round 2): geomean {geomean(xs):.4f}, range {min(xs):.3f} .. {max(xs):.3f}")
+    out.append(f"- % of cuBLAS (best round): prev geomean {geomean(pct(prev, k) for k in keys):.1f}, worst "
+               f"{min(pct(prev, k) for k in keys):.1f}; new {geomean(pct(new, k) for k in keys):.1f}, worst "
+               f"{min(pct(new, k) for k in keys):.1f}")
+    out += ["", "| shape | precision | prev config | new config | prev % | new % | prev / new |", "|---|---|---|---|---:|---:|---:|"]
+    for k in sorted(keys, key=lambda k: ratio[k]):
+        cfg = lambda runs: f"{runs[0][k]['config'].get('tile')} split {runs[0][k]['config'].get('split_k')}"   # noqa: E731
+        out.append(f"| {k[0]} | {k[1]} | {cfg(prev)} | {cfg(new)} | {pct(prev, k):.1f} | {pct(new, k):.1f} | {ratio[k]:.3f} |")
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    print("\n".join(summarize(sys.argv[1], sys.argv[2])))

@@ -1,0 +1,111 @@
+"""Stage 13's register-operand tiles each forced (reproduce/measure-regb-tiles): per precision, each
+tile's and the default's geomean / worst % of cuBLAS, the fastest tile per shape (the oracle), the
+default's time over the oracle's, and, for each candidate set of tile speeds (the split-K model's
+REGB_RELATIVE_SPEED, cuda_kernels/heuristics.py), the tile the model then picks per shape timed by
+the forced run: its time against the tile picked at the guessed speeds (0.9 / 0.75), how many
+shapes are > 3% slower, and the % of cuBLAS it would read. The forced tile's split is the one the
+model picked for it at the run's speeds. Shapes of the held-out corpus are left out.
+
+    python reproduce/regb_tiles_summary.py tf32.json.gz tf32x3.json.gz [--speeds 128:64,...]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare.families import decompose  # noqa: E402
+from compare.harness.shapes import HELDOUT_SETS, sweep_shapes  # noqa: E402
+from cuda_kernels import heuristics as H  # noqa: E402
+
+KERNEL = "cuda.13_wgmma_tma"
+TILES = {"tf32": {256: "256x128x32s4.regb", 128: "128x128x32s6.regb", 64: "64x128x32s8.regb"},
+         "tf32x3": {128: "128x128x32s4.regb.x3", 64: "64x128x32s6.regb.x3"}}
+GUESSED = {"tf32": {256: 1.0, 128: 0.9, 64: 0.75}, "tf32x3": {128: 0.9, 64: 0.75}}
+HELDOUT_DISTRIBUTIONS = ["loguniform:120:907", "llm:40:907", "loguniform:150:31337", "llm:50:31337"]
+
+
+def geomean(xs) -> float:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def model_pick(M: int, N: int, K: int, precision: str, speeds: dict, sms: int = 132) -> int:
+    """The tile (rows) the split-K model times fastest at these relative speeds (regb_tile's rule)."""
+    c = H.WGMMA_SPLIT_COST[precision == "tf32x3"]
+    best = None
+    for tm in TILES[precision]:
+        cost = decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / speeds[tm], overhead_k=c.overhead_k)
+        plan = decompose.choose_split(M, N, K, sms, tile=(tm, 128), chunk_align=32, min_chunk=H.WGMMA_MIN_SPLIT_CHUNK,
+                                      max_splits=H.WGMMA_MAX_SPLITS, cost=cost)
+        t = decompose.split_seconds(M, N, K, sms, plan.splits, tile=(tm, 128), chunk_align=32, cost=cost)[0]
+        if best is None or t < best[0]:
+            best = (t, tm)
+    return best[1]
+
+
+def load(path: str, precision: str, exclude: set) -> list:
+    """[(shape, {tm: ms}, {tm: % of cuBLAS}, default row)] for shapes with every tile and the default ok."""
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        rows = json.load(f)["results"]
+    by: dict = collections.defaultdict(dict)
+    for r in rows:
+        if r["status"] == "ok" and r["precision"] == precision and r["shape"] not in exclude:
+            by[r["shape"]][r["kernel"]] = r
+    out = []
+    for shape, v in sorted(by.items()):
+        forced = {tm: v.get(f"{KERNEL}[tile={label}]") for tm, label in TILES[precision].items()}
+        if all(forced.values()) and KERNEL in v:
+            out.append((shape, {tm: r["median_ms"] for tm, r in forced.items()},
+                        {tm: r["pct_cublas"] for tm, r in forced.items()}, v[KERNEL]))
+    return out
+
+
+def summarize(rows: list, precision: str, candidates: list) -> list[str]:
+    if not rows:
+        return [f"{precision}: no shape with every tile timed"]
+    best = [min(r[1].values()) for r in rows]
+    default_ms = [r[1][int(r[3]["config"]["tile"].split("x")[0])] for r in rows]
+    out = [f"{precision}: {len(rows)} shapes"]
+    for tm in TILES[precision]:
+        out.append(f"  tile {tm} rows forced: % of cuBLAS geomean {geomean(r[2][tm] for r in rows):.1f}, "
+                   f"worst {min(r[2][tm] for r in rows):.1f}")
+    out.append(f"  default: geomean {geomean(r[3]['pct_cublas'] for r in rows):.1f}, worst "
+               f"{min(r[3]['pct_cublas'] for r in rows):.1f}; the fastest tile per shape: geomean "
+               f"{geomean(max(r[2].values()) for r in rows):.1f}, worst {min(max(r[2].values()) for r in rows):.1f}; "
+               f"default time / fastest {geomean(d / b for d, b in zip(default_ms, best)):.4f}")
+    guessed = [model_pick(*map(int, r[0].split("x")), precision, GUESSED[precision]) for r in rows]
+    for speeds in candidates:
+        picks = [model_pick(*map(int, r[0].split("x")), precision, speeds) for r in rows]
+        gain = [r[1][g] / r[1][p] for r, g, p in zip(rows, guessed, picks)]
+        pct = [r[2][p] for r, p in zip(rows, picks)]
+        out.append(f"  speeds {' / '.join(f'{tm}: {s}' for tm, s in speeds.items())}: {sum(g != p for g, p in zip(guessed, picks))} "
+                   f"picks moved, time of the guessed speeds' pick / this pick {geomean(gain):.4f}, {sum(x < 0.97 for x in gain)} "
+                   f"shapes > 3% slower (worst {min(gain):.3f}), % of cuBLAS geomean {geomean(pct):.1f}, worst {min(pct):.1f}")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", help="measure-regb-tiles' tf32.json(.gz) and/or tf32x3.json(.gz)")
+    ap.add_argument("--speeds", default="0.9:0.75,0.9:0.6,0.9:0.5,0.8:0.5,0.6:0.4",
+                    help="candidate 128-row:64-row speeds relative to 256 rows (tf32x3: 128 stays 0.9)")
+    a = ap.parse_args(argv)
+    held = {"x".join(map(str, tuple(s)[:3])) for s in sweep_shapes(list(HELDOUT_SETS), distributions=HELDOUT_DISTRIBUTIONS)}
+    pairs = [tuple(float(x) for x in c.split(":")) for c in a.speeds.split(",")]
+    for path in a.runs:
+        precision = "tf32x3" if "tf32x3" in os.path.basename(path) else "tf32"
+        cands = ([{256: 1.0, 128: s128, 64: s64} for s128, s64 in pairs] if precision == "tf32"
+                 else [{128: 0.9, 64: s64} for _, s64 in pairs])
+        print(f"## {path}\n")
+        print("\n".join(summarize(load(path, precision, held), precision, cands)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
