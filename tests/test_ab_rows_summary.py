@@ -18,18 +18,20 @@ def _write(d, name, rows):
 
 
 def test_ratios_spread_and_percent(tmp_path):
-    # Shape a: prev best 2.0 ms (rounds 2.0, 2.2), new best 1.0 (1.0, 1.1): 2.000.
+    # Shape a: prev best 2.0 ms (rounds 2.0, 3.0), new best 1.0 (1.0, 1.1): 2.000 (the slowest
+    # rounds would give 3.0 / 1.1 = 2.727).
     # Shape b: prev best 1.0 (1.0, 1.0), new best 2.0 (2.0, 2.0): 0.500. Geomean sqrt(2 * 0.5) = 1.0.
     _write(tmp_path, "prev-1", [("a", 2.0, 50.0, "64", "ok"), ("b", 1.0, 90.0, "128", "ok")])
-    _write(tmp_path, "prev-2", [("a", 2.2, 45.0, "64", "ok"), ("b", 1.0, 90.0, "128", "ok")])
+    _write(tmp_path, "prev-2", [("a", 3.0, 45.0, "64", "ok"), ("b", 1.0, 90.0, "128", "ok")])
     _write(tmp_path, "new-1", [("a", 1.0, 100.0, "128", "ok"), ("b", 2.0, 45.0, "256", "ok")])
     _write(tmp_path, "new-2", [("a", 1.1, 95.0, "128", "ok"), ("b", 2.0, 45.0, "256", "ok"),
                                ("c", 1.0, 1.0, "64", "FAILED")])
     text = "\n".join(ab_rows_summary.summarize(str(tmp_path), K))
     assert "2 rows, 2 + 2 rounds" in text
     assert "geomean 1.0000, min 0.500, max 2.000; 1 rows > 3% slower, 1 > 3% faster" in text
-    # A/A prev: 2.0/2.2 = 0.909, 1.0 -> geomean sqrt(0.909) = 0.9535; new: 1.0/1.1, 1.0 -> the same.
-    assert "- A/A prev (round 1 / round 2): geomean 0.9535, range 0.909 .. 1.000" in text
+    # A/A prev: 2.0/3.0 = 0.667, 1.0 -> geomean sqrt(0.667) = 0.8165; new: 1.0/1.1, 1.0 -> sqrt(0.909) = 0.9535.
+    assert "- A/A prev (round 1 / round 2): geomean 0.8165, range 0.667 .. 1.000" in text
+    assert "- A/A new (round 1 / round 2): geomean 0.9535, range 0.909 .. 1.000" in text
     # % of cuBLAS: prev best (50, 90) -> sqrt(4500) = 67.1, worst 50; new (100, 45) -> sqrt(4500) = 67.1, worst 45.
     assert "prev geomean 67.1, worst 50.0; new 67.1, worst 45.0" in text
     lines = text.splitlines()

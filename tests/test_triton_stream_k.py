@@ -284,12 +284,16 @@ def test_gpu_heuristic_shapes(kernel, shape, precision):
     ((30, 128, 9000), "tf32", {"b_transpose": "load", "programs_per_sm": 1}),    # 128 columns: not swapped
     ((384, 384, 2048), "tf32x3", {"tile": "64x64x32"}),                          # tf32x3 few tiles
     ((1021, 1021, 1021), "tf32x3", {"tile": "64x64x32"}),
+    ((40, 40, 40000), "tf32x3", {"b_transpose": "swap", "tf32x3_split": "in_loop"}),  # x3_tiny_swap
+    ((9, 60, 30004), "tf32x3", {"b_transpose": "swap", "tf32x3_split": "in_loop"}),
 ], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 def test_gpu_small_class_plans(shape, precision, want):
     """The small classes' default plans (results/h100/tf32-small/) right against float64, alpha and
     beta included, and the plan the rule names."""
     r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda")
     assert {k: r.config.get(k) for k in want} == want, r.config
+    if precision == "tf32x3":
+        assert r.rel_err <= 1e-6, r.rel_err   # fp32-class on the tensor cores too
 
 
 @pytest.mark.gpu
@@ -430,7 +434,9 @@ def _plan(M, N, K, precision, **options):
     ((128, 32, 200000), "tf32", "swap"),
     ((32, 128, 65536), "tf32", "load"),           # tiny, but 128 columns: lost swapped
     ((64, 64, 1000), "tf32", "load"),             # K < 16 max(M, N): not a tiny output
-    ((64, 64, 1048576), "tf32x3", "n/a"),         # tf32x3 there: fp32's plan (tf32x3_split=ffma)
+    ((64, 64, 1048576), "tf32x3", "swap"),        # tf32x3 too on tiny outputs of <= 64 x 64 (x3_tiny_swap)
+    ((64, 64, 1000), "tf32x3", "n/a"),            # K < 16 max(M, N): fp32's plan (tf32x3_split=ffma)
+    ((128, 32, 200000), "tf32x3", "load"),        # 128 rows: the tensor cores' plan already, unswapped
     ((4096, 16, 4096), "tf32", "k_major"),        # 16 columns: no swap (B^T would fill a quarter of a wgmma)
     ((128, 4096, 11008), "fp32", "n/a"),
 ])
@@ -595,12 +601,16 @@ def test_tf32x3_split_heuristic(shape, want):
 
 
 @pytest.mark.parametrize("shape,ffma", [
-    ((48, 48, 262144), True), ((64, 64, 4096), True), ((1, 1, 1), True), ((16, 40, 600000), True),
+    ((64, 64, 1023), True), ((1, 1, 1), True), ((33, 29, 600000), True), ((8, 64, 100000), True),
+    ((48, 48, 262144), False), ((16, 40, 600000), False), ((64, 64, 1024), False), ((9, 64, 100000), False),
     ((65, 64, 100000), False), ((64, 65, 100000), False), ((8, 32768, 8192), False), ((4096, 4096, 4096), False),
 ])
 def test_tf32x3_on_tiny_outputs_runs_fp32s_plan(shape, ffma):
     """Outputs of at most 64x64 (<= 16 flops per byte): tf32x3 takes fp32's plan with IEEE dots,
-    and the config says so; larger ones keep the tensor cores."""
+    and the config says so, except the tiny outputs (K >= 16 max(M, N), more than 8 columns) whose
+    B can be read N-major for the swapped product (N % 4 == 0): those swap on the tensor cores
+    (x3_tiny_swap, from 9 rows; 33x29x600000 can't swap; K = 1023 < 16 x 64 is not a tiny output);
+    larger ones keep the tensor cores."""
     plan = _plan(*shape, "tf32x3")
     assert (plan.config["tf32x3_split"] == "ffma") == ffma, plan.config
     assert (plan.config["input_precision"] == "ieee") == ffma
@@ -615,6 +625,8 @@ def test_tf32x3_on_tiny_outputs_runs_fp32s_plan(shape, ffma):
     # A tensor-core option or a tile given: the user's plan, not the fallback.
     assert _plan(*shape, "tf32x3", tf32x3_split="in_loop").config["input_precision"] == "tf32x3"
     assert _plan(*shape, "tf32x3", tile="32x32x32").config["input_precision"] == "tf32x3"
+    if shape in ((48, 48, 262144), (16, 40, 600000), (64, 64, 1024), (9, 64, 100000)):
+        assert plan.config["b_transpose"] == "swap" and plan.config["tf32x3_split"] == "in_loop", plan.config
 
 
 def test_tf32x3_split_copy_bytes():

@@ -342,13 +342,25 @@ TF32_ON_GEMV_PATH = True
 TF32_ON_SKINNY_PATH = False
 
 
-def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None) -> bool:
+def x3_tiny_swap(M: int, N: int, K: int) -> bool:
+    """tf32x3 on a tiny output (tiny_output) of SKINNY_MAX_N < M <= X3_FFMA_MAX_SIDE rows and at most
+    TINY_SWAP_MAX_N columns: the tensor cores on the swapped product (the split in the loop), not
+    fp32's plan. Measured from 16 rows; 8 or fewer keep fp32's plan."""
+    return SKINNY_MAX_N < M <= X3_FFMA_MAX_SIDE and N <= TINY_SWAP_MAX_N and tiny_output(M, N, K)
+
+
+def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None,
+                 B: Optional[torch.Tensor] = None) -> bool:
     """Does tf32x3 run fp32's plan (tf32x3_split=ffma)? As asked, or by the heuristic for an
-    output of at most X3_FFMA_MAX_SIDE a side, a single row or at most SKINNY_MAX_N columns, where
-    the user chose no split, B path or tile."""
+    output of at most X3_FFMA_MAX_SIDE a side (not a tiny output that x3_tiny_swap takes where
+    ``B`` can be read N-major for the swap; B None: not known, so not one), a single row or at most
+    SKINNY_MAX_N columns, where the user chose no split, B path or tile."""
     if x3_split != "auto":
         return x3_split == "ffma"
     small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N
+    if (small and M > GEMV_MAX_M and B is not None and b_transpose == "auto" and tile is None
+            and _n_major_hintable(B) and x3_tiny_swap(M, N, B.shape[0])):
+        return False
     return b_transpose == "auto" and tile is None and small
 # The split paths go without the built-in's NaN mask between the small and big products: its
 # wait and selects cost most of the split's gain; an inf input can then give NaN where IEEE
@@ -362,7 +374,9 @@ SWAP_MIN_M, SWAP_MAX_M, SWAP_MAX_M_TF32_128 = 32, 512, 1024
 
 # tf32 tiny outputs of at most TINY_SWAP_MAX_N columns swap too: on 10 tunable ones (M, N <= 64, and
 # 128x32) 82-94% of cuBLAS tf32 against 63-93% unswapped (40x40x400000: 63 -> 83%); with 128 and
-# 200 columns it lost 4 points (results/h100/tf32-small/tiny-swap/).
+# 200 columns it lost 4 points (results/h100/tf32-small/tiny-swap/). tf32x3 on those of at most
+# 64 x 64 swaps too instead of running fp32's plan (x3_tiny_swap): 1.03-1.17x on all 7 tunable
+# ones (tiny-swap/summary-tf32x3.md).
 TINY_SWAP_MAX_N = 64
 
 
@@ -370,6 +384,8 @@ def _swap_pays(precision: str, M: int, N: int, B: torch.Tensor, tile: Tile) -> b
     if precision == "fp32" or not _n_major_hintable(B):
         return False
     if precision == "tf32" and N <= TINY_SWAP_MAX_N and tiny_output(M, N, B.shape[0]):
+        return True
+    if precision == "tf32x3" and x3_tiny_swap(M, N, B.shape[0]):
         return True
     if tile.bm == 128 and tile.bn == 64 and 32 < N <= 64:
         return True

@@ -235,7 +235,7 @@ class _Plan:
         o = resolve_options(options, precision)
         # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
         ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, o["tf32x3_split"], o["b_transpose"],
-                                                      options.get("tile"))
+                                                      options.get("tile"), B)
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
         self.dot_precision = DOT_PRECISION[precision]
