@@ -17,7 +17,8 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
                  less lost on held-out shapes: docs/findings.md), X3_FEW_TILES_TILE (64x64)
                  under half a wave of 128x128 with both sides over 128 and K <= 2048;
-                 outputs of at most 64x64: fp32's plan (tf32x3_split=ffma).
+                 outputs of at most 64x64: fp32's plan (tf32x3_split=ffma), but tiny ones
+                 of 9-64 rows and at most 64 columns (x3_tiny_swap) the swapped product.
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "hybrid"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
@@ -26,10 +27,10 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
                  (tiny_output_per_sm).
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M,
-                 and tf32 tiny outputs of at most 64 columns.
+                 tf32 tiny outputs of at most 64 columns, tf32x3 ones x3_tiny_swap takes.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
-tf32x3_split     x3_split_plan; outputs of at most 64x64, single rows and N <= 8: "ffma",
-                 fp32's plan (x3_uses_ffma).
+tf32x3_split     x3_split_plan; outputs of at most 64x64 (but x3_tiny_swap's: "in_loop"),
+                 single rows and N <= 8: "ffma", fp32's plan (x3_uses_ffma).
 gemv             M = 1 in fp32 (tf32x3 through ffma) and tf32 (TF32_ON_GEMV_PATH: TF32-truncated
                  inputs on FFMA): the GEMV of stream_k_gemv.py, not a tile.
 skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
