@@ -23,8 +23,9 @@ def test_plan_diff_finds_exactly_the_rows_a_rule_moves(tmp_path):
     same = _run(tmp_path)
     assert same.returncode == 0, same.stderr[-2000:]
     assert same.stdout.splitlines()[-1].startswith("0 of ")
-    # Switch off the swapped product for tf32 tiny outputs in the copy: its rows come back as
-    # "load" there, so each reads "swap" here -> in the diff, "load -> swap".
+    # Switch off the swapped product for tiny outputs in the copy: its tf32 rows come back as
+    # "load" there, so each reads "swap" here -> in the diff, "load -> swap"; its tf32x3 rows
+    # (x3_tiny_swap, at most 64 x 64) go back to fp32's plan there -> "ffma -> in_loop".
     path = tmp_path / "triton_kernels" / "stream_k_heuristic.py"
     text = path.read_text()
     assert "TINY_SWAP_MAX_N = 64" in text
@@ -39,8 +40,14 @@ def test_plan_diff_finds_exactly_the_rows_a_rule_moves(tmp_path):
     # and the small sets' tiny outputs of at most 64 columns (50x80x200000 has 80)
     want |= {"tune_small|64x64x131072|tf32", "tune_small|60x60x100000|tf32", "tune_small|128x32x200000|tf32",
              "heldout_small|64x64x65536|tf32", "heldout_small|64x32x400000|tf32"}
+    x3 = {f"{s}|tf32x3" for s in ("long_k|64x64x1048576", "asv_skinny|48x64x65536", "heldout_tiny_out|32x32x524288",
+                                  "heldout_tiny_out|16x48x655360", "heldout_tiny_out|48x48x262144",
+                                  "heldout_tiny_out|40x24x540000", "heldout_small|64x64x65536",
+                                  "heldout_small|64x32x400000", "tune_small|64x64x131072", "tune_small|60x60x100000")}
+    want |= x3
     assert rows == want, sorted(rows ^ want)
-    assert all("b_transpose: load -> swap" in line for line in lines[:-1])
+    for line in lines[:-1]:
+        assert ("tf32x3_split: ffma -> in_loop" if line.split(" ")[0] in x3 else "b_transpose: load -> swap") in line, line
     assert lines[-1].startswith(f"{len(want)} of ")
     bad = _run(tmp_path / "nowhere")
     assert bad.returncode == 2
