@@ -159,13 +159,14 @@ WGMMA_MAX_SPLITS = 256
 # 1.011x geomean. A lower 128-row speed fits the geomean better (0.6 / 0.4: 1.030x) but makes 15
 # of them slower, by up to 0.86x: the tile choice depends on more than a speed per tile.
 # tf32x3 (three wgmma per k8 hide the loads better): the guess was within 0.5% of the fastest tile.
-REGB_RELATIVE_SPEED = {False: {256: 1.0, 128: 0.9, 64: 0.6}, True: {128: 0.9, 64: 0.75}}
+# 256 rows is also how the copy path's tiles are costed (regb_rows=256), tf32x3's included.
+REGB_RELATIVE_SPEED = {False: {256: 1.0, 128: 0.9, 64: 0.6}, True: {256: 1.0, 128: 0.9, 64: 0.75}}
 
 
 def _wgmma_cost(split3: bool, tm: int = 256) -> decompose.SplitCost:
     c = WGMMA_SPLIT_COST[split3]
-    speed = REGB_RELATIVE_SPEED[split3].get(tm, 1.0)   # 256 rows: the copy path's tile too
-    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / speed, overhead_k=c.overhead_k)
+    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / REGB_RELATIVE_SPEED[split3][tm],
+                               overhead_k=c.overhead_k)
 
 
 def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3: bool,

@@ -67,12 +67,11 @@ def wgmma_prepare(spec: StageSpec):
         else:
             a, a_s, lda = A, A, K
         b_load = "tma"
-        if b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0:   # both builds read B's own 16-byte units
+        if b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0:   # bulk and cp_async read B's own 16-byte units
             choice = opts.get("b_unaligned") or regb_b_unaligned(M, N, cfg.tile[0])
             b_load = "tma" if choice == "pad" else choice   # pad: a copy, then TMA reads it
-        b_async = b_load != "tma"
         b_rows = np.uint64(0)
-        if b_async:
+        if b_load != "tma":   # the GEMM loads B's rows itself, from B as given
             tm, stages = cfg.targs[0], cfg.targs[1]
             cfg = spec.config(regb_label(tm, stages, split3, b_load))
             b_rows = B

@@ -359,10 +359,9 @@ def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "aut
     if x3_split != "auto":
         return x3_split == "ffma"
     small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N
-    if (small and M > GEMV_MAX_M and B is not None and b_transpose == "auto" and tile is None
-            and _n_major_hintable(B) and x3_tiny_swap(M, N, B.shape[0])):
+    if b_transpose != "auto" or tile is not None or not small:
         return False
-    return b_transpose == "auto" and tile is None and small
+    return not (B is not None and _n_major_hintable(B) and x3_tiny_swap(M, N, B.shape[0]))
 # The split paths go without the built-in's NaN mask between the small and big products: its
 # wait and selects cost most of the split's gain; an inf input can then give NaN where IEEE
 # gives +-inf (docs/findings.md#tf32x3-the-nan-mask).
