@@ -255,7 +255,7 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // producer warpgroup writes the 0-3 floats left and zeros for the rows past K (A's are zero there
 // too, but a 0 x inf or 0 x NaN would poison D). Fragment loads read rows of N floats (a 2-4 way
 // bank conflict, against the cp.async build's 33 instructions per row of the tile).
-template <int TM, int STAGES, bool SPLIT3, int B_LOAD>
+template <int TM, int STAGES, bool SPLIT3, int B_LOAD, bool A_RAW>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
@@ -265,6 +265,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     constexpr int TN = 128;                        // C columns per block
     constexpr int PARTS = SPLIT3 ? 2 : 1;
     constexpr int A_BYTES = TM * BK * 4;           // TM rows of A, 128 bytes each
+    constexpr int A_LOADED = (SPLIT3 && !A_RAW ? 2 : 1) * A_BYTES;   // A bytes TMA brings per stage
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
     constexpr int BP = 136;                        // B_ASYNC: floats per k row (128 + 8: 16-byte chunks, 8 banks apart)
     constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering 128 columns at any offset
@@ -276,10 +277,13 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     constexpr int GROUP = 8;
     static_assert(TM == 256 || TM == 128 || TM == 64, "wgmma n256 / n128 / n64");
     static_assert(!SPLIT3 || TM <= 128, "tf32x3 keeps a temporary beside the accumulators");
+    static_assert(!A_RAW || SPLIT3, "A_RAW splits A for tf32x3");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = smem_u32(smem_raw);
     const unsigned base = (raw + 1023u) & ~1023u;
+    // mbarriers: full[STAGES] (the consumers wait), empty[STAGES] (the producer waits), and with
+    // A_RAW landed[STAGES] (the loads' arrival, before the producer's split).
     const unsigned bars = base + STAGES * STAGE;
     float* const fbase = reinterpret_cast<float*>(smem_raw + (base - raw));
 
@@ -297,12 +301,16 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     float* const out = partials ? partials + (size_t)blockIdx.y * M * N : C;
     const float a_out = partials ? 1.0f : alpha, b_out = partials ? 0.0f : beta;
 
+    // The loads' barrier's count: TMA's expect_tx, + each cp.async thread (B_ASYNC), + the other 127
+    // producer threads (B_BULK without A_RAW: their last-tile stores ordered by it). With A_RAW the
+    // producer's 128 threads arrive on full after their split.
+    constexpr unsigned LOADS = B_ASYNC ? 1 + 128 : (B_BULK && !A_RAW) ? 128 : 1;
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            // TMA's expect_tx (+ each cp.async thread; B_BULK: thread 0's expect_tx + the other 127)
-            mbar_init(bars + 8 * s, B_ASYNC ? 1 + 128 : B_BULK ? 128 : 1);
+            mbar_init(bars + 8 * s, A_RAW ? 128 : LOADS);
             mbar_init(bars + 8 * (STAGES + s), 256);
+            if (A_RAW) mbar_init(bars + 8 * (2 * STAGES + s), LOADS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -311,18 +319,19 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if constexpr (B_ASYNC) {
-            const size_t total = (size_t)K * N;  // B's floats: no chunk reads past them
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
-                const unsigned full = bars + 8 * s, st = base + s * STAGE;
+        // K tile kt's loads into its stage, counted on bar: A by TMA (big and small parts from the
+        // split copy, or with A_RAW the raw tile), B by the build's B_LOAD. Called by all 128 producer
+        // threads (the TMA build without A_RAW: thread 0 only).
+        auto load = [&](int kt, unsigned bar) {
+            const int s = kt % STAGES, k_first = (kt0 + kt) * BK;
+            const unsigned st = base + s * STAGE;
+            if constexpr (B_ASYNC) {
                 if (threadIdx.x == 0) {
-                    mbar_expect_tx(full, PARTS * A_BYTES);
-                    tma_load(st, tA, full, (kt0 + kt) * BK, m0);
-                    if (SPLIT3) tma_load(st + A_BYTES, tAs, full, (kt0 + kt) * BK, m0);
+                    mbar_expect_tx(bar, A_LOADED);
+                    tma_load(st, tA, bar, k_first, m0);
+                    if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
                 }
-                const int k_first = (kt0 + kt) * BK;
+                const size_t total = (size_t)K * N;  // B's floats: no chunk reads past them
                 const unsigned rows = st + PARTS * A_BYTES;
                 for (int e = threadIdx.x; e < BK * CHUNKS; e += 128) {
                     const int r = e / CHUNKS, c = e - r * CHUNKS, k = k_first + r;
@@ -333,17 +342,9 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                     const unsigned bytes = k < K && at < total ? 4u * (unsigned)min((size_t)4, total - at) : 0u;
                     cp_async16(rows + 4 * (r * BP + 4 * c), bytes ? b_rows + at : b_rows, bytes);
                 }
-                cp_async_arrive(full);
-            }
-        } else if constexpr (B_BULK) {
-            // Every producer thread waits for the stage and arrives on its full barrier (thread 0's
-            // arrival carries the copies' byte count), so the last tile's stores by all 128 are
-            // ordered before the consumers' reads by the barrier itself.
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
-                const unsigned full = bars + 8 * s, st = base + s * STAGE;
-                const int k_first = (kt0 + kt) * BK, rows = min(BK, K - k_first);
+                cp_async_arrive(bar);
+            } else if constexpr (B_BULK) {
+                const int rows = min(BK, K - k_first);
                 const float* src = b_rows + (size_t)k_first * N;
                 const int floats = rows * N, bulk = (4 * floats) & ~15;
                 if (rows < BK) {  // the last K tile
@@ -351,25 +352,63 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                     for (int i = bulk / 4 + threadIdx.x; i < BK * N; i += 128) dst[i] = i < floats ? src[i] : 0.f;
                 }
                 if (threadIdx.x == 0) {
-                    mbar_expect_tx(full, PARTS * A_BYTES + bulk);
-                    tma_load(st, tA, full, k_first, m0);
-                    if (SPLIT3) tma_load(st + A_BYTES, tAs, full, k_first, m0);
-                    if (bulk) bulk_load(st + PARTS * A_BYTES, src, bulk, full);
-                } else {
-                    mbar_arrive(full);
+                    mbar_expect_tx(bar, A_LOADED + bulk);
+                    tma_load(st, tA, bar, k_first, m0);
+                    if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
+                    if (bulk) bulk_load(st + PARTS * A_BYTES, src, bulk, bar);
+                } else if (!A_RAW) {
+                    mbar_arrive(bar);
                 }
-            }
-        } else if (threadIdx.x == 0) {
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
-                const unsigned full = bars + 8 * s, st = base + s * STAGE;
-                mbar_expect_tx(full, STAGE);
-                tma_load(st, tA, full, (kt0 + kt) * BK, m0);
-                if (SPLIT3) tma_load(st + A_BYTES, tAs, full, (kt0 + kt) * BK, m0);
+            } else {
+                mbar_expect_tx(bar, A_LOADED + (TN / 32) * B_BOX);
+                tma_load(st, tA, bar, k_first, m0);
+                if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
 #pragma unroll
                 for (int j = 0; j < TN / 32; ++j)
-                    tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, full, n0 + 32 * j, (kt0 + kt) * BK);
+                    tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, bar, n0 + 32 * j, k_first);
+            }
+        };
+        if constexpr (!A_RAW) {
+            // Without B_BULK / B_ASYNC's per-thread work only thread 0 has anything to issue.
+            if (B_LOAD != 0 || threadIdx.x == 0) {
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    const int s = kt % STAGES;
+                    if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
+                    load(kt, bars + 8 * s);
+                }
+            }
+        } else {
+            // A_RAW: A's raw tile lands (landed[s]), then the producer warpgroup splits it in place,
+            // big = tf32(x) over x and small = tf32(x - big) into the stage's second A tile (the split
+            // copy's values: the same bits), and arrives on full[s]. The split is elementwise, so the
+            // 128-byte swizzle TMA wrote holds for both tiles. Loads run STAGES - 1 tiles ahead; tile
+            // kt + STAGES - 1 is issued after tile kt's split, so the consumers find tile kt + 1 split
+            // while they compute tile kt. The split's stores are generic-proxy writes that wgmma reads
+            // through the async proxy: fence.proxy.async before the arrival.
+            if (B_LOAD != 0 || threadIdx.x == 0)
+                for (int j = 0; j < min(STAGES - 1, ktiles); ++j) load(j, bars + 8 * (2 * STAGES + j));
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                mbar_wait(bars + 8 * (2 * STAGES + s), (kt / STAGES) & 1);
+                float4* a4 = reinterpret_cast<float4*>(fbase + s * (STAGE / 4));
+#pragma unroll 2
+                for (int i = threadIdx.x; i < A_BYTES / 16; i += 128) {
+                    const float4 x = a4[i];
+                    float4 b, sm;
+                    b.x = tf32_round(x.x); b.y = tf32_round(x.y); b.z = tf32_round(x.z); b.w = tf32_round(x.w);
+                    sm.x = x.x - b.x; sm.y = x.y - b.y; sm.z = x.z - b.z; sm.w = x.w - b.w;
+                    sm.x = tf32_round(sm.x == sm.x ? sm.x : 0.f); sm.y = tf32_round(sm.y == sm.y ? sm.y : 0.f);
+                    sm.z = tf32_round(sm.z == sm.z ? sm.z : 0.f); sm.w = tf32_round(sm.w == sm.w ? sm.w : 0.f);
+                    a4[i] = b;
+                    a4[i + A_BYTES / 16] = sm;
+                }
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                mbar_arrive(bars + 8 * s);
+                const int j = kt + STAGES - 1, sj = j % STAGES;
+                if (j < ktiles && (B_LOAD != 0 || threadIdx.x == 0)) {
+                    if (j >= STAGES) mbar_wait(bars + 8 * (STAGES + sj), ((j / STAGES) - 1) & 1);
+                    load(j, bars + 8 * (2 * STAGES + sj));
+                }
             }
         }
     } else {

@@ -211,3 +211,18 @@ def regb_b_unaligned(M: int, N: int, tm: int) -> str:
     if N <= REGB_BULK_MAX_N:
         return "bulk"
     return "cp_async" if M <= tm and N >= REGB_CP_ASYNC_MIN_N else "pad"
+
+
+# tf32x3's A split: the split copy moves A three times (read, big and small written) and the GEMM
+# reads both parts once per column tile; the split in shared memory reads A once but adds 48 KiB of
+# shared-memory traffic per 32-wide K tile to a main loop already near shared memory's bandwidth.
+# The copy's cost against the GEMM's falls as 1/N, so the split in shared memory wins on narrow
+# products: on the tuning corpus (loguniform:120:2718, llm:40:2718; reproduce/measure-a-split) it
+# ran 1.15-1.74x the copy's speed with N <= 347 in 8 of 12 shapes, 0.70-0.95x with N >= 548 in
+# all but 4; up to three column tiles of 128 (N <= 384) gave 1.019x geomean over all 160.
+A_SPLIT_SMEM_MAX_N = 384
+
+
+def regb_a_split(N: int) -> str:
+    """Stage 13's a_split default for tf32x3 on the swap path."""
+    return "smem" if N <= A_SPLIT_SMEM_MAX_N else "copy"

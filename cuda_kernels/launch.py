@@ -40,14 +40,14 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .heuristics import (MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan,
+from .heuristics import (A_SPLIT_SMEM_MAX_N, MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan,
                          skinny_short_plan, split_plan, stream_k_path, stream_k_tile)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
                        SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
                        STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
-                       B_UNALIGNED_CHOICES,
+                       B_UNALIGNED_CHOICES, A_SPLIT_CHOICES,
                        Config, StageSpec)
 from .wgmma_launch import wgmma_prepare
 
@@ -83,13 +83,22 @@ def _options(spec: StageSpec) -> tuple:
                                  "first, then TMA); bulk and cp_async need B 16-byte aligned (else pad); default: "
                                  f"bulk where N <= {REGB_BULK_MAX_N}, else cp_async where one row of tiles covers M "
                                  "and N >= 32 (B read once), else pad", B_UNALIGNED_CHOICES))
+        out.append(Option.choice("a_split", "tf32x3 on the swap path: where A is split into big + small TF32 parts: "
+                                 "smem (the GEMM's producer warpgroup splits each raw tile TMA loads, A read once; "
+                                 "rows padded by a copy first where K % 4 != 0 or A is not 16-byte aligned) or copy "
+                                 "(one copy writes both parts first: A read, written twice, read twice); default: "
+                                 f"smem where N <= {A_SPLIT_SMEM_MAX_N}, else copy", A_SPLIT_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_")
-                      and not c.label.endswith((".cpasync", ".bulk")))
+                      and not c.label.endswith((".cpasync", ".bulk")) and ".asplit" not in c.label)
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
                                   + ", ".join(gemms), gemms))
     if spec.plan in (SPLIT_K, WGMMA):
         out.append(Option.count("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)"))
+    if spec.plan == WGMMA:
+        out.append(Option.choice("path", f"auto ({PATH_RULE}, the stage 11 kernels' bandwidth-bound paths in fp32, "
+                                  "no tensor cores; tile where a tensor-core option is set), tile (the wgmma "
+                                  f"launch), gemv (M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", PATHS))
     if spec.plan == STREAM_K:
         out.append(Option.choice("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
                                   "data-parallel waves); default from the wave count", decompose.MODES))
@@ -373,7 +382,52 @@ def _stream_k_prepare(spec: StageSpec):
     return prepare
 
 
-_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare, WGMMA: wgmma_prepare}
+# Stage 13's options that shape its tensor-core launch (the ``path`` option's ``tile``).
+WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split")
+# Why stage 13 hands a product to stage 11's bandwidth-bound paths, in its rows' config.
+BANDWIDTH_PRECISION = ("fp32 FFMA on stage 11's bandwidth-bound path, not the tensor cores: the product is a stream "
+                       "of one operand (at most 4 flops per byte of it), so time is DRAM bandwidth, not multiply "
+                       "rate; fp32 is exact, within {precision}'s error")
+
+
+def _wgmma_paths_prepare(spec: StageSpec):
+    """Stage 13 as the family's general tensor-core kernel: the tile plan (wgmma_prepare) for tile
+    problems; a single row or N <= 8 (``PATH_RULE``, the ``path`` option's ``auto``) go to stage 11's
+    bandwidth-bound paths, as cuBLAS runs GEMV-class kernels there in TF32 mode too, and the row's
+    config says so (``precision_path``)."""
+    tensor = wgmma_prepare(spec)
+    stream_k = next(s for s in SPECS if s.plan == STREAM_K and s.variant == "deterministic")
+
+    def prepare(problem, inputs, options=None):
+        opts = dict(options or {})
+        why = needs_arch(spec)(problem)
+        if why:
+            raise UsageError(f"{spec.name}: {why}")
+        path = opts.pop("path", "auto")
+        tile_opts = [o for o in WGMMA_TILE_OPTIONS if o in opts]
+        if path == "auto":
+            path = "tile" if tile_opts else stream_k_path(problem.M, problem.N, problem.K)
+        elif path != "tile" and tile_opts:
+            raise UsageError(f"{spec.name}: {', '.join(tile_opts)} set the tensor-core launch; path={path} is "
+                             f"stage 11's bandwidth-bound path")
+        if path == "gemv" and problem.M != 1:
+            raise UsageError(f"{spec.name}: path=gemv multiplies a single row; this problem has M={problem.M}")
+        if path == "skinny_n" and problem.N > SKINNY_MAX_N:
+            raise UsageError(f"{spec.name}: path=skinny_n takes N <= {SKINNY_MAX_N}; this problem has N={problem.N}")
+        if path == "tile":
+            launch = tensor(problem, inputs, opts)
+            launch.config = {"path": "tile", "path_rule": PATH_RULE, **launch.config}
+            return launch
+        build = _resolve_skinny_b(stream_k, path, problem, {})
+        launch = (_skinny_short_launch(stream_k, problem, inputs, {}) if build == "resident" else
+                  _skinny_launch(stream_k, path, problem, inputs, {}))
+        launch.config = {**launch.config, "runs": f"{stream_k.name}'s {path} path", "chosen_by": chosen_by(dict(options or {})),
+                         "precision_path": BANDWIDTH_PRECISION.format(precision=problem.precision)}
+        return launch
+    return prepare
+
+
+_PREPARE = {SINGLE: _single_prepare, SPLIT_K: _split_k_prepare, STREAM_K: _stream_k_prepare, WGMMA: _wgmma_paths_prepare}
 
 
 def _supports_any(problem) -> Optional[str]:

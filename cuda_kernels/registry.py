@@ -282,6 +282,11 @@ B_UNALIGNED_CHOICES = ("bulk", "cp_async", "pad")
 # The GEMM builds by how B reaches shared memory (the kernel's B_LOAD): TMA (N % 4 == 0, or B's rows
 # padded first), cp.async chunks, one bulk copy per K tile. The label suffix names the build.
 B_LOADS = {"tma": (0, ""), "cp_async": (1, ".cpasync"), "bulk": (2, ".bulk")}
+# The option a_split: where tf32x3's register-operand path splits A into big and small TF32 parts:
+# smem (TMA loads A's raw tile, as given or row-padded where K % 4 != 0 or A is not 16-byte
+# aligned; the producer warpgroup splits it in shared memory, the kernel's A_RAW) or copy (one
+# copy writes both parts to global memory first: A read once, written twice, read twice).
+A_SPLIT_CHOICES = ("smem", "copy")
 PREPARE_BLOCK = (32, 8, 1)
 
 
@@ -294,16 +299,18 @@ def wgmma_smem_bytes(bn: int, stages: int, split3: bool) -> int:
 def regb_smem_bytes(tm: int, stages: int, split3: bool, b_load: str = "tma") -> int:
     """The register-operand path's dynamic shared memory: STAGES x (A's TM x 32 floats, twice for
     the split + B's 32 x 128, or where the GEMM loads B's rows itself (cp_async, bulk) 32 rows of
-    136 floats) + 1 KiB of alignment slack + the mbarriers."""
+    136 floats) + 1 KiB of alignment slack + three mbarriers a stage (full, empty, and landed where
+    the kernel splits A)."""
     b_floats = 32 * 128 if b_load == "tma" else 32 * 136
-    return stages * ((2 if split3 else 1) * tm * 32 + b_floats) * 4 + 1024 + 16 * stages
+    return stages * ((2 if split3 else 1) * tm * 32 + b_floats) * 4 + 1024 + 24 * stages
 
 
-def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma") -> str:
+def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma", a_raw: bool = False) -> str:
     """The register-operand tile's label; for a build that loads B's rows itself (option
-    b_unaligned=cp_async or bulk) the label plus ``.cpasync`` or ``.bulk`` (the ``tile`` option
-    takes the label without it)."""
-    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{B_LOADS[b_load][1]}"
+    b_unaligned=cp_async or bulk) the label plus ``.cpasync`` or ``.bulk``, for tf32x3's build that
+    splits A in shared memory (option a_split=smem) plus ``.asplit`` before it (the ``tile`` option
+    takes the label without either)."""
+    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.asplit' if a_raw else ''}{B_LOADS[b_load][1]}"
 
 
 def _wgmma_configs():
@@ -314,10 +321,11 @@ def _wgmma_configs():
     for pr, tiles in REGB_TILES.items():
         split3 = pr == "tf32x3"
         for tm, stages in tiles:
-            for b_load, (code, _) in B_LOADS.items():
-                out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code), (WGMMA_THREADS, 1, 1), (tm, 128),
-                                  regb_smem_bytes(tm, stages, split3, b_load), regb_label(tm, stages, split3, b_load),
-                                  32))
+            for a_raw in ((False, True) if split3 else (False,)):
+                for b_load, (code, _) in B_LOADS.items():
+                    out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code, a_raw), (WGMMA_THREADS, 1, 1),
+                                      (tm, 128), regb_smem_bytes(tm, stages, split3, b_load),
+                                      regb_label(tm, stages, split3, b_load, a_raw), 32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,

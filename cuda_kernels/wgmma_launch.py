@@ -10,7 +10,8 @@ import numpy as np
 from compare.harness.errors import UsageError
 
 from . import loader, tma
-from .heuristics import REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_b_unaligned, regb_tile, wgmma_split_plan
+from .heuristics import (REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_a_split, regb_b_unaligned, regb_tile,
+                         wgmma_split_plan)
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
 from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
@@ -55,25 +56,43 @@ def wgmma_prepare(spec: StageSpec):
         if opts.get("b_unaligned") == "bulk" and N > REGB_BULK_MAX_N:
             raise UsageError(f"{spec.name}: b_unaligned=bulk copies whole K rows of B, one column tile of "
                              f"{REGB_BULK_MAX_N}: N <= {REGB_BULK_MAX_N}; got N={N}")
+        a_split = opts.get("a_split")
+        if a_split and not (split3 and b_path == "swap"):
+            raise UsageError(f"{spec.name}: a_split={a_split} is an option of tf32x3 on the swap path; "
+                             f"this launch is {problem.precision} with b_transpose={b_path}")
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
         if b_path == "copy":
             bt, bts = copy(B, K, N, True, split3)
-        copied_a = split3 or K % 4 != 0 or be.address(A) % 16 != 0
-        if copied_a:
+        a_aligned = K % 4 == 0 and be.address(A) % 16 == 0
+        a_raw = split3 and b_path == "swap" and (a_split or regb_a_split(N)) == "smem"
+        if a_raw:   # the GEMM splits A's raw tiles in shared memory
+            copied_a = "" if a_aligned else "padded"
+            a, lda = A, K
+            if not a_aligned:   # TMA's 16-byte row stride and base: rows padded to kp, values unchanged
+                a, lda = be.empty(M * kp), kp
+                held.append(a)
+                p_cfg = spec.config("pad_rows")
+                steps.append((function(spec, p_cfg), (min(cdiv(M * K, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
+                              (A, np.int32(M), np.int32(K), a, np.int32(kp))))
+            a_s = a
+        elif split3 or not a_aligned:
+            copied_a = "split" if split3 else "rounded"
             a, a_s = copy(A, M, K, False, split3)
             lda = kp
         else:
+            copied_a = ""
             a, a_s, lda = A, A, K
         b_load = "tma"
         if b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0:   # bulk and cp_async read B's own 16-byte units
             choice = opts.get("b_unaligned") or regb_b_unaligned(M, N, cfg.tile[0])
             b_load = "tma" if choice == "pad" else choice   # pad: a copy, then TMA reads it
+        if b_path == "swap":
+            cfg = spec.config(regb_label(cfg.targs[0], cfg.targs[1], split3, b_load, a_raw))
         b_rows = np.uint64(0)
         if b_load != "tma":   # the GEMM loads B's rows itself, from B as given
-            tm, stages = cfg.targs[0], cfg.targs[1]
-            cfg = spec.config(regb_label(tm, stages, split3, b_load))
+            tm = cfg.targs[0]
             b_rows = B
             a_map = tma.tensor_map(be.address(a), M, K, lda, tm)
             maps = (a_map, a_map, tma.tensor_map(be.address(a_s), M, K, lda, tm))   # tB unread: A's map fills it
@@ -99,7 +118,7 @@ def wgmma_prepare(spec: StageSpec):
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
         config = _wgmma_config(cfg, grid, plan, opts, kp=kp, N=N, split3=split3, b_path=b_path,
-                               b_as_stored=b_as_stored, b_load=b_load, copied_a=copied_a)
+                               b_as_stored=b_as_stored, b_load=b_load, copied_a=copied_a, a_raw=a_raw)
         return with_config(launch, config)
     return prepare
 
@@ -150,7 +169,7 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
 
 
 def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
-                  b_load: str, copied_a: bool) -> dict:
+                  b_load: str, copied_a: str, a_raw: bool) -> dict:
     """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
     return {"tile": cfg.label, **geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
             "split_k": plan.splits, "k_chunk": plan.chunk,
@@ -166,7 +185,11 @@ def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool,
                                   f"B's rows padded to {cdiv(N, 4) * 4} floats (a copy each launch) for TMA")
                                  + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
                                    "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
-            "a_operand": (f"copied (M x {kp}){', split' if split3 else ', rounded to TF32'}" if copied_a
+            "a_operand": ((f"rows padded to {kp} floats (a copy each launch), " if copied_a == "padded" else
+                           "read by TMA as given, ")
+                          + "split into big + small TF32 parts in shared memory by the producer warpgroup"
+                          if a_raw else
+                          f"copied (M x {kp}), {'split' if copied_a == 'split' else 'rounded to TF32'}" if copied_a
                           else "read by TMA as given (the tensor cores truncate to TF32)"),
             "precision_path": ("3xTF32: big + small TF32 parts of A and B^T, 3 wgmma per k8 into a temporary "
                                "per 32 of K, added by FADD" if split3 else

@@ -119,8 +119,11 @@ def test_wgmma_stage_compiles_for_sm90a_only_with_setmaxnreg_honoured(compiled_b
     assert len(rows) == len(spec.configs) and all(r["ok"] for r in rows)
     gemm = [r for r in rows if r["threads"] == registry.WGMMA_THREADS]
     # The copy path's tile per precision + the register-operand path's tiles, each built three times
-    # (B read by TMA, B's rows loaded with cp.async, B's K tiles by one bulk copy each).
-    assert len(gemm) == len(registry.WGMMA_TILES) + 3 * sum(len(t) for t in registry.REGB_TILES.values())
+    # (B read by TMA, B's rows loaded with cp.async, B's K tiles by one bulk copy each), tf32x3's
+    # twice over (A split by the copy, or in shared memory: .asplit).
+    assert len(gemm) == len(registry.WGMMA_TILES) + 3 * (len(registry.REGB_TILES["tf32"])
+                                                        + 2 * len(registry.REGB_TILES["tf32x3"]))
+    assert sum(".asplit" in r["config"] for r in gemm) == 3 * len(registry.REGB_TILES["tf32x3"])
     for r in gemm:
         assert r["blocks_per_sm"] == 1 and r["registers"] <= 168 and r["smem_dynamic"] > 160 * 1024, r
     cmd = resources._nvcc_command("nvcc", ["sm_90a"], "x.cu", "x")
@@ -562,27 +565,38 @@ class _Inputs:
 
 
 @pytest.mark.parametrize("shape, precision, options, want", [
-    ((256, 256, 256), "tf32", {}, (["256x128x32s4.regb"], "swap", False)),
-    ((300, 260, 4096), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", False)),
-    ((256, 255, 256), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", False)),
-    ((256, 255, 256), "tf32", {}, (["256x128x32s4.regb.cpasync"], "swap", False)),
-    ((256, 255, 256), "tf32", {"b_unaligned": "pad"}, (["pad_rows", "256x128x32s4.regb"], "swap", False)),
+    ((256, 256, 256), "tf32", {}, (["256x128x32s4.regb"], "swap", "")),
+    ((300, 260, 4096), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", "")),
+    ((256, 255, 256), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", "")),
+    ((256, 255, 256), "tf32", {}, (["256x128x32s4.regb.cpasync"], "swap", "")),
+    ((256, 255, 256), "tf32", {"b_unaligned": "pad"}, (["pad_rows", "256x128x32s4.regb"], "swap", "")),
+    # tf32x3 on the swap path splits A in shared memory (.asplit) where N <= 384 (a_split=smem), A's
+    # rows padded by a copy first where K % 4 != 0, read as given otherwise; else by the split copy.
     ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async"},
-     (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
-    ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", True)),
-    ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
+     (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
+    ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async", "a_split": "smem"},
+     (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
+    ((300, 1003, 997), "tf32x3", {"a_split": "smem"},
+     (["pad_rows", "pad_rows", "64x128x32s6.regb.x3.asplit"], "swap", "padded")),
+    ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", "copied")),
+    ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
+    ((256, 384, 256), "tf32x3", {}, (["128x128x32s4.regb.x3.asplit"], "swap", "")),
+    ((256, 388, 256), "tf32x3", {}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", "copied")),
     # M = 100 > 64: two rows of 64-row tiles read B twice, so pad (on a 256-row tile it would be cp_async).
-    ((100, 1003, 997), "tf32", {}, (["prepare.copy", "pad_rows", "64x128x32s8.regb"], "swap", True)),
-    ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", True)),
+    ((100, 1003, 997), "tf32", {}, (["prepare.copy", "pad_rows", "64x128x32s8.regb"], "swap", "copied")),
+    ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", "copied")),
     # N <= 128: one bulk copy per K tile, whatever the rows of tiles (no copy of B).
-    ((256, 127, 256), "tf32", {}, (["256x128x32s4.regb.bulk"], "swap", False)),
-    ((300, 61, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.bulk"], "swap", True)),
+    ((256, 127, 256), "tf32", {}, (["256x128x32s4.regb.bulk"], "swap", "")),
+    ((300, 61, 997), "tf32x3", {}, (["pad_rows", "64x128x32s6.regb.x3.asplit.bulk"], "swap", "padded")),
+    ((300, 61, 997), "tf32x3", {"a_split": "copy"},
+     (["prepare.copy.split", "64x128x32s6.regb.x3.bulk"], "swap", "copied")),
     ((300, 61, 997), "tf32x3", {"b_unaligned": "cp_async"},
-     (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", True)),
+     (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
-     (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", True)),
-    ((256, 256, 256), "tf32x3", {}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", True)),
-    ((300, 260, 256), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3"], "swap", True)),
+     (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", "copied")),
+    ((256, 256, 256), "tf32x3", {}, (["128x128x32s4.regb.x3.asplit"], "swap", "")),
+    ((256, 256, 256), "tf32x3", {"a_split": "copy"}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", "copied")),
+    ((300, 260, 256), "tf32x3", {}, (["64x128x32s6.regb.x3.asplit"], "swap", "")),
 ])
 def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, options, want):
     """Stage 13's prepare on a recording device: which copies run before the GEMM, in order, the
@@ -606,7 +620,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     with loader.use_backend(dev):
         opts = {"split_k": 1, **options}
         if b_path == "swap":
-            opts["tile"] = labels[-1].removesuffix(".cpasync").removesuffix(".bulk")   # the tile rule has its own test
+            opts["tile"] = labels[-1].removesuffix(".cpasync").removesuffix(".bulk").removesuffix(".asplit")
         launch = k.prepare(p, inputs, opts)
         launch()
     assert [l[0] for l in dev.launches] == labels
@@ -629,7 +643,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
     if b_async:
         # No copy of B: the GEMM loads its rows (its fourth argument, above); no tensor map of B.
-        assert not any(l[0] == "pad_rows" for l in dev.launches)
+        assert not any(l[0] == "pad_rows" and l[3][0] is inputs.bufs["B"] for l in dev.launches)
         assert all(m[0] != inputs.bufs["B"].addr for m in maps)
         assert launch.config["b_transpose"].startswith(
             "B's rows loaded as stored, one bulk copy" if labels[-1].endswith(".bulk") else
@@ -637,7 +651,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     elif b_path == "swap" and N % 4:
         # Rows padded to a multiple of 4 floats first (one pass over B), TMA reads the padded copy.
         ldb = -(-N // 4) * 4
-        pad = next(l for l in dev.launches if l[0] == "pad_rows")
+        pad = next(l for l in dev.launches if l[0] == "pad_rows" and l[3][0] is inputs.bufs["B"])
         assert pad[0] == "pad_rows" and pad[3][0] is inputs.bufs["B"] and pad[3][1:3] == (K, N) and pad[3][4] == ldb
         assert pad[3][3].n == K * ldb and maps[1] == (pad[3][3].addr, K, N, ldb, 32)
         assert launch.config["b_transpose"].startswith(f"B's rows padded to {ldb} floats")
@@ -647,7 +661,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         assert a_map[4] == bm and len(maps) == (2 if b_async else 3)
         split3 = precision == "tf32x3"
         a_small = maps[-1]   # A's small part: its own copy (the B-map slot repeats A's map where B is loaded)
-        assert (a_small[0] != a_map[0]) == split3 and a_small[1:] == a_map[1:]
+        assert (a_small[0] != a_map[0]) == (split3 and a_copied == "copied") and a_small[1:] == a_map[1:]
     else:
         assert maps[1][1:] == (N, K, kp, bn) and maps[1][0] != inputs.bufs["B"].addr and len(maps) == 4
         t = dev.launches[0]
@@ -657,12 +671,81 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     # A (or its copy's big part) first, A's small part third (A again unsplit); the list of maps
     # made says nothing of which goes where (A's big and small swapped: tf32x3 loses b_s * a_b).
     cp = next((l for l in dev.launches if l[0].startswith("prepare.copy")), None)
-    want_a, want_as = (cp[3][3].addr, cp[3][4].addr) if cp else (inputs.bufs["A"].addr,) * 2
+    pad_a = next((l for l in dev.launches if l[0] == "pad_rows" and l[3][0] is inputs.bufs["A"]), None)
+    assert (pad_a is not None) == (a_copied == "padded")
+    if pad_a:   # A's rows padded to kp floats, values unchanged (the GEMM splits them)
+        assert pad_a[3][1:3] == (M, K) and pad_a[3][4] == kp and pad_a[3][3].n == M * kp
+    want_a, want_as = ((cp[3][3].addr, cp[3][4].addr) if cp else (pad_a[3][3].addr,) * 2 if pad_a
+                       else (inputs.bufs["A"].addr,) * 2)
     slots = [maps[i - 1][0] for i in gemm[3][:4 if b_path == "copy" else 3]]
     assert slots[0] == want_a and slots[2] == want_as and (b_async or slots[1] == maps[1][0])
     assert launch.config["b_transpose"].startswith("B copied" if b_path == "copy" else "B's rows loaded" if b_async
                                                  else "B's rows padded" if N % 4 else "B read by TMA as stored")
-    assert launch.config["a_operand"].startswith("copied") == a_copied
+    assert launch.config["a_operand"].startswith("copied") == (a_copied == "copied")
+    assert launch.config["a_operand"].startswith("rows padded") == (a_copied == "padded")
+    assert ("split into big + small TF32 parts in shared memory" in launch.config["a_operand"]) == \
+        (".asplit" in labels[-1])
+
+
+class _AnyFileRecorder(_Sm90Recorder):
+    """_Sm90Recorder that also records stage 11's functions (its bandwidth-bound paths)."""
+
+    def function(self, filename, cfg, expressions, arch=""):
+        assert cfg.expr in expressions and arch == ("sm_90a" if filename == "13_wgmma_tma.cu" else "")
+        return lambda grid, block, args, **kw: self.launches.append((filename, cfg.label, grid, args))
+
+
+@pytest.mark.parametrize("shape, precision, options, want_file, want_label, want_path", [
+    ((1, 4096, 1000), "tf32", {}, "11_stream_k.cu", "gemv.vec", "gemv"),
+    ((1, 4095, 1000), "tf32x3", {}, "11_stream_k.cu", "gemv.scalar", "gemv"),
+    ((4096, 4, 4096), "tf32x3", {}, "11_stream_k.cu", "skinny_n4.vec", "skinny_n"),
+    ((1, 8, 4096), "tf32", {}, "11_stream_k.cu", "skinny_n8.vec", "skinny_n"),     # N <= 8 first, as stage 11's rule
+    ((65536, 1, 4095), "tf32", {}, "11_stream_k.cu", "skinny_n1.scalar", "skinny_n"),
+    ((4096, 9, 4096), "tf32", {}, "13_wgmma_tma.cu", None, "tile"),                 # N = 9: a tile problem
+    ((2, 4096, 4096), "tf32x3", {}, "13_wgmma_tma.cu", None, "tile"),               # M = 2 is not a GEMV
+    ((1, 4096, 1000), "tf32", {"path": "tile"}, "13_wgmma_tma.cu", None, "tile"),
+    ((1, 4096, 1000), "tf32x3", {"split_k": 2}, "13_wgmma_tma.cu", None, "tile"),   # a tensor-core option: tile
+])
+def test_wgmma_hands_streams_to_the_bandwidth_paths(monkeypatch, shape, precision, options, want_file, want_label,
+                                                    want_path):
+    """Stage 13's path rule (PATH_RULE, stage 11's): a single row or N <= 8 is a stream of one
+    operand, so auto takes stage 11's gemv / skinny_n launch (fp32 FFMA, no tensor cores; its
+    config says why); every other shape, or any tensor-core option, the wgmma launch."""
+    from cuda_kernels import tma
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    p = Problem(*shape, precision=precision)
+    dev, inputs = _AnyFileRecorder(), _Inputs(p)
+    with loader.use_backend(dev):
+        launch = _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, dict(options))
+        launch()
+    files = {l[0] for l in dev.launches}
+    assert launch.config["path"] == want_path
+    if want_path == "tile":
+        assert files == {"13_wgmma_tma.cu"} and "wgmma" in launch.config["precision_path"]
+        return
+    assert files == {"11_stream_k.cu"} and dev.launches[0][1] == want_label
+    assert launch.config["precision_path"].startswith("fp32 FFMA on stage 11's bandwidth-bound path, not the tensor "
+                                                      "cores") and precision in launch.config["precision_path"]
+    assert launch.config["runs"] == f"cuda.11_stream_k's {want_path} path"
+
+
+@pytest.mark.parametrize("shape, precision, options, match", [
+    ((2, 64, 64), "tf32", {"path": "gemv"}, "path=gemv multiplies a single row; this problem has M=2"),
+    ((64, 9, 64), "tf32x3", {"path": "skinny_n"}, "path=skinny_n takes N <= 8; this problem has N=9"),
+    ((1, 64, 64), "tf32", {"path": "gemv", "split_k": 2}, "split_k set the tensor-core launch; path=gemv"),
+    ((64, 64, 64), "tf32", {"a_split": "smem"}, "a_split=smem is an option of tf32x3 on the swap path"),
+    ((64, 64, 64), "tf32x3", {"a_split": "copy", "b_transpose": "copy"}, "with b_transpose=copy"),
+])
+def test_wgmma_refuses_contradicting_path_options_before_any_launch(monkeypatch, shape, precision, options, match):
+    from compare.harness.errors import UsageError
+    from cuda_kernels import tma
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    p = Problem(*shape, precision=precision)
+    dev, inputs = _AnyFileRecorder(), _Inputs(p)
+    allocated = _Buf._next[0]
+    with loader.use_backend(dev), pytest.raises(UsageError, match=re.escape(match)):
+        _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, dict(options))
+    assert dev.launches == [] and _Buf._next[0] == allocated   # nothing allocated, nothing launched
 
 
 @pytest.mark.parametrize("shape, precision, split_k, want_splits", [

@@ -249,9 +249,10 @@ WGMMA_SHAPES = TF32_SHAPES + [(257, 513, 1031), (300, 260, 4096)]
 @pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
 @pytest.mark.parametrize("i", range(len(WGMMA_SHAPES)), ids=lambda i: "x".join(map(str, WGMMA_SHAPES[i])))
 def test_wgmma_tma_on_odd_shapes(i, precision):
+    """The wgmma launch (path=tile: single rows and N <= 8 included, which auto hands to stage 11)."""
     alpha, beta = AB[i % len(AB)]
     p = Problem(*WGMMA_SHAPES[i], alpha=alpha, beta=beta, seed=i, precision=precision)
-    res = check_kernel(KERNELS[WGMMA], p)
+    res = check_kernel(KERNELS[WGMMA], p, options={"path": "tile"})
     assert res.ok, f"{WGMMA} {p.shape} {precision} alpha={alpha} beta={beta}: {res.message}"
 
 
@@ -265,8 +266,9 @@ def test_wgmma_tf32x3_is_fp32_class_and_tf32_is_not():
 @needs_sm90
 def test_wgmma_launch_config_names_the_operand_paths():
     k = KERNELS[WGMMA]
+    # tf32x3 on the swap path splits A in shared memory (no copy where K % 4 == 0); the copy path splits it by a copy.
     for shape, pr, b_copied, a_copied in (((256, 256, 256), "tf32", False, False), ((256, 255, 256), "tf32", True, False),
-                                          ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", False, True),
+                                          ((256, 256, 255), "tf32", False, True), ((256, 256, 256), "tf32x3", False, False),
                                           ((256, 255, 256), "tf32x3", True, True)):
         p = Problem(*shape, precision=pr)
         cfg = k.prepare(p, make_inputs(p), {"b_transpose": "copy"} if b_copied else {}).config
@@ -276,7 +278,7 @@ def test_wgmma_launch_config_names_the_operand_paths():
         if b_copied:
             assert cfg["tile"] == ("128x256x32s4" if pr == "tf32" else "128x128x32s3.x3"), cfg
         else:
-            assert cfg["tile"].endswith(".regb.x3" if pr == "tf32x3" else ".regb"), cfg
+            assert cfg["tile"].endswith(".regb.x3.asplit" if pr == "tf32x3" else ".regb"), cfg
 
 
 @needs_sm90
@@ -352,7 +354,7 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
     shape, split_k = WGMMA_SPLIT_SHAPES[i]
     alpha, beta = AB[(i + 1) % len(AB)]
     p = Problem(*shape, alpha=alpha, beta=beta, seed=i, precision=precision)
-    opts = {"split_k": split_k} if split_k else {}
+    opts = {"split_k": split_k} if split_k else {"path": "tile"}   # 1x1x4099: tile, not stage 11's stream
     res = check_kernel(KERNELS[WGMMA], p, options=opts)
     assert res.ok, f"{WGMMA} {p.shape} {precision} split_k={split_k}: {res.message}"
     inputs = make_inputs(p)
@@ -370,7 +372,7 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
 @needs_sm90
 @pytest.mark.parametrize("label", [c.label for s in cuda_kernels.registry.SPECS if s.stage == "wgmma_tma"
                                    for c in s.configs if c.kernel == "sgemm_wgmma_regb"
-                                   and not c.label.endswith((".cpasync", ".bulk"))])
+                                   and not c.label.endswith((".cpasync", ".bulk")) and ".asplit" not in c.label])
 def test_wgmma_every_register_path_tile_on_odd_shapes(label):
     """Each register-operand tile forced on rows that end mid-tile, K with a 32-tail, K % 4 != 0
     (A copied), beta != 0, N % 4 != 0 (B's rows by cp.async, or by a bulk copy where N <= 128) and
@@ -382,10 +384,69 @@ def test_wgmma_every_register_path_tile_on_odd_shapes(label):
                                           ((9, 45, 20000), 3)]):
         alpha, beta = AB[i % len(AB)]
         p = Problem(*shape, alpha=alpha, beta=beta, seed=40 + i, precision=precision)
-        res = check_kernel(KERNELS[WGMMA], p, options={"tile": label, "split_k": split_k})
-        assert res.ok, f"{label} {p.shape} alpha={alpha} beta={beta}: {res.message}"
+        for a_split in (("smem", "copy") if precision == "tf32x3" else (None,)):
+            opts = {"tile": label, "split_k": split_k, **({"a_split": a_split} if a_split else {})}
+            res = check_kernel(KERNELS[WGMMA], p, options=opts)
+            assert res.ok, f"{label} {p.shape} alpha={alpha} beta={beta} a_split={a_split}: {res.message}"
+            if precision == "tf32x3":
+                assert res.rel_err < 5e-7, (label, p.shape, a_split, res.rel_err)
+
+
+def _c_of(p, inputs, options):
+    launch = KERNELS[WGMMA].prepare(p, inputs, options)
+    inputs.reset_c()
+    launch()
+    torch.cuda.synchronize()
+    return inputs.C.clone(), launch.config
+
+
+@needs_sm90
+@pytest.mark.parametrize("shape, options", [
+    ((256, 256, 256), {}), ((300, 260, 4096), {}), ((257, 513, 1031), {}),             # B by TMA; K % 4 != 0
+    ((300, 61, 997), {}), ((130, 1003, 997), {"b_unaligned": "cp_async"}),              # B by bulk copy, cp.async
+    ((130, 1002, 1000), {"b_unaligned": "pad"}), ((48, 48, 65_537), {}),                # B padded; long K, split
+    ((7, 128, 9000), {"split_k": 3, "tile": "128x128x32s4.regb.x3"}), ((1, 5, 77), {"path": "tile"}),
+], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else None)
+def test_wgmma_a_split_in_shared_memory_gives_the_copys_bits(shape, options):
+    """tf32x3's A split by the producer warpgroup in shared memory (a_split=smem, the default)
+    computes big = tf32(x) and small = tf32(x - big) as the split copy does, so C is the same bits
+    as a_split=copy's, whatever B's load (TMA, bulk, cp.async, padded), K % 4 (A's rows padded
+    first) or split-K; and right against float64 to fp32 class."""
+    p = Problem(*shape, alpha=0.5, beta=-1.5, seed=sum(shape), precision="tf32x3")
+    options = {**options, "a_split": "smem"}   # the default only where N <= 384
+    res = check_kernel(KERNELS[WGMMA], p, options=options)
+    assert res.ok and res.rel_err < 5e-7, (res.message, res.rel_err)
+    inputs = make_inputs(p)
+    smem, cfg = _c_of(p, inputs, options)
+    copy, cfg_copy = _c_of(p, inputs, {**options, "a_split": "copy"})
+    assert ".asplit" in cfg["tile"] and ".asplit" not in cfg_copy["tile"], (cfg, cfg_copy)
+    assert "shared memory" in cfg["a_operand"] and cfg_copy["a_operand"].startswith("copied"), (cfg, cfg_copy)
+    assert cfg["a_operand"].startswith("rows padded") == (shape[2] % 4 != 0), cfg
+    assert torch.equal(smem, copy)
+
+
+@needs_sm90
+def test_wgmma_a_split_on_a_misaligned_a():
+    """A 4 bytes past a 16-byte boundary (TMA can't read it as given): its rows are padded by a
+    copy, then split in shared memory, and C is right."""
+    _right_from_a_misaligned_base(Problem(300, 260, 1000, alpha=0.5, beta=-1.5, seed=9, precision="tf32x3"), "A", {},  # N <= 384
+                                  kernel=WGMMA, config=("a_operand", "rows padded to 1000 floats"))
+
+
+@needs_sm90
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+def test_wgmma_streams_take_the_bandwidth_paths(precision):
+    """Single rows and N <= 8 go to stage 11's gemv / skinny_n paths (fp32 FFMA: tf32x3 stays fp32
+    class), right on odd shapes, beta != 0, split K ranges; the config names the path and why."""
+    for shape, path in (((1, 4097, 1000), "gemv"), ((1, 127, 100_003), "gemv"), ((65536, 1, 4095), "skinny_n"),
+                        ((1023, 3, 255), "skinny_n"), ((127, 5, 100_003), "skinny_n"), ((1, 8, 4096), "skinny_n")):
+        p = Problem(*shape, alpha=0.5, beta=-1.5, seed=sum(shape), precision=precision)
+        res = check_kernel(KERNELS[WGMMA], p)
+        assert res.ok, (shape, res.message)
         if precision == "tf32x3":
-            assert res.rel_err < 5e-7, (label, p.shape, res.rel_err)
+            assert res.rel_err < 5e-7, (shape, res.rel_err)
+        cfg = KERNELS[WGMMA].prepare(p, make_inputs(p), {}).config
+        assert cfg["path"] == path and cfg["precision_path"].startswith("fp32 FFMA"), cfg
 # ---- stage 11's bandwidth-bound paths: one row (gemv) and N <= 8 (skinny_n) ---------------------
 SK = "cuda.11_stream_k"
 # (shape, options, path): M = 1 with N in {1, 3, 5, 127, 1000, 4097, 65536}, N in 1..8 with odd M,
