@@ -15,13 +15,18 @@
 //    tiles, N >= 32) the producer warpgroup's 16-byte cp.async (B_ASYNC).
 //    sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
 //  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0, its
-//    address is unaligned or tf32x3 needs its split: then it is copied.
-//  * tf32x3: big = tf32(x), small = tf32(x - big) (A's from the copy, B's made in registers);
+//    address is unaligned or tf32x3 needs its split: then it is copied. tf32x3 where N <= 384
+//    (A_RAW, option a_split=smem): TMA loads A's raw tile and the producer warpgroup splits it in
+//    shared memory, so A is read once instead of copied (read, written twice) and read twice.
+//  * tf32x3: big = tf32(x), small = tf32(x - big) (A's from the copy or the producer's split,
+//    B's made in registers);
 //    per 32-wide K tile 12 wgmma (b_s a_b, b_b a_s, b_b a_b per k8) go into a temporary added to
 //    the accumulator by FADD: the tensor cores' truncating accumulation stays on a partial sum
 //    of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
 //  * Split-K where tiles leave the SMs idle (the shared split-K model, which also picks the
 //    tile): blockIdx.y takes whole K tiles, splitk_reduce sums the partials in split order.
+// Not here: a single row or N <= 8 is a stream of one operand; the launch (cuda_kernels/launch.py)
+// hands it to stage 11's bandwidth-bound paths (option path).
 // Still there: the operand copies where they run; the register path's wait_group 0 per K tile;
 // no stream-K for partial waves; register stores. Measured (docs/results.md, stage 13): tf32
 // 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3, tf32x3 2.4x / 2.2x cuBLAS fp32 (H200).
@@ -255,6 +260,9 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // producer warpgroup writes the 0-3 floats left and zeros for the rows past K (A's are zero there
 // too, but a 0 x inf or 0 x NaN would poison D). Fragment loads read rows of N floats (a 2-4 way
 // bank conflict, against the cp.async build's 33 instructions per row of the tile).
+// A_RAW (tf32x3): A's raw tile by TMA, split in shared memory by the producer warpgroup (below);
+// its 48 KiB of shared-memory traffic per K tile slows a main loop near shared memory's bandwidth
+// on wide products, so the launch takes it where N <= 384 (heuristics.py A_SPLIT_SMEM_MAX_N).
 template <int TM, int STAGES, bool SPLIT3, int B_LOAD, bool A_RAW>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,

@@ -20,6 +20,12 @@ launch reports the resolved values in ``launch.config``):
   plan or one of the bandwidth-bound paths of 11_stream_k_skinny.cu; ``auto`` applies
   ``PATH_RULE`` (``stream_k_path``), or takes the tile path where ``tile``, ``mode`` or ``grid``
   is set. Their K split: ``skinny_plan`` (``compare.families.decompose.skinny_split``).
+* ``path`` (cuda.13_wgmma_tma): the same choices; ``auto`` applies ``PATH_RULE`` unless a
+  tensor-core option is set: single rows and N <= 8 go to stage 11's gemv / skinny_n (fp32 FFMA:
+  bandwidth-bound, the tensor cores would idle; the row's config says so).
+* ``a_split`` (cuda.13_wgmma_tma, tf32x3 on the swap path): ``smem`` | ``copy``: A split into big +
+  small TF32 parts by the GEMM's producer warpgroup in shared memory, or by a copy first; default
+  ``regb_a_split`` (smem where N <= ``A_SPLIT_SMEM_MAX_N``).
 * ``skinny_b`` (cuda.11_stream_k): ``chunked`` | ``resident``: skinny_n's build. ``chunked`` (the
   default from K = 257 on, or where ``k_splits`` is set) copies B through shared memory 256 rows
   of K at a time in every block of rows; ``resident`` (the default for K <= 256,
