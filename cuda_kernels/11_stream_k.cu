@@ -35,23 +35,6 @@
 #include "warp_tile.cuh"
 #include "09_double_buffered.cu"
 
-// The stream-K iteration space: block b owns iterations [start(b), start(b) + ipb + (b < extra)).
-struct StreamKRange {
-    int ipt, ipb, extra;  // iterations per tile, per block; blocks with one iteration more
-    __device__ __forceinline__ int start(int b) const { return b * ipb + min(b, extra); }
-    __device__ __forceinline__ int block_of(int it) const {
-        const int big = extra * (ipb + 1);
-        return it < big ? it / (ipb + 1) : extra + (it - big) / ipb;
-    }
-    // Blocks b0..b1 hold tile t's iterations; b0 == b1 means one block computes all of it.
-    __device__ __forceinline__ void owners(int t, int& b0, int& b1) const {
-        b0 = block_of(t * ipt);
-        b1 = block_of(t * ipt + ipt - 1);
-    }
-    // Which of block b's two workspace slots holds its piece of tile t.
-    __device__ __forceinline__ int slot(int b, int t) const { return start(b) / ipt == t ? 0 : 1; }
-};
-
 template <int BM, int BN, int BK, int STAGES, int WN, bool VEC, bool ATOMIC>
 __global__ void __launch_bounds__(WarpTile<BM, BN, BK, WN>::THREADS, 512 / WarpTile<BM, BN, BK, WN>::THREADS)
 sgemm_stream_k(int M, int N, int K, float alpha, const float* __restrict__ A, const float* __restrict__ B,

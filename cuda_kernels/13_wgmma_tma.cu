@@ -268,7 +268,8 @@ __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
                  int M, int N, int K, float alpha, float beta, float* __restrict__ C,
-                 int kt_per_split, float* __restrict__ partials) {
+                 int kt_per_split, float* __restrict__ partials, float* __restrict__ ws, int sk_tiles,
+                 int sk_blocks, int ipb, int extra) {
     using namespace wgmma13;
     constexpr int TN = 128;                        // C columns per block
     constexpr int PARTS = SPLIT3 ? 2 : 1;
@@ -296,13 +297,30 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     float* const fbase = reinterpret_cast<float*>(smem_raw + (base - raw));
 
     const int tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN;
-    const int per_group = GROUP * tiles_n, group = blockIdx.x / per_group;
-    const int first_m = group * GROUP, gsize = min(tiles_m - first_m, GROUP);
-    const int in_group = blockIdx.x % per_group;
-    const int m0 = (first_m + in_group % gsize) * TM, n0 = (in_group / gsize) * TN;
-    // Split-K: blockIdx.y owns K tiles [kt0, kt0 + ktiles); unsplit, kt_per_split covers all of K.
-    const int kt0 = blockIdx.y * kt_per_split;
-    const int ktiles = max(0, min((K + BK - 1) / BK - kt0, kt_per_split));
+    const int ipt = (K + BK - 1) / BK;             // K tiles of one C tile
+    // The block's work: n_iters (C tile, K tile) iterations in tile-major order from (tile0, kq0).
+    // Stream-K block b < sk_blocks: its share [start(b), start(b) + ipb (+ 1 for b < extra)) of the
+    // stream-K tiles' iterations (tiles 0 .. sk_tiles - 1 in launch order): the end of one tile, whole
+    // tiles, the start of another. Otherwise tile sk_tiles + (b - sk_blocks), K tiles [kq0, kq0 +
+    // n_iters): split-K gives blockIdx.y K tiles kt_per_split apart; unsplit, all of them.
+    const bool sk_block = (int)blockIdx.x < sk_blocks;
+    int tile0, kq0, n_iters;
+    if (sk_block) {
+        const int start = blockIdx.x * ipb + min((int)blockIdx.x, extra);
+        tile0 = start / ipt;
+        kq0 = start - tile0 * ipt;
+        n_iters = ipb + ((int)blockIdx.x < extra ? 1 : 0);
+    } else {
+        tile0 = sk_tiles + blockIdx.x - sk_blocks;
+        kq0 = blockIdx.y * kt_per_split;
+        n_iters = max(0, min(ipt - kq0, kt_per_split));
+    }
+    auto origin = [&](int tile, int& m0, int& n0) {   // launch order grouped by 8 tile rows
+        int tm, tn;
+        tile_grouped_at<GROUP>(tile, tiles_m, tiles_n, tm, tn);
+        m0 = tm * TM;
+        n0 = tn * TN;
+    };
     const int wg = threadIdx.x / 128;
     // A split block writes its raw partial tile to its own slice (alpha 1, beta 0: C untouched);
     // splitk_reduce then sums the slices in split order, so the result is bit-identical run to run.
@@ -330,8 +348,10 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // K tile kt's loads into its stage, counted on bar: A by TMA (big and small parts from the
         // split copy, or with A_RAW the raw tile), B by the build's B_LOAD. Called by all 128 producer
         // threads (the TMA build without A_RAW: thread 0 only).
-        auto load = [&](int kt, unsigned bar) {
-            const int s = kt % STAGES, k_first = (kt0 + kt) * BK;
+        auto load = [&](int it, int tile, int kq, unsigned bar) {
+            const int s = it % STAGES, k_first = kq * BK;
+            int m0, n0;
+            origin(tile, m0, n0);
             const unsigned st = base + s * STAGE;
             if constexpr (B_ASYNC) {
                 if (threadIdx.x == 0) {
@@ -379,10 +399,11 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         if constexpr (!A_RAW) {
             // Without B_BULK / B_ASYNC's per-thread work only thread 0 has anything to issue.
             if (B_LOAD != 0 || threadIdx.x == 0) {
-                for (int kt = 0; kt < ktiles; ++kt) {
-                    const int s = kt % STAGES;
-                    if (kt >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((kt / STAGES) - 1) & 1);
-                    load(kt, bars + 8 * s);
+                for (int it = 0, tile = tile0, kq = kq0; it < n_iters; ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+                    load(it, tile, kq, bars + 8 * s);
+                    if (++kq == ipt) { kq = 0; ++tile; }
                 }
             }
         } else {
@@ -393,9 +414,13 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
             // kt + STAGES - 1 is issued after tile kt's split, so the consumers find tile kt + 1 split
             // while they compute tile kt. The split's stores are generic-proxy writes that wgmma reads
             // through the async proxy: fence.proxy.async before the arrival.
-            if (B_LOAD != 0 || threadIdx.x == 0)
-                for (int j = 0; j < min(STAGES - 1, ktiles); ++j) load(j, bars + 8 * (2 * STAGES + j));
-            for (int kt = 0; kt < ktiles; ++kt) {
+            int tile = tile0, kq = kq0;   // the next load's iteration
+            const int ahead = min(STAGES - 1, n_iters);
+            for (int j = 0; j < ahead; ++j) {
+                if (B_LOAD != 0 || threadIdx.x == 0) load(j, tile, kq, bars + 8 * (2 * STAGES + j));
+                if (++kq == ipt) { kq = 0; ++tile; }
+            }
+            for (int kt = 0; kt < n_iters; ++kt) {
                 const int s = kt % STAGES;
                 mbar_wait(bars + 8 * (2 * STAGES + s), (kt / STAGES) & 1);
                 float4* a4 = reinterpret_cast<float4*>(fbase + s * (STAGE / 4));
@@ -413,9 +438,12 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 mbar_arrive(bars + 8 * s);
                 const int j = kt + STAGES - 1, sj = j % STAGES;
-                if (j < ktiles && (B_LOAD != 0 || threadIdx.x == 0)) {
-                    if (j >= STAGES) mbar_wait(bars + 8 * (STAGES + sj), ((j / STAGES) - 1) & 1);
-                    load(j, bars + 8 * (2 * STAGES + sj));
+                if (j < n_iters) {
+                    if (B_LOAD != 0 || threadIdx.x == 0) {
+                        if (j >= STAGES) mbar_wait(bars + 8 * (STAGES + sj), ((j / STAGES) - 1) & 1);
+                        load(j, tile, kq, bars + 8 * (2 * STAGES + sj));
+                    }
+                    if (++kq == ipt) { kq = 0; ++tile; }
                 }
             }
         }
@@ -447,8 +475,52 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // nearest, ties away, as cvt.rna.
         unsigned frag[BK / 8][4];
         unsigned frag_s[SPLIT3 ? BK / 8 : 1][4];
-        for (int kt = 0; kt < ktiles; ++kt) {
+        // acc[4j + 2h + e] = D[n][m]: n = 64 cw + 16 warp + g + 8h, m = 8j + 2t + e. dst: C (alpha,
+        // beta), split-K's slice of the partials (alpha 1, beta 0: C untouched; splitk_reduce sums the
+        // slices in split order), or a stream-K block's workspace slot (0: its first tile, 1: its last)
+        // holding the whole TM x TN partial tile-local (rows and columns past M, N hold zeros; the fixup
+        // reads what exists): bit-identical run to run either way.
+        auto store = [&](int tile, bool whole) {
+            int m0, n0;
+            origin(tile, m0, n0);
+            if (!partials && !whole) {
+                float* w = ws + ((size_t)blockIdx.x * 2 + (tile == tile0 ? 0 : 1)) * (TM * TN);
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            w[(8 * j + 2 * t + e) * TN + 64 * cw + 16 * warp + g + 8 * h] = acc[4 * j + 2 * h + e];
+                return;
+            }
+            float* const out = partials ? partials + (size_t)blockIdx.y * M * N : C;
+            const float a_out = partials ? 1.0f : alpha, b_out = partials ? 0.0f : beta;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int col = n0 + 64 * cw + 16 * warp + g + 8 * h;
+                if (col >= N) continue;
+#pragma unroll
+                for (int j = 0; j < TM / 8; ++j) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int row = m0 + 8 * j + 2 * t + e;
+                        if (row < M) {
+                            float* p = out + (size_t)row * N + col;
+                            *p = axpby(acc[4 * j + 2 * h + e], a_out, b_out, p);
+                        }
+                    }
+                }
+            }
+        };
+        int tile = tile0, kq = kq0, seg_k0 = kq0;
+        for (int kt = 0; kt < n_iters; ++kt) {
             const int s = kt % STAGES;
+            if (kq == 0 && kt > 0) {   // a new tile of a stream-K block
+#pragma unroll
+                for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+                seg_k0 = 0;
+            }
             mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
             const float* st = fbase + s * (STAGE / 4);
 #pragma unroll
@@ -496,28 +568,42 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 for (int i = 0; i < ACC; ++i) acc[i] += tmp[i];
             }
             mbar_arrive(bars + 8 * (STAGES + s));
+            if (kq == ipt - 1 || kt == n_iters - 1) store(tile, seg_k0 == 0 && kq == ipt - 1);   // a segment's end
+            if (++kq == ipt) { kq = 0; ++tile; }
         }
-        wgmma_wait<0>();
-        fence_regs(acc);
-
-        // acc[4j + 2h + e] = D[n][m]: n = 64 cw + 16 warp + g + 8h, m = 8j + 2t + e.
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int col = n0 + 64 * cw + 16 * warp + g + 8 * h;
-            if (col >= N) continue;
-#pragma unroll
-            for (int j = 0; j < TM / 8; ++j) {
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int row = m0 + 8 * j + 2 * t + e;
-                    if (row < M) {
-                        float* p = out + (size_t)row * N + col;
-                        *p = axpby(acc[4 * j + 2 * h + e], a_out, b_out, p);
-                    }
-                }
-            }
-        }
+        if (n_iters == 0 && partials) store(tile0, false);   // an empty split's slice: zeros
     }
+}
+
+// Stream-K's second pass, as stage 11's stream_k_fixup: grid (stream-K tiles, TM x 128 / 512); a
+// thread owns four elements of one split tile and adds that tile's partials from its blocks'
+// workspace slots in block order (the same order every run: bit-identical), then C = alpha * sum +
+// beta * C once. A tile one block computed whole is already in C. Tiles split here are few (the
+// plan takes stream-K only for a partial wave of unsplit tiles), so one lane per element.
+template <int TM>
+__global__ void __launch_bounds__(128) regb_stream_k_fixup(int M, int N, int K, float alpha, float beta,
+                                                           float* __restrict__ C, const float* __restrict__ ws,
+                                                           int ipb, int extra) {
+    constexpr int TN = 128;
+    const int t = blockIdx.x;
+    const StreamKRange range{(K + wgmma13::BK - 1) / wgmma13::BK, ipb, extra};
+    int b0, b1;
+    range.owners(t, b0, b1);
+    if (b0 == b1) return;  // uniform over the block
+    int tm, tn;
+    tile_grouped_at<8>(t, (M + TM - 1) / TM, (N + TN - 1) / TN, tm, tn);
+    const int e = (blockIdx.y * 128 + threadIdx.x) * 4;  // tile-local element
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int b = b0; b <= b1; ++b) {
+        const float4 v = *reinterpret_cast<const float4*>(ws + ((size_t)b * 2 + range.slot(b, t)) * (TM * TN) + e);
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+    const int row = tm * TM + e / TN, col = tn * TN + e % TN;
+    if (row >= M) return;
+    const float v[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if (col + j < N) C[(size_t)row * N + col + j] = axpby(v[j], alpha, beta, C + (size_t)row * N + col + j);
 }
 
 // Split-K's second pass: C = alpha * (sum of the S partial tiles, in split order) + beta * C.

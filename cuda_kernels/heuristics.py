@@ -226,3 +226,46 @@ A_SPLIT_SMEM_MAX_N = 384
 def regb_a_split(N: int) -> str:
     """Stage 13's a_split default for tf32x3 on the swap path."""
     return "smem" if N <= A_SPLIT_SMEM_MAX_N else "copy"
+
+
+# Stage 13's stream-K (the register-operand path, one block per SM; options mode, grid): stream-K
+# blocks share the stream-K tiles' K tiles (below one wave: all tiles; the hybrid: the last
+# partial wave plus one wave, the rest data-parallel). A block gets at least WGMMA_SK_MIN_ITERS K
+# tiles of 32 (the 4-8 stages in flight). Forced on every shape of the tuning corpus
+# (loguniform:120:2718, llm:40:2718; reproduce/measure-stage13-stream-k) it ran 0.86x (tf32) and
+# 0.97x (tf32x3) the time of no stream-K: its blocks read A and B at unrelated K offsets, so the L2
+# no longer shares their slabs as data-parallel blocks do (0.69x at 2501x1011x8038), and a short K
+# pays the fill twice. Where tf32x3 leaves nothing K-split and its tiles fill at most 3/4 of the
+# SMs, all 9 tuning shapes ran 1.01-1.21x faster with it: the default takes it there only.
+WGMMA_SK_MIN_ITERS = 8
+WGMMA_SK_MAX_FILL = 0.75
+WGMMA_STREAM_K = decompose.StreamKRule(min_iters_to_split=WGMMA_SK_MIN_ITERS, hybrid_extra_waves=1)
+
+
+def wgmma_stream_k_plan(tiles: int, iters_per_tile: int, sm_count: int, mode: Optional[str] = None,
+                        sk_blocks: Optional[int] = None) -> decompose.StreamKPlan:
+    """Stage 13's stream-K decomposition of ``tiles`` unsplit tiles (the shared model, one block
+    per SM); ``mode`` / ``sk_blocks`` force it (options mode, grid)."""
+    return decompose.stream_k_plan(tiles, iters_per_tile, sm_count, 1, mode=mode, sk_blocks=sk_blocks,
+                                   min_iters_per_block=WGMMA_SK_MIN_ITERS, rule=WGMMA_STREAM_K)
+
+
+def wgmma_decomposition(M: int, N: int, K: int, sm_count: int, tile: tuple, split3: bool, regb_rows: int,
+                        splits: Optional[int] = None, mode: Optional[str] = None, sk_blocks: Optional[int] = None,
+                        stream_k: bool = True) -> tuple:
+    """(split plan, stream-K plan or None) of stage 13: the K split of the split-K model, or all
+    tiles stream-K where tf32x3 splits nothing and its tiles fill at most WGMMA_SK_MAX_FILL of the
+    SMs (``stream_k``: the path has a stream-K build). ``splits`` forces a K split; ``mode`` /
+    ``sk_blocks`` force the stream-K plan, mode=dp none (the K split as the model or ``splits`` has it)."""
+    if mode == "dp":
+        return wgmma_split_plan(M, N, K, sm_count, tile, split3, splits=splits, regb_rows=regb_rows), None
+    forced = mode is not None or sk_blocks is not None
+    split = wgmma_split_plan(M, N, K, sm_count, tile, split3, splits=1 if forced else splits, regb_rows=regb_rows)
+    tiles = decompose.cdiv(M, tile[0]) * decompose.cdiv(N, tile[1])
+    if not stream_k or not (forced or (splits is None and split3 and split.splits == 1
+                                       and tiles <= WGMMA_SK_MAX_FILL * sm_count)):
+        return split, None
+    sk = wgmma_stream_k_plan(tiles, decompose.cdiv(K, 32), sm_count, mode or "sk", sk_blocks)
+    if not sk.sk_tiles:
+        return split, None
+    return decompose.SplitPlan(1, K, "user" if forced else "heuristic"), sk

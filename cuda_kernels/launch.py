@@ -46,7 +46,7 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .heuristics import (A_SPLIT_SMEM_MAX_N, MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan,
+from .heuristics import (A_SPLIT_SMEM_MAX_N, WGMMA_SK_MAX_FILL, MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan,
                          skinny_short_plan, split_plan, stream_k_path, stream_k_tile)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
@@ -102,6 +102,12 @@ def _options(spec: StageSpec) -> tuple:
     if spec.plan in (SPLIT_K, WGMMA):
         out.append(Option.count("split_k", "K splits, >= 1 (1 = no split; default: the split-K cost model)"))
     if spec.plan == WGMMA:
+        out.append(Option.choice("mode", "the register-operand path's decomposition: dp (no stream-K: a tile per block, K "
+                                  "split as split_k or the split-K model says), sk (every tile's K tiles spread over "
+                                  "one block per SM) or hybrid (the last partial wave's tiles plus one wave stream-K, "
+                                  "the rest data-parallel); default: sk where tf32x3 splits nothing and its tiles fill "
+                                  f"at most {WGMMA_SK_MAX_FILL} of the SMs, else dp (wgmma_decomposition)", decompose.MODES))
+        out.append(Option.count("grid", "stream-K blocks, >= 1 (default: one per SM, fewer where K is short)"))
         out.append(Option.choice("path", f"auto ({PATH_RULE}, the stage 11 kernels' bandwidth-bound paths in fp32, "
                                   "no tensor cores; tile where a tensor-core option is set), tile (the wgmma "
                                   f"launch), gemv (M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", PATHS))
@@ -389,7 +395,7 @@ def _stream_k_prepare(spec: StageSpec):
 
 
 # Stage 13's options that shape its tensor-core launch (the ``path`` option's ``tile``).
-WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split")
+WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split", "mode", "grid")
 # Why stage 13 hands a product to stage 11's bandwidth-bound paths, in its rows' config.
 BANDWIDTH_PRECISION = ("fp32 FFMA on stage 11's bandwidth-bound path, not the tensor cores: the product is a stream "
                        "of one operand (at most 4 flops per byte of it), so time is DRAM bandwidth, not multiply "

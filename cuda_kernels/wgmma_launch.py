@@ -11,7 +11,7 @@ from compare.harness.errors import UsageError
 
 from . import loader, tma
 from .heuristics import (REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_a_split, regb_b_unaligned, regb_tile,
-                         wgmma_split_plan)
+                         wgmma_decomposition)
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
 from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
@@ -60,6 +60,13 @@ def wgmma_prepare(spec: StageSpec):
         if a_split and not (split3 and b_path == "swap"):
             raise UsageError(f"{spec.name}: a_split={a_split} is an option of tf32x3 on the swap path; "
                              f"this launch is {problem.precision} with b_transpose={b_path}")
+        if opts.get("split_k", 1) > 1 and opts.get("mode") in ("sk", "hybrid"):
+            raise UsageError(f"{spec.name}: split_k={opts['split_k']} and mode={opts['mode']} are two ways to split "
+                             f"K; set one")
+        if "grid" in opts and opts.get("mode") == "dp":
+            raise UsageError(f"{spec.name}: grid sets the stream-K blocks; mode=dp has none")
+        if (opts.get("mode") in ("sk", "hybrid") or "grid" in opts) and opts.get("b_transpose") == "copy":
+            raise UsageError(f"{spec.name}: stream-K runs on the swap path; b_transpose=copy has split-K only")
         if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
             raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
@@ -111,41 +118,59 @@ def wgmma_prepare(spec: StageSpec):
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
-        plan, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts.get("split_k"),
-                                 cfg.tile[0] if b_path == "swap" else 256, steps, held,
-                                 (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
+        plan, sk, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts,
+                                     cfg.tile[0] if b_path == "swap" else 256, steps, held,
+                                     (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
         launch = launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
-        config = _wgmma_config(cfg, grid, plan, opts, kp=kp, N=N, split3=split3, b_path=b_path,
+        launch.stream_k = sk
+        config = _wgmma_config(cfg, grid, plan, sk, opts, kp=kp, N=N, split3=split3, b_path=b_path,
                                b_as_stored=b_as_stored, b_load=b_load, copied_a=copied_a, a_raw=a_raw)
         return with_config(launch, config)
     return prepare
 
 
-def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, splits, regb_rows: int,
+def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opts: dict, regb_rows: int,
                 steps: list, held: list, extra: tuple = ()) -> tuple:
-    """(plan, grid): appends the GEMM over (tiles, K splits) and, with more than one split, the
-    fixed-order sum of the partials (splitk_reduce) to ``steps``; the partials' workspace to ``held``.
-    ``extra``: the GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
+    """(plan, stream-K plan or None, grid): appends the GEMM to ``steps`` and its second pass: over
+    (tiles, K splits) and, with more than one split, the fixed-order sum of the partials
+    (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
+    stream-K blocks then data-parallel tiles, and the fixup summing split tiles' partials in block
+    order. Workspaces go to ``held``. ``extra``: the
+    GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
     be = loader.backend()
     M, N, K = problem.M, problem.N, problem.K
-    plan = wgmma_split_plan(M, N, K, be.sm_count(), cfg.tile, split3, splits=splits, regb_rows=regb_rows)
-    grid = (tiles(problem, cfg), plan.splits, 1)
+    regb = cfg.kernel == "sgemm_wgmma_regb"
+    try:
+        plan, sk = wgmma_decomposition(M, N, K, be.sm_count(), cfg.tile, split3, regb_rows, splits=opts.get("split_k"),
+                                       mode=opts.get("mode"), sk_blocks=opts.get("grid"), stream_k=regb)
+    except ValueError as exc:
+        raise UsageError(f"{spec.name}: {exc}") from None
+    grid = (sk.grid, 1, 1) if sk else (tiles(problem, cfg), plan.splits, 1)
     partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
-    if partials is not None:
-        held.append(partials)
+    ws = be.empty(sk.sk_blocks * 2 * cfg.tile[0] * cfg.tile[1]) if sk else None
+    held.extend(x for x in (partials, ws) if x is not None)
+    null = np.uint64(0)
+    sk_args = ((ws, np.int32(sk.sk_tiles), np.int32(sk.sk_blocks), np.int32(sk.iters_per_block),
+                np.int32(sk.extra_iters)) if sk else (null, np.int32(0), np.int32(0), np.int32(0), np.int32(0)))
     steps.append((function(spec, cfg), grid, cfg.block,
                   (*maps, *extra, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
                    np.float32(problem.beta), C, np.int32(cdiv(plan.chunk, cfg.bk)),
-                   partials if partials is not None else np.uint64(0)), cfg.smem_dynamic))
+                   partials if partials is not None else null, *(sk_args if regb else ())), cfg.smem_dynamic))
     if partials is not None:
         r_cfg = spec.config("splitk_reduce")
         r_grid = (min(cdiv(M * N, r_cfg.block[0]), 16 * be.sm_count()), 1, 1)
         steps.append((function(spec, r_cfg), r_grid, r_cfg.block,
                       (np.int32(M * N), np.int32(plan.splits), np.float32(problem.alpha), partials,
                        np.float32(problem.beta), C)))
-    return plan, grid
+    if sk:
+        tm = cfg.tile[0]
+        f_cfg = spec.config(f"sk_fixup.{tm}")
+        steps.append((function(spec, f_cfg), (sk.sk_tiles, tm * cfg.tile[1] // (4 * f_cfg.block[0]), 1), f_cfg.block,
+                      (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta),
+                       C, ws, np.int32(sk.iters_per_block), np.int32(sk.extra_iters))))
+    return plan, sk, grid
 
 
 def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path: str, sms: int):
@@ -168,13 +193,17 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
     return cfg
 
 
-def _wgmma_config(cfg, grid, plan, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
+def _wgmma_config(cfg, grid, plan, sk, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
                   b_load: str, copied_a: str, a_raw: bool) -> dict:
     """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
     return {"tile": cfg.label, **geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
             "split_k": plan.splits, "k_chunk": plan.chunk,
             "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
-                          if plan.splits > 1 else "none (one split)"),
+                          if plan.splits > 1 else
+                          "stream-K tiles' partials in a workspace, summed in block order (regb_stream_k_fixup)"
+                          if sk else "none (one split)"),
+            **({"mode": sk.mode, "sk_tiles": sk.sk_tiles, "sk_blocks": sk.sk_blocks, "iters_per_block": sk.iters_per_block,
+                "waves": sk.waves} if sk else {"mode": "dp"}),
             "b_transpose": (f"B copied to K-major B^T (N x {kp}) each launch, rounded to TF32"
                             f"{' and split' if split3 else ''}" if b_path == "copy"
                             else ("B read by TMA as stored" if b_as_stored else

@@ -631,11 +631,14 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     bm, bn = cfg.tile
     assert gemm[1] == ((-(-M // bm)) * (-(-N // bn)), 1, 1) and gemm[2] == (384, 1, 1)
     assert gemm[4]["shared_mem"] == cfg.smem_dynamic > 160 * 1024
-    assert gemm[3][-8:-3] == (M, N, K, 0.5, 2.0) and gemm[3][-3] is inputs.bufs["C"]
-    assert gemm[3][-2] == -(-K // 32) and gemm[3][-1] == 0   # one split: all of K, no partials
+    assert gemm[3][4:9] == (M, N, K, 0.5, 2.0) and gemm[3][9] is inputs.bufs["C"]
+    assert gemm[3][10] == -(-K // 32) and gemm[3][11] == 0   # one split: all of K, no partials
     b_async = labels[-1].endswith((".cpasync", ".bulk"))
     # The register-operand kernel's argument after its 3 tensor maps: B's rows where it loads them.
-    assert len(gemm[3]) == 12   # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials
+    # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials; the register-operand
+    # kernel's stream-K arguments last (workspace, stream-K tiles, blocks, iterations per block, extra): none.
+    assert len(gemm[3]) == (12 if b_path == "copy" else 17)
+    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0)
     if b_path == "swap":
         assert (gemm[3][3] is inputs.bufs["B"]) if b_async else gemm[3][3] == 0
     a_map = maps[0]
@@ -735,6 +738,9 @@ def test_wgmma_hands_streams_to_the_bandwidth_paths(monkeypatch, shape, precisio
     ((1, 64, 64), "tf32", {"path": "gemv", "split_k": 2}, "split_k set the tensor-core launch; path=gemv"),
     ((64, 64, 64), "tf32", {"a_split": "smem"}, "a_split=smem is an option of tf32x3 on the swap path"),
     ((64, 64, 64), "tf32x3", {"a_split": "copy", "b_transpose": "copy"}, "with b_transpose=copy"),
+    ((640, 640, 4096), "tf32", {"split_k": 2, "mode": "sk"}, "split_k=2 and mode=sk are two ways to split K"),
+    ((640, 640, 4096), "tf32", {"grid": 8, "mode": "dp"}, "grid sets the stream-K blocks; mode=dp has none"),
+    ((640, 640, 4096), "tf32x3", {"mode": "hybrid", "b_transpose": "copy"}, "stream-K runs on the swap path"),
 ])
 def test_wgmma_refuses_contradicting_path_options_before_any_launch(monkeypatch, shape, precision, options, match):
     from compare.harness.errors import UsageError
@@ -746,6 +752,57 @@ def test_wgmma_refuses_contradicting_path_options_before_any_launch(monkeypatch,
     with loader.use_backend(dev), pytest.raises(UsageError, match=re.escape(match)):
         _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, dict(options))
     assert dev.launches == [] and _Buf._next[0] == allocated   # nothing allocated, nothing launched
+
+
+@pytest.mark.parametrize("shape, precision, options, want", [
+    ((1733, 588, 1347), "tf32x3", {}, "sk"),          # 14 x 5 = 70 tiles of 128 x 128 <= 0.75 x 132, no K split
+    ((1733, 588, 1347), "tf32", {}, None),            # tf32: no stream-K by default
+    ((1733, 588, 1347), "tf32x3", {"mode": "dp"}, None),
+    ((1733, 588, 1347), "tf32x3", {"split_k": 1}, None),
+    ((4096, 4096, 4096), "tf32x3", {}, None),         # 1024 tiles: full waves
+    ((2000, 3000, 1000), "tf32", {"mode": "hybrid"}, "hybrid"),
+    ((300, 1000, 2000), "tf32", {"grid": 7}, "sk"),
+])
+def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, options, want):
+    """Stage 13's stream-K: taken by default only for tf32x3 tiles filling at most 3/4 of the SMs
+    with no K split, or as forced; then the GEMM's grid is the stream-K blocks plus the
+    data-parallel tiles, its last five arguments the workspace (two TM x 128 slots per stream-K
+    block), the stream-K tiles and blocks and the iterations per block, the blocks' ranges cover
+    the stream-K tiles' K tiles exactly once, and the fixup runs over the stream-K tiles."""
+    from cuda_kernels import tma
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    M, N, K = shape
+    p = Problem(M, N, K, precision=precision, alpha=0.5, beta=2.0)
+    dev, inputs = _Sm90Recorder(), _Inputs(p)
+    with loader.use_backend(dev):
+        launch = _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, dict(options))
+        launch()
+    gemm = next(l for l in dev.launches if ".regb" in l[0])
+    if want is None:
+        assert launch.stream_k is None and launch.config["mode"] == "dp"
+        assert gemm[3][12:] == (0, 0, 0, 0, 0) and not any(l[0].startswith("sk_fixup") for l in dev.launches)
+        return
+    sk = launch.stream_k
+    assert sk.mode == want and launch.config["mode"] == want and launch.config["split_k"] == 1
+    tm = int(gemm[0].split("x")[0])
+    tiles = -(-M // tm) * -(-N // 128)
+    ipt = -(-K // 32)
+    assert sk.tiles == tiles and sk.iters_per_tile == ipt
+    if "grid" in options:
+        assert sk.sk_blocks == options["grid"]
+    ws, sk_tiles, sk_blocks, ipb, extra = gemm[3][12:]
+    assert (sk_tiles, sk_blocks, ipb, extra) == (sk.sk_tiles, sk.sk_blocks, sk.iters_per_block, sk.extra_iters)
+    assert ws.n == sk_blocks * 2 * tm * 128
+    assert gemm[1] == (sk_blocks + tiles - sk_tiles, 1, 1)
+    # Block b's range [b * ipb + min(b, extra), + ipb + (b < extra)): together exactly [0, sk_tiles * ipt).
+    covered = []
+    for b in range(sk_blocks):
+        start = b * ipb + min(b, extra)
+        covered += range(start, start + ipb + (1 if b < extra else 0))
+    assert covered == list(range(sk_tiles * ipt))
+    fix = dev.launches[-1]
+    assert fix[0] == f"sk_fixup.{tm}" and fix[1] == (sk_tiles, tm * 128 // 512, 1) and fix[3][6] is ws
+    assert launch.config["reduction"].startswith("stream-K tiles' partials")
 
 
 @pytest.mark.parametrize("shape, precision, split_k, want_splits", [
@@ -769,7 +826,7 @@ def test_wgmma_split_k_covers_k_once_and_sums_in_a_second_pass(monkeypatch, shap
         launch = _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, {"split_k": split_k} if split_k else {})
         launch()
     gemm = next(l for l in dev.launches if not l[0].startswith(("prepare", "splitk")))
-    splits, kps = gemm[1][1], gemm[3][-2]
+    splits, kps = gemm[1][1], gemm[3][10]
     if want_splits is None:
         assert splits > 8, splits
     else:
@@ -778,9 +835,9 @@ def test_wgmma_split_k_covers_k_once_and_sums_in_a_second_pass(monkeypatch, shap
     assert splits * kps >= ktiles and (splits - 1) * kps < ktiles        # every K tile once, none empty
     assert launch.config["split_k"] == splits
     if splits == 1:
-        assert gemm[3][-1] == 0 and dev.launches[-1] is gemm and launch.config["reduction"].startswith("none")
+        assert gemm[3][11] == 0 and dev.launches[-1] is gemm and launch.config["reduction"].startswith("none")
         return
-    partials = gemm[3][-1]
+    partials = gemm[3][11]
     assert partials.n == splits * M * N and partials is not inputs.bufs["C"]
     red = dev.launches[-1]
     assert red[0] == "splitk_reduce" and red[3] == (M * N, splits, 0.5, partials, 2.0, inputs.bufs["C"])

@@ -392,6 +392,49 @@ def test_wgmma_every_register_path_tile_on_odd_shapes(label):
                 assert res.rel_err < 5e-7, (label, p.shape, a_split, res.rel_err)
 
 
+# Stream-K shapes (mode forced): below one wave (sk), one to two waves (hybrid: all tiles stream-K
+# then), more waves (hybrid: the last partial wave + one wave stream-K, the rest data-parallel); M,
+# N, K tails, K % 4 != 0 (A copied or padded), N % 4 != 0 (B by cp.async or a bulk copy), N <= 384
+# (tf32x3's A split in shared memory), a forced block count.
+WGMMA_SK_SHAPES = [((300, 1000, 2000), {"mode": "sk"}), ((129, 131, 4100), {"mode": "sk"}),
+                   ((1001, 1003, 997), {"mode": "hybrid"}), ((2000, 3000, 1000), {"mode": "hybrid"}),
+                   ((70, 127, 9001), {"mode": "sk"}), ((300, 1000, 2000), {"grid": 7}),
+                   ((1733, 588, 1347), {})]   # the default: stream-K for tf32x3 (70 tiles of 128 x 128), not tf32
+
+
+@needs_sm90
+@pytest.mark.parametrize("precision", ["tf32", "tf32x3"])
+@pytest.mark.parametrize("i", range(len(WGMMA_SK_SHAPES)), ids=lambda i: "x".join(map(str, WGMMA_SK_SHAPES[i][0])))
+def test_wgmma_stream_k_on_odd_shapes_and_bit_identical(i, precision):
+    """Stream-K blocks covering the end of one tile, whole tiles and the start of another, their
+    partials summed in block order by the fixup: right against float64 (tf32x3 fp32-class) for
+    alpha / beta pairs, the same bits on a second run."""
+    shape, opts = WGMMA_SK_SHAPES[i]
+    alpha, beta = AB[(i + 1) % len(AB)]
+    p = Problem(*shape, alpha=alpha, beta=beta, seed=60 + i, precision=precision)
+    res = check_kernel(KERNELS[WGMMA], p, options=opts)
+    assert res.ok, f"{WGMMA} {p.shape} {precision} {opts}: {res.message}"
+    if precision == "tf32x3":
+        assert res.rel_err < 5e-7, (shape, res.rel_err)
+    inputs = make_inputs(p)
+    launch = KERNELS[WGMMA].prepare(p, inputs, opts)
+    cfg = launch.config
+    if not opts and precision == "tf32":
+        assert cfg["mode"] == "dp", cfg
+    else:
+        assert cfg["mode"] in ("sk", "hybrid") and cfg["sk_tiles"] > 0, cfg
+        assert cfg["reduction"].startswith("stream-K"), cfg
+    if "grid" in opts:
+        assert cfg["sk_blocks"] == opts["grid"], cfg
+    outs = []
+    for _ in range(2):
+        inputs.reset_c()
+        launch()
+        torch.cuda.synchronize()
+        outs.append(inputs.C.clone())
+    assert torch.equal(outs[0], outs[1])
+
+
 def _c_of(p, inputs, options):
     launch = KERNELS[WGMMA].prepare(p, inputs, options)
     inputs.reset_c()
