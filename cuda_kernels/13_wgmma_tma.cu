@@ -263,7 +263,7 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // A_RAW (tf32x3): A's raw tile by TMA, split in shared memory by the producer warpgroup (below);
 // its 48 KiB of shared-memory traffic per K tile slows a main loop near shared memory's bandwidth
 // on wide products, so the launch takes it where N <= 384 (heuristics.py A_SPLIT_SMEM_MAX_N).
-template <int TM, int STAGES, bool SPLIT3, int B_LOAD, bool A_RAW>
+template <int TM, int STAGES, bool SPLIT3, int B_LOAD, bool A_RAW, bool SK>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
@@ -303,9 +303,10 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     // stream-K tiles' iterations (tiles 0 .. sk_tiles - 1 in launch order): the end of one tile, whole
     // tiles, the start of another. Otherwise tile sk_tiles + (b - sk_blocks), K tiles [kq0, kq0 +
     // n_iters): split-K gives blockIdx.y K tiles kt_per_split apart; unsplit, all of them.
-    const bool sk_block = (int)blockIdx.x < sk_blocks;
+    // SK: the stream-K build; without it a block has one tile, and the loops below compile to the
+    // data-parallel kernel (the segment bookkeeping in its loop cost 10% there: docs/findings.md).
     int tile0, kq0, n_iters;
-    if (sk_block) {
+    if (SK && (int)blockIdx.x < sk_blocks) {
         const int start = blockIdx.x * ipb + min((int)blockIdx.x, extra);
         tile0 = start / ipt;
         kq0 = start - tile0 * ipt;
@@ -321,6 +322,8 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         m0 = tm * TM;
         n0 = tn * TN;
     };
+    int m0_first, n0_first;   // the block's first (without SK: only) tile
+    origin(tile0, m0_first, n0_first);
     const int wg = threadIdx.x / 128;
     // A split block writes its raw partial tile to its own slice (alpha 1, beta 0: C untouched);
     // splitk_reduce then sums the slices in split order, so the result is bit-identical run to run.
@@ -350,8 +353,8 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // threads (the TMA build without A_RAW: thread 0 only).
         auto load = [&](int it, int tile, int kq, unsigned bar) {
             const int s = it % STAGES, k_first = kq * BK;
-            int m0, n0;
-            origin(tile, m0, n0);
+            int m0 = m0_first, n0 = n0_first;
+            if constexpr (SK) origin(tile, m0, n0);
             const unsigned st = base + s * STAGE;
             if constexpr (B_ASYNC) {
                 if (threadIdx.x == 0) {
@@ -481,9 +484,9 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // holding the whole TM x TN partial tile-local (rows and columns past M, N hold zeros; the fixup
         // reads what exists): bit-identical run to run either way.
         auto store = [&](int tile, bool whole) {
-            int m0, n0;
-            origin(tile, m0, n0);
-            if (!partials && !whole) {
+            int m0 = m0_first, n0 = n0_first;
+            if constexpr (SK) origin(tile, m0, n0);
+            if (SK && !partials && !whole) {
                 float* w = ws + ((size_t)blockIdx.x * 2 + (tile == tile0 ? 0 : 1)) * (TM * TN);
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
@@ -516,10 +519,12 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         int tile = tile0, kq = kq0, seg_k0 = kq0;
         for (int kt = 0; kt < n_iters; ++kt) {
             const int s = kt % STAGES;
-            if (kq == 0 && kt > 0) {   // a new tile of a stream-K block
+            if constexpr (SK) {
+                if (kq == 0 && kt > 0) {   // a new tile of a stream-K block
 #pragma unroll
-                for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
-                seg_k0 = 0;
+                    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+                    seg_k0 = 0;
+                }
             }
             mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
             const float* st = fbase + s * (STAGE / 4);
@@ -568,10 +573,16 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 for (int i = 0; i < ACC; ++i) acc[i] += tmp[i];
             }
             mbar_arrive(bars + 8 * (STAGES + s));
-            if (kq == ipt - 1 || kt == n_iters - 1) store(tile, seg_k0 == 0 && kq == ipt - 1);   // a segment's end
-            if (++kq == ipt) { kq = 0; ++tile; }
+            if constexpr (SK) {
+                if (kq == ipt - 1 || kt == n_iters - 1) store(tile, seg_k0 == 0 && kq == ipt - 1);   // a segment's end
+                if (++kq == ipt) { kq = 0; ++tile; }
+            }
         }
-        if (n_iters == 0 && partials) store(tile0, false);   // an empty split's slice: zeros
+        if constexpr (!SK) {
+            wgmma_wait<0>();
+            fence_regs(acc);
+            store(tile0, true);   // split-K: the slice (zeros for an empty split); else C
+        }
     }
 }
 

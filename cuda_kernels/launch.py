@@ -95,7 +95,7 @@ def _options(spec: StageSpec) -> tuple:
                                  "(one copy writes both parts first: A read, written twice, read twice); default: "
                                  f"smem where N <= {A_SPLIT_SMEM_MAX_N}, else copy", A_SPLIT_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_")
-                      and not c.label.endswith((".cpasync", ".bulk")) and ".asplit" not in c.label)
+                      and not c.label.endswith((".cpasync", ".bulk", ".sk")) and ".asplit" not in c.label)
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
                                   "model times fastest; the copy path has one per precision), one of "
                                   + ", ".join(gemms), gemms))

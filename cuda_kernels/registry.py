@@ -305,12 +305,13 @@ def regb_smem_bytes(tm: int, stages: int, split3: bool, b_load: str = "tma") -> 
     return stages * ((2 if split3 else 1) * tm * 32 + b_floats) * 4 + 1024 + 24 * stages
 
 
-def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma", a_raw: bool = False) -> str:
+def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma", a_raw: bool = False, sk: bool = False) -> str:
     """The register-operand tile's label; for a build that loads B's rows itself (option
     b_unaligned=cp_async or bulk) the label plus ``.cpasync`` or ``.bulk``, for tf32x3's build that
-    splits A in shared memory (option a_split=smem) plus ``.asplit`` before it (the ``tile`` option
-    takes the label without either)."""
-    return f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.asplit' if a_raw else ''}{B_LOADS[b_load][1]}"
+    splits A in shared memory (option a_split=smem) plus ``.asplit`` before it, for the stream-K
+    build (option mode) ``.sk`` last (the ``tile`` option takes the label without any)."""
+    return (f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.asplit' if a_raw else ''}{B_LOADS[b_load][1]}"
+            f"{'.sk' if sk else ''}")
 
 
 def _wgmma_configs():
@@ -323,9 +324,10 @@ def _wgmma_configs():
         for tm, stages in tiles:
             for a_raw in ((False, True) if split3 else (False,)):
                 for b_load, (code, _) in B_LOADS.items():
-                    out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code, a_raw), (WGMMA_THREADS, 1, 1),
-                                      (tm, 128), regb_smem_bytes(tm, stages, split3, b_load),
-                                      regb_label(tm, stages, split3, b_load, a_raw), 32))
+                    for sk in (False, True):
+                        out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code, a_raw, sk),
+                                          (WGMMA_THREADS, 1, 1), (tm, 128), regb_smem_bytes(tm, stages, split3, b_load),
+                                          regb_label(tm, stages, split3, b_load, a_raw, sk), 32))
     for trans in (True, False):
         for split in (False, True):
             out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,

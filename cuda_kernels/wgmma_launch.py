@@ -13,7 +13,7 @@ from . import loader, tma
 from .heuristics import (REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_a_split, regb_b_unaligned, regb_tile,
                          wgmma_decomposition)
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
-from .registry import REGB_TILES, WGMMA_TILES, StageSpec, regb_label
+from .registry import B_LOADS, REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
 
 def wgmma_prepare(spec: StageSpec):
@@ -118,9 +118,9 @@ def wgmma_prepare(spec: StageSpec):
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
-        plan, sk, grid = _gemm_steps(spec, problem, cfg, maps, C, split3, opts,
-                                     cfg.tile[0] if b_path == "swap" else 256, steps, held,
-                                     (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
+        plan, sk, grid, cfg = _gemm_steps(spec, problem, cfg, maps, C, split3, opts,
+                                          cfg.tile[0] if b_path == "swap" else 256, steps, held,
+                                          (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
         launch = launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
@@ -133,8 +133,8 @@ def wgmma_prepare(spec: StageSpec):
 
 def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opts: dict, regb_rows: int,
                 steps: list, held: list, extra: tuple = ()) -> tuple:
-    """(plan, stream-K plan or None, grid): appends the GEMM to ``steps`` and its second pass: over
-    (tiles, K splits) and, with more than one split, the fixed-order sum of the partials
+    """(plan, stream-K plan or None, grid, the GEMM's configuration): appends the GEMM to
+    ``steps`` and its second pass: over (tiles, K splits) and, with more than one split, the fixed-order sum of the partials
     (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
     stream-K blocks then data-parallel tiles, and the fixup summing split tiles' partials in block
     order. Workspaces go to ``held``. ``extra``: the
@@ -147,6 +147,9 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
                                        mode=opts.get("mode"), sk_blocks=opts.get("grid"), stream_k=regb)
     except ValueError as exc:
         raise UsageError(f"{spec.name}: {exc}") from None
+    if sk:   # the stream-K build of the same tile
+        cfg = spec.config(regb_label(*cfg.targs[:2], split3, next(b for b, (c, _) in B_LOADS.items() if c == cfg.targs[3]),
+                                     cfg.targs[4], True))
     grid = (sk.grid, 1, 1) if sk else (tiles(problem, cfg), plan.splits, 1)
     partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
     ws = be.empty(sk.sk_blocks * 2 * cfg.tile[0] * cfg.tile[1]) if sk else None
@@ -170,7 +173,7 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
         steps.append((function(spec, f_cfg), (sk.sk_tiles, tm * cfg.tile[1] // (4 * f_cfg.block[0]), 1), f_cfg.block,
                       (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta),
                        C, ws, np.int32(sk.iters_per_block), np.int32(sk.extra_iters))))
-    return plan, sk, grid
+    return plan, sk, grid, cfg
 
 
 def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path: str, sms: int):

@@ -121,9 +121,12 @@ def test_wgmma_stage_compiles_for_sm90a_only_with_setmaxnreg_honoured(compiled_b
     # The copy path's tile per precision + the register-operand path's tiles, each built three times
     # (B read by TMA, B's rows loaded with cp.async, B's K tiles by one bulk copy each), tf32x3's
     # twice over (A split by the copy, or in shared memory: .asplit).
-    assert len(gemm) == len(registry.WGMMA_TILES) + 3 * (len(registry.REGB_TILES["tf32"])
-                                                        + 2 * len(registry.REGB_TILES["tf32x3"]))
-    assert sum(".asplit" in r["config"] for r in gemm) == 3 * len(registry.REGB_TILES["tf32x3"])
+    # Each register-operand build twice again: data-parallel / split-K, and stream-K (.sk).
+    assert len(gemm) == len(registry.WGMMA_TILES) + 2 * 3 * (len(registry.REGB_TILES["tf32"])
+                                                            + 2 * len(registry.REGB_TILES["tf32x3"]))
+    assert sum(".asplit" in r["config"] for r in gemm) == 2 * 3 * len(registry.REGB_TILES["tf32x3"])
+    assert sum(r["config"].endswith(".sk") for r in gemm) == 3 * (len(registry.REGB_TILES["tf32"])
+                                                                  + 2 * len(registry.REGB_TILES["tf32x3"]))
     for r in gemm:
         assert r["blocks_per_sm"] == 1 and r["registers"] <= 168 and r["smem_dynamic"] > 160 * 1024, r
     cmd = resources._nvcc_command("nvcc", ["sm_90a"], "x.cu", "x")
@@ -778,6 +781,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
         launch = _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, dict(options))
         launch()
     gemm = next(l for l in dev.launches if ".regb" in l[0])
+    assert gemm[0].endswith(".sk") == (want is not None)   # the stream-K build only where it runs
     if want is None:
         assert launch.stream_k is None and launch.config["mode"] == "dp"
         assert gemm[3][12:] == (0, 0, 0, 0, 0) and not any(l[0].startswith("sk_fixup") for l in dev.launches)

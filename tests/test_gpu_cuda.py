@@ -372,7 +372,7 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
 @needs_sm90
 @pytest.mark.parametrize("label", [c.label for s in cuda_kernels.registry.SPECS if s.stage == "wgmma_tma"
                                    for c in s.configs if c.kernel == "sgemm_wgmma_regb"
-                                   and not c.label.endswith((".cpasync", ".bulk")) and ".asplit" not in c.label])
+                                   and not c.label.endswith((".cpasync", ".bulk", ".sk")) and ".asplit" not in c.label])
 def test_wgmma_every_register_path_tile_on_odd_shapes(label):
     """Each register-operand tile forced on rows that end mid-tile, K with a 32-tail, K % 4 != 0
     (A copied), beta != 0, N % 4 != 0 (B's rows by cp.async, or by a bulk copy where N <= 128) and
