@@ -2,37 +2,29 @@
 // TF32 from 128-byte-swizzled shared memory that TMA (cp.async.bulk.tensor.2d on mbarriers)
 // fills; one producer warpgroup, two consumer warpgroups (setmaxnreg 40 / 232).
 //
-// Bottleneck removed: stage 12's latency (mma.sync issued warp by warp from ldmatrix / LDS
-// registers: tensor pipe 57% busy). One wgmma m64n256k8 is 131072 multiply-adds issued by a
-// warpgroup, asynchronous, and the copy engine moves the tiles: no thread computes a global
-// address in the main loop. STAGES-deep full/empty mbarrier pipeline, BK = 32 floats.
-//  * B's layout: TF32 wgmma reads shared-memory operands K-major only; A (M x K) is, B is not.
-//    sgemm_wgmma_regb (the default): C^T = B^T A^T, A's tile the K-major shared-memory operand,
-//    B^T the register operand, loaded from B's tile as TMA stored it (4 conflict-free LDS per k8,
-//    rounded to TF32), in 256-, 128- or 64-row tiles of C; where N % 4 != 0 B's rows are padded
-//    to 16 bytes by one copy first, or loaded in the GEMM (option b_unaligned): where N <= 128 one
-//    bulk copy per K tile of 32 whole rows (B_BULK), else where the GEMM reads B once (one row of
-//    tiles, N >= 32) the producer warpgroup's 16-byte cp.async (B_ASYNC).
+// Bottleneck removed: stage 12's latency (mma.sync issued warp by warp: tensor pipe 57% busy).
+// One wgmma m64n256k8 is 131072 multiply-adds issued by a warpgroup, asynchronous, and the copy
+// engine moves the tiles. STAGES-deep full/empty mbarrier pipeline, BK = 32 floats.
+//  * sgemm_wgmma_regb (the default): C^T = B^T A^T, A's tile the K-major shared-memory operand,
+//    B^T the register operand loaded from B's tile as stored (TF32 reads shared operands K-major
+//    only), 256-, 128- or 64-row tiles of C. N % 4 != 0 (option b_unaligned): B's rows padded by
+//    a copy, one bulk copy per K tile (N <= 128, B_BULK) or the producer's cp.async (B_ASYNC).
 //    sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
-//  * A goes to TMA as given (the tensor cores truncate it to TF32) unless K % 4 != 0, its
-//    address is unaligned or tf32x3 needs its split: then it is copied. tf32x3 where N <= 384
-//    (A_RAW, option a_split=smem): TMA loads A's raw tile and the producer warpgroup splits it in
-//    shared memory, so A is read once instead of copied (read, written twice) and read twice.
-//  * tf32x3: big = tf32(x), small = tf32(x - big) (A's from the copy or the producer's split,
-//    B's made in registers);
-//    per 32-wide K tile 12 wgmma (b_s a_b, b_b a_s, b_b a_b per k8) go into a temporary added to
-//    the accumulator by FADD: the tensor cores' truncating accumulation stays on a partial sum
-//    of 32 (accumulating over all of K: 2.9e-5 error at K = 4096 in stage 12).
-//  * Split-K where tiles leave the SMs idle (the shared split-K model, which also picks the
-//    tile): blockIdx.y takes whole K tiles, splitk_reduce sums the partials in split order.
-// Not here: a single row or N <= 8 is a stream of one operand; the launch (cuda_kernels/launch.py)
-// hands it to stage 11's bandwidth-bound paths (option path).
-// Still there: the operand copies where they run; the register path's wait_group 0 per K tile;
-// no stream-K for partial waves; register stores. Measured (docs/results.md, stage 13): tf32
-// 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3, tf32x3 2.4x / 2.2x cuBLAS fp32 (H200).
-// Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory (stages of 24-64 KiB), up to
-// 128 accumulators per consumer thread (tf32x3: 64 + a 64-register temporary); workspaces for
-// the copies and the split-K partials.
+//  * A to TMA as given, else copied (K % 4 != 0, unaligned, tf32x3's split); tf32x3 with N <=
+//    384 (A_RAW, a_split=smem): the producer splits A's raw tile in shared memory instead.
+//  * tf32x3: big = tf32(x), small = tf32(x - big); 12 wgmma per 32-wide K tile (b_s a_b, b_b
+//    a_s, b_b a_b per k8) into a temporary added by FADD, so the tensor cores' truncating
+//    accumulation stays on partial sums of 32.
+//  * Split-K where tiles leave SMs idle (the shared split-K model), summed in split order; the
+//    stream-K build (SK, option mode) for tf32x3 tiles filling <= 3/4 of the SMs, its split
+//    tiles summed in block order: deterministic either way.
+// Not here: a single row or N <= 8 goes to stage 11's bandwidth paths (launch.py, option path).
+// Still there: the operand copies where they run; wait_group 0 per K tile; register stores.
+// Measured (docs/results.md, stage 13): tf32 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3,
+// tf32x3 2.4x / 2.2x cuBLAS fp32 (H200).
+// Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory, up to 128 accumulators per
+// consumer thread (tf32x3: 64 + a 64-register temporary); workspaces for the copies, split-K
+// partials and stream-K tiles.
 // Requirement: sm_90a (wgmma, setmaxnreg; compiled with -arch=sm_90a, run on compute
 // capability 9.0 only); any M, N, K >= 1 (TMA zero-fills past the matrix, stores predicated).
 #include "common.cuh"
