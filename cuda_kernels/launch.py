@@ -229,12 +229,17 @@ def _split_k_prepare(spec: StageSpec):
     return prepare
 
 
-def _resolve_path(spec: StageSpec, problem, opts: dict) -> str:
+# Stage 11's options that shape its tile plan (the ``path`` option's ``tile``).
+STREAM_K_TILE_OPTIONS = ("tile", "mode", "grid")
+
+
+def _resolve_path(spec: StageSpec, problem, opts: dict, tile_options: tuple = STREAM_K_TILE_OPTIONS) -> str:
     """The path the ``path`` option (or its auto rule) gives this problem; a UsageError where the
-    option asks for one that can't take it or combines a skinny path with the tile plan's options."""
+    option asks for one that can't take it or combines a skinny path with the tile plan's options
+    (``tile_options``: the kernel's)."""
     M, N = problem.M, problem.N
     path = opts.get("path", "auto")
-    tile_opts = [o for o in ("tile", "mode", "grid") if o in opts]
+    tile_opts = [o for o in tile_options if o in opts]
     if path == "auto":
         path = "tile" if tile_opts else stream_k_path(M, N, problem.K)
         if path == "tile" and "k_splits" in opts:
@@ -415,17 +420,8 @@ def _wgmma_paths_prepare(spec: StageSpec):
         why = needs_arch(spec)(problem)
         if why:
             raise UsageError(f"{spec.name}: {why}")
-        path = opts.pop("path", "auto")
-        tile_opts = [o for o in WGMMA_TILE_OPTIONS if o in opts]
-        if path == "auto":
-            path = "tile" if tile_opts else stream_k_path(problem.M, problem.N, problem.K)
-        elif path != "tile" and tile_opts:
-            raise UsageError(f"{spec.name}: {', '.join(tile_opts)} set the tensor-core launch; path={path} is "
-                             f"stage 11's bandwidth-bound path")
-        if path == "gemv" and problem.M != 1:
-            raise UsageError(f"{spec.name}: path=gemv multiplies a single row; this problem has M={problem.M}")
-        if path == "skinny_n" and problem.N > SKINNY_MAX_N:
-            raise UsageError(f"{spec.name}: path=skinny_n takes N <= {SKINNY_MAX_N}; this problem has N={problem.N}")
+        path = _resolve_path(spec, problem, opts, WGMMA_TILE_OPTIONS)
+        opts.pop("path", None)
         if path == "tile":
             launch = tensor(problem, inputs, opts)
             launch.config = {"path": "tile", "path_rule": PATH_RULE, **launch.config}

@@ -738,7 +738,7 @@ def test_wgmma_hands_streams_to_the_bandwidth_paths(monkeypatch, shape, precisio
 @pytest.mark.parametrize("shape, precision, options, match", [
     ((2, 64, 64), "tf32", {"path": "gemv"}, "path=gemv multiplies a single row; this problem has M=2"),
     ((64, 9, 64), "tf32x3", {"path": "skinny_n"}, "path=skinny_n takes N <= 8; this problem has N=9"),
-    ((1, 64, 64), "tf32", {"path": "gemv", "split_k": 2}, "split_k set the tensor-core launch; path=gemv"),
+    ((1, 64, 64), "tf32", {"path": "gemv", "split_k": 2}, "split_k set the tile path's plan; path=gemv has none"),
     ((64, 64, 64), "tf32", {"a_split": "smem"}, "a_split=smem is an option of tf32x3 on the swap path"),
     ((64, 64, 64), "tf32x3", {"a_split": "copy", "b_transpose": "copy"}, "with b_transpose=copy"),
     ((640, 640, 4096), "tf32", {"split_k": 2, "mode": "sk"}, "split_k=2 and mode=sk are two ways to split K"),
