@@ -14,6 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare.harness.files import write_text_atomically  # noqa: E402
 from cuda_kernels.heuristics import A_SPLIT_SMEM_MAX_N  # noqa: E402
 
 SMEM, COPY = "cuda.13_wgmma_tma[a_split=smem]", "cuda.13_wgmma_tma[a_split=copy]"
@@ -65,9 +66,7 @@ def main(argv):
         lines += summarize(os.path.basename(path).split(".")[0], speedups(doc))
     text = "\n".join(lines) + "\n"
     if out_path:
-        with open(out_path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(out_path + ".tmp", out_path)
+        write_text_atomically(out_path, text)
     print(text, end="")
 
 

@@ -13,6 +13,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare.harness.files import write_text_atomically  # noqa: E402
+
 DEFAULT, DP, HYBRID = "cuda.13_wgmma_tma", "cuda.13_wgmma_tma[mode=dp]", "cuda.13_wgmma_tma[mode=hybrid]"
 
 
@@ -63,9 +66,7 @@ def main(argv):
         lines += summarize(os.path.basename(path).split(".")[0], doc)
     text = "\n".join(lines) + "\n"
     if out_path:
-        with open(out_path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(out_path + ".tmp", out_path)
+        write_text_atomically(out_path, text)
     print(text, end="")
 
 

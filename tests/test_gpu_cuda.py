@@ -236,6 +236,14 @@ def test_tf32_mma_launch_config_names_the_path():
         assert launch.config["precision_path"].startswith(want) and launch.config["smem_bytes"] > 48 * 1024
 
 
+def _c_after(launch, inputs):
+    """C after one run of ``launch`` from the inputs' C0 (a copy)."""
+    inputs.reset_c()
+    launch()
+    torch.cuda.synchronize()
+    return inputs.C.clone()
+
+
 # ---- stage 13: wgmma + TMA (sm_90a), precisions tf32 and tf32x3 ---------------------------------
 WGMMA = "cuda.13_wgmma_tma"
 IS_SM90 = torch.cuda.get_device_capability() == (9, 0)
@@ -361,13 +369,7 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
     inputs = make_inputs(p)
     launch = KERNELS[WGMMA].prepare(p, inputs, opts)
     assert launch.config["split_k"] > 1, launch.config
-    outs = []
-    for _ in range(2):
-        inputs.reset_c()
-        launch()
-        torch.cuda.synchronize()
-        outs.append(inputs.C.clone())
-    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(_c_after(launch, inputs), _c_after(launch, inputs))
 
 
 @needs_sm90
@@ -427,21 +429,12 @@ def test_wgmma_stream_k_on_odd_shapes_and_bit_identical(i, precision):
         assert cfg["reduction"].startswith("stream-K"), cfg
     if "grid" in opts:
         assert cfg["sk_blocks"] == opts["grid"], cfg
-    outs = []
-    for _ in range(2):
-        inputs.reset_c()
-        launch()
-        torch.cuda.synchronize()
-        outs.append(inputs.C.clone())
-    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(_c_after(launch, inputs), _c_after(launch, inputs))
 
 
 def _c_of(p, inputs, options):
     launch = KERNELS[WGMMA].prepare(p, inputs, options)
-    inputs.reset_c()
-    launch()
-    torch.cuda.synchronize()
-    return inputs.C.clone(), launch.config
+    return _c_after(launch, inputs), launch.config
 
 
 @needs_sm90
