@@ -48,41 +48,26 @@ def wgmma_prepare(spec: StageSpec):
                           (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
             return big, small
 
+        def pad(src, rows, cols):   # rows padded to a multiple of 4 floats (TMA's 16-byte stride), values unchanged
+            ld = cdiv(cols, 4) * 4
+            out = be.empty(rows * ld)
+            held.append(out)
+            p_cfg = spec.config("pad_rows")
+            steps.append((function(spec, p_cfg), (min(cdiv(rows * cols, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
+                          (src, np.int32(rows), np.int32(cols), out, np.int32(ld))))
+            return out, ld
+
         b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
         b_path = opts.get("b_transpose") or "swap"
-        if opts.get("b_unaligned") and b_path != "swap":
-            raise UsageError(f"{spec.name}: b_unaligned={opts['b_unaligned']} is an option of the swap path; "
-                             f"b_transpose={b_path} copies B K-major whatever its rows")
-        if opts.get("b_unaligned") == "bulk" and N > REGB_BULK_MAX_N:
-            raise UsageError(f"{spec.name}: b_unaligned=bulk copies whole K rows of B, one column tile of "
-                             f"{REGB_BULK_MAX_N}: N <= {REGB_BULK_MAX_N}; got N={N}")
-        a_split = opts.get("a_split")
-        if a_split and not (split3 and b_path == "swap"):
-            raise UsageError(f"{spec.name}: a_split={a_split} is an option of tf32x3 on the swap path; "
-                             f"this launch is {problem.precision} with b_transpose={b_path}")
-        if opts.get("split_k", 1) > 1 and opts.get("mode") in ("sk", "hybrid"):
-            raise UsageError(f"{spec.name}: split_k={opts['split_k']} and mode={opts['mode']} are two ways to split "
-                             f"K; set one")
-        if "grid" in opts and opts.get("mode") == "dp":
-            raise UsageError(f"{spec.name}: grid sets the stream-K blocks; mode=dp has none")
-        if (opts.get("mode") in ("sk", "hybrid") or "grid" in opts) and opts.get("b_transpose") == "copy":
-            raise UsageError(f"{spec.name}: stream-K runs on the swap path; b_transpose=copy has split-K only")
-        if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
-            raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
+        _check_options(spec, problem, opts, split3, b_path)
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
         if b_path == "copy":
             bt, bts = copy(B, K, N, True, split3)
         a_aligned = K % 4 == 0 and be.address(A) % 16 == 0
-        a_raw = split3 and b_path == "swap" and (a_split or regb_a_split(N)) == "smem"
+        a_raw = split3 and b_path == "swap" and (opts.get("a_split") or regb_a_split(N)) == "smem"
         if a_raw:   # the GEMM splits A's raw tiles in shared memory
             copied_a = "" if a_aligned else "padded"
-            a, lda = A, K
-            if not a_aligned:   # TMA's 16-byte row stride and base: rows padded to kp, values unchanged
-                a, lda = be.empty(M * kp), kp
-                held.append(a)
-                p_cfg = spec.config("pad_rows")
-                steps.append((function(spec, p_cfg), (min(cdiv(M * K, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
-                              (A, np.int32(M), np.int32(K), a, np.int32(kp))))
+            a, lda = (A, K) if a_aligned else pad(A, M, K)
             a_s = a
         elif split3 or not a_aligned:
             copied_a = "split" if split3 else "rounded"
@@ -105,14 +90,7 @@ def wgmma_prepare(spec: StageSpec):
             maps = (a_map, a_map, tma.tensor_map(be.address(a_s), M, K, lda, tm))   # tB unread: A's map fills it
         elif b_path == "swap":
             tm = cfg.tile[0]
-            b, ldb = B, N
-            if not b_as_stored:
-                ldb = cdiv(N, 4) * 4
-                b = be.empty(K * ldb)
-                held.append(b)
-                p_cfg = spec.config("pad_rows")
-                steps.append((function(spec, p_cfg), (min(cdiv(K * N, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
-                              (B, np.int32(K), np.int32(N), b, np.int32(ldb))))
+            b, ldb = (B, N) if b_as_stored else pad(B, K, N)
             maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(b), K, N, ldb, 32),
                     tma.tensor_map(be.address(a_s), M, K, lda, tm))
         else:
@@ -131,11 +109,36 @@ def wgmma_prepare(spec: StageSpec):
     return prepare
 
 
+def _check_options(spec: StageSpec, problem, opts: dict, split3: bool, b_path: str) -> None:
+    """A UsageError, before anything is allocated, where stage 13's options contradict each other
+    or the launch they would shape."""
+    N = problem.N
+    if opts.get("b_unaligned") and b_path != "swap":
+        raise UsageError(f"{spec.name}: b_unaligned={opts['b_unaligned']} is an option of the swap path; "
+                         f"b_transpose={b_path} copies B K-major whatever its rows")
+    if opts.get("b_unaligned") == "bulk" and N > REGB_BULK_MAX_N:
+        raise UsageError(f"{spec.name}: b_unaligned=bulk copies whole K rows of B, one column tile of "
+                         f"{REGB_BULK_MAX_N}: N <= {REGB_BULK_MAX_N}; got N={N}")
+    a_split = opts.get("a_split")
+    if a_split and not (split3 and b_path == "swap"):
+        raise UsageError(f"{spec.name}: a_split={a_split} is an option of tf32x3 on the swap path; "
+                         f"this launch is {problem.precision} with b_transpose={b_path}")
+    if opts.get("split_k", 1) > 1 and opts.get("mode") in ("sk", "hybrid"):
+        raise UsageError(f"{spec.name}: split_k={opts['split_k']} and mode={opts['mode']} are two ways to split "
+                         f"K; set one")
+    if "grid" in opts and opts.get("mode") == "dp":
+        raise UsageError(f"{spec.name}: grid sets the stream-K blocks; mode=dp has none")
+    if (opts.get("mode") in ("sk", "hybrid") or "grid" in opts) and opts.get("b_transpose") == "copy":
+        raise UsageError(f"{spec.name}: stream-K runs on the swap path; b_transpose=copy has split-K only")
+    if opts.get("split_k", 1) > WGMMA_MAX_SPLITS:
+        raise UsageError(f"{spec.name}: split_k={opts['split_k']} is more than {WGMMA_MAX_SPLITS} splits")
+
+
 def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opts: dict, regb_rows: int,
                 steps: list, held: list, extra: tuple = ()) -> tuple:
     """(plan, stream-K plan or None, grid, the GEMM's configuration): appends the GEMM to
-    ``steps`` and its second pass: over (tiles, K splits) and, with more than one split, the fixed-order sum of the partials
-    (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
+    ``steps`` and its second pass: over (tiles, K splits) and, with more than one split, the
+    fixed-order sum of the partials (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
     stream-K blocks then data-parallel tiles, and the fixup summing split tiles' partials in block
     order. Workspaces go to ``held``. ``extra``: the
     GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
