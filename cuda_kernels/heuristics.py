@@ -163,9 +163,9 @@ WGMMA_MAX_SPLITS = 256
 REGB_RELATIVE_SPEED = {False: {256: 1.0, 128: 0.9, 64: 0.6}, True: {256: 1.0, 128: 0.9, 64: 0.75}}
 
 
-def _wgmma_cost(split3: bool, tm: int = 256) -> decompose.SplitCost:
+def _wgmma_cost(split3: bool, tm: int = 256, speeds: Optional[dict] = None) -> decompose.SplitCost:
     c = WGMMA_SPLIT_COST[split3]
-    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / REGB_RELATIVE_SPEED[split3][tm],
+    return decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / (speeds or REGB_RELATIVE_SPEED[split3])[tm],
                                overhead_k=c.overhead_k)
 
 
@@ -179,19 +179,35 @@ def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3:
                                   cost=_wgmma_cost(split3, regb_rows), splits=splits)
 
 
-def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Optional[int] = None) -> tuple:
-    """(TM, STAGES) of the register-operand path: the tile whose best split the shared split-K
-    model times fastest (rows padded, waves and K splits all counted there)."""
-    split3 = precision == "tf32x3"
+def regb_b_copy_seconds(M: int, N: int, K: int, tm: int, b_unaligned: Optional[str] = None) -> float:
+    """What the plan on ``tm``-row tiles spends copying B before the GEMM: where N % 4 != 0 and
+    b_unaligned (the option, else regb_b_unaligned's default for this tile) pads B's rows, one read
+    and one write of K x N floats at the split-K model's HBM rate, plus a launch; else 0."""
+    if N % 4 == 0 or (b_unaligned or regb_b_unaligned(M, N, tm)) != "pad":
+        return 0.0
+    c = WGMMA_SPLIT_COST[False]
+    return 2 * 4 * K * N / c.bytes_per_s + c.launch_s
 
-    def modeled(tm: int) -> float:
-        cost = _wgmma_cost(split3, tm)
-        plan = decompose.choose_split(M, N, K, sm_count, tile=(tm, 128), chunk_align=32,
-                                      min_chunk=WGMMA_MIN_SPLIT_CHUNK, max_splits=WGMMA_MAX_SPLITS, cost=cost,
-                                      splits=splits)
-        return decompose.split_seconds(M, N, K, sm_count, plan.splits, tile=(tm, 128), chunk_align=32,
-                                       cost=cost)[0]
-    return min(REGB_TILES[precision], key=lambda t: modeled(t[0]))
+
+def regb_tile_seconds(M: int, N: int, K: int, sm_count: int, precision: str, tm: int, splits: Optional[int] = None,
+                      b_unaligned: Optional[str] = None, speeds: Optional[dict] = None) -> float:
+    """The modeled time of the register-operand path on ``tm``-row tiles: the shared split-K model
+    at the tile's best split (rows padded, waves and K splits counted there; ``speeds``: relative
+    speeds other than REGB_RELATIVE_SPEED's) plus B's copy where this tile's plan pads B's rows.
+    The copy counts because the tile decides it: with M just past a tile's rows (131 on 128 or 64),
+    N % 4 != 0 pads B by a copy, where one row of 256-row tiles reads B as stored."""
+    cost = _wgmma_cost(precision == "tf32x3", tm, speeds)
+    plan = decompose.choose_split(M, N, K, sm_count, tile=(tm, 128), chunk_align=32, min_chunk=WGMMA_MIN_SPLIT_CHUNK,
+                                  max_splits=WGMMA_MAX_SPLITS, cost=cost, splits=splits)
+    gemm = decompose.split_seconds(M, N, K, sm_count, plan.splits, tile=(tm, 128), chunk_align=32, cost=cost)[0]
+    return gemm + regb_b_copy_seconds(M, N, K, tm, b_unaligned)
+
+
+def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Optional[int] = None,
+              b_unaligned: Optional[str] = None) -> tuple:
+    """(TM, STAGES) of the register-operand path: the tile regb_tile_seconds times fastest."""
+    return min(REGB_TILES[precision],
+               key=lambda t: regb_tile_seconds(M, N, K, sm_count, precision, t[0], splits, b_unaligned))
 
 
 # Where N % 4 != 0, B's rows are loaded by cp.async in the GEMM (no copy) only where one row of

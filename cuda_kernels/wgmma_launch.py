@@ -60,7 +60,9 @@ def wgmma_prepare(spec: StageSpec):
         b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
         b_path = opts.get("b_transpose") or "swap"
         _check_options(spec, problem, opts, split3, b_path)
-        cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count())
+        # B at an address TMA and the in-GEMM loads can't take is padded whatever the tile.
+        b_unaligned = opts.get("b_unaligned") if be.address(B) % 16 == 0 else "pad"
+        cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count(), b_unaligned)
         if b_path == "copy":
             bt, bts = copy(B, K, N, True, split3)
         a_aligned = K % 4 == 0 and be.address(A) % 16 == 0
@@ -179,9 +181,11 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
     return plan, sk, grid, cfg
 
 
-def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path: str, sms: int):
+def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path: str, sms: int,
+                b_unaligned: str | None = None):
     """Stage 13's kernel configuration: on the register-operand path the tile --opt tile names,
-    else regb_tile's choice for the shape; on the copy path its one tile (an --opt tile naming
+    else regb_tile's choice for the shape (``b_unaligned``: how B's rows are read where N % 4 !=
+    0, None for the default's per-tile choice); on the copy path its one tile (an --opt tile naming
     another is refused)."""
     M, N, K = problem.M, problem.N, problem.K
     if b_path == "swap":
@@ -191,7 +195,7 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
                              f"register-operand path; one of {', '.join(labels)}")
         tm, stages = (next(t for t in REGB_TILES[problem.precision] if regb_label(*t, split3) == opts["tile"])
                       if opts.get("tile") else
-                      regb_tile(M, N, K, sms, problem.precision, opts.get("split_k")))
+                      regb_tile(M, N, K, sms, problem.precision, opts.get("split_k"), b_unaligned))
         return spec.config(regb_label(tm, stages, split3))
     if opts.get("tile") and opts["tile"] != cfg.label:
         raise UsageError(f"{spec.name}: tile={opts['tile']}: the copy path of {problem.precision} has the one "

@@ -19,7 +19,6 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from compare.families import decompose  # noqa: E402
 from compare.harness.shapes import HELDOUT_SETS, sweep_shapes  # noqa: E402
 from cuda_kernels import heuristics as H  # noqa: E402
 
@@ -36,17 +35,8 @@ def geomean(xs) -> float:
 
 
 def model_pick(M: int, N: int, K: int, precision: str, speeds: dict, sms: int = 132) -> int:
-    """The tile (rows) the split-K model times fastest at these relative speeds (regb_tile's rule)."""
-    c = H.WGMMA_SPLIT_COST[precision == "tf32x3"]
-    best = None
-    for tm in TILES[precision]:
-        cost = decompose.SplitCost(tile_k_seconds=c.tile_k_seconds / speeds[tm], overhead_k=c.overhead_k)
-        plan = decompose.choose_split(M, N, K, sms, tile=(tm, 128), chunk_align=32, min_chunk=H.WGMMA_MIN_SPLIT_CHUNK,
-                                      max_splits=H.WGMMA_MAX_SPLITS, cost=cost)
-        t = decompose.split_seconds(M, N, K, sms, plan.splits, tile=(tm, 128), chunk_align=32, cost=cost)[0]
-        if best is None or t < best[0]:
-            best = (t, tm)
-    return best[1]
+    """The tile (rows) regb_tile's rule picks at these relative speeds."""
+    return min(TILES[precision], key=lambda tm: H.regb_tile_seconds(M, N, K, sms, precision, tm, speeds=speeds))
 
 
 def load(path: str, precision: str, exclude: set) -> list:

@@ -876,11 +876,31 @@ def test_wgmma_register_path_tile_pads_few_rows_and_keeps_256_where_m_fills_it()
     assert regb_tile(8192, 8192, 8192, 132, "tf32")[0] == 256
     assert regb_tile(43, 15360, 5120, 132, "tf32")[0] == 64
     # The 64-row tile at its measured tf32 speed (0.6 of 256 rows, not the guessed 0.75): two tuning
-    # shapes it lost on take 128 rows (1.12x each, results/h100/tensor-core/regb-tiles/).
-    assert regb_tile(251, 3575, 6545, 132, "tf32")[0] == 128 and regb_tile(2574, 132, 1765, 132, "tf32")[0] == 128
+    # shapes it lost on take 128 rows (1.12x each, results/h100/tensor-core/regb-tiles/); the first
+    # as it would be with TMA-readable rows of B (N = 3576, not 3575: see the next test).
+    assert regb_tile(251, 3576, 6545, 132, "tf32")[0] == 128 and regb_tile(2574, 132, 1765, 132, "tf32")[0] == 128
     assert regb_tile(43, 15360, 5120, 132, "tf32x3")[0] == 64
     for shape in [(8192, 8192, 8192), (300, 4096, 4096), (1, 4096, 4096), (5000, 5000, 100)]:
         assert regb_tile(*shape, 132, "tf32x3")[0] in (128, 64)
+
+
+def test_wgmma_tile_rule_counts_the_copy_of_b_a_tile_would_launch():
+    """Where N % 4 != 0, a tile with more than one row of tiles over M pads B's rows by a copy (one
+    read, one write of K x N floats) and a single row of tiles reads B as stored (cp_async). The
+    rule adds that copy to the tile's modeled time, so M just past 128 takes the 256-row tile: at
+    138x8154x3680 it ran 1.89x the 128-row tile's speed (results/h100/tensor-core/regb-tiles/)."""
+    from cuda_kernels.heuristics import regb_b_copy_seconds, regb_tile
+    # By hand: 2 passes x 4 bytes x 3680 x 8154 at 2.5 TB/s = 96.0 us, plus a 4 us launch.
+    assert abs(regb_b_copy_seconds(138, 8154, 3680, 128) - (2 * 4 * 3680 * 8154 / 2.5e12 + 4e-6)) < 1e-12
+    assert abs(regb_b_copy_seconds(138, 8154, 3680, 128) - 100.0e-6) < 0.1e-6
+    assert regb_b_copy_seconds(138, 8154, 3680, 256) == 0.0   # one row of tiles: B read as stored
+    assert regb_b_copy_seconds(138, 8156, 3680, 128) == 0.0   # N % 4 == 0: TMA reads B
+    assert regb_b_copy_seconds(138, 8154, 3680, 128, "cp_async") == 0.0
+    assert regb_tile(138, 8154, 3680, 132, "tf32")[0] == 256
+    assert regb_tile(138, 8156, 3680, 132, "tf32")[0] == 128   # aligned: the copy is not there to count
+    # b_unaligned=pad forced (or B at an unaligned address): every tile pays the copy, the pick is
+    # the split-K model's alone.
+    assert regb_tile(138, 8154, 3680, 132, "tf32", b_unaligned="pad")[0] == 128
 
 
 def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):

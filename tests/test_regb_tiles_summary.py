@@ -7,17 +7,19 @@ import regb_tiles_summary as S  # noqa: E402
 
 
 def _rows():
-    # (shape, {tm: ms}, {tm: %}, default row). Shape 251x3575x6545 is picked 64 at the guessed
+    # (shape, {tm: ms}, {tm: %}, default row). Shape 251x3576x6545 is picked 64 at the guessed
     # speeds and 128 at 0.9 / 0.6 (tests/test_cuda_compile.py); 8192x8192x8192 256 at both.
-    return [("251x3575x6545", {256: 3.0, 128: 1.0, 64: 2.0}, {256: 40.0, 128: 120.0, 64: 60.0},
+    return [("251x3576x6545", {256: 3.0, 128: 1.0, 64: 2.0}, {256: 40.0, 128: 120.0, 64: 60.0},
              {"pct_cublas": 60.0, "config": {"tile": "64x128x32s8.regb"}}),
             ("8192x8192x8192", {256: 1.0, 128: 2.0, 64: 4.0}, {256: 90.0, 128: 45.0, 64: 22.5},
              {"pct_cublas": 90.0, "config": {"tile": "256x128x32s4.regb"}})]
 
 
 def test_tiles_oracle_and_a_candidate():
-    assert S.model_pick(251, 3575, 6545, "tf32", S.GUESSED["tf32"]) == 64
-    assert S.model_pick(251, 3575, 6545, "tf32", {256: 1.0, 128: 0.9, 64: 0.6}) == 128
+    assert S.model_pick(251, 3576, 6545, "tf32", S.GUESSED["tf32"]) == 64
+    assert S.model_pick(251, 3576, 6545, "tf32", {256: 1.0, 128: 0.9, 64: 0.6}) == 128
+    # N % 4 != 0: 128 or 64 rows pad B by a copy, 256 rows read it as stored (regb_tile_seconds).
+    assert S.model_pick(251, 3575, 6545, "tf32", {256: 1.0, 128: 0.9, 64: 0.6}) == 256
     text = "\n".join(S.summarize(_rows(), "tf32", [{256: 1.0, 128: 0.9, 64: 0.6}]))
     # tile 128 forced: (120, 45) -> sqrt(5400) = 73.5, worst 45.
     assert "tile 128 rows forced: % of cuBLAS geomean 73.5, worst 45.0" in text
