@@ -19,7 +19,8 @@
 //    stream-K build (SK, option mode) for tf32x3 tiles filling <= 3/4 of the SMs, its split
 //    tiles summed in block order: deterministic either way.
 // Not here: a single row or N <= 8 goes to stage 11's bandwidth paths (launch.py, option path).
-// Still there: the operand copies where they run; wait_group 0 per K tile; register stores.
+// Still there: the operand copies where they run; tf32x3's wait_group 0 per K tile; register
+// stores.
 // Measured (docs/results.md, stage 13): tf32 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3,
 // tf32x3 2.4x / 2.2x cuBLAS fp32 (H200).
 // Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory, up to 128 accumulators per
@@ -463,10 +464,10 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
             return PARTS * A_BYTES / 4 + box * (B_BOX / 4) + k * 32 + ((((n_in_box >> 2) ^ (k & 7))) << 2) +
                    (n_in_box & 3);
         };
-        // The fragments are loaded while no wgmma of this warpgroup is in flight (wait_group 0 ends
-        // each tile): registers written under an in-flight wgmma make ptxas serialize every wgmma
-        // (warning C7513). The other consumer warpgroup's wgmma keep the tensor pipe busy meanwhile.
-        // Rounding: + 0x1000 then the tensor core's truncation of the low 13 bits is round to
+        // tf32 (not SK) keeps one wgmma group in flight while it loads the next K tile's fragments
+        // into a second register set (below); tf32x3 and the stream-K build load them while none
+        // is in flight (wait_group 0 ends each tile: tf32x3 adds its temporary to the accumulators
+        // there). Rounding: + 0x1000 then the tensor core's truncation of the low 13 bits is round to
         // nearest, ties away, as cvt.rna.
         unsigned frag[BK / 8][4];
         unsigned frag_s[SPLIT3 ? BK / 8 : 1][4];
@@ -508,6 +509,62 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 }
             }
         };
+        // B^T's fragments of stage st (and for SPLIT3 their small parts) into F (Fs).
+        auto fragments = [&](const float* st, unsigned (&F)[BK / 8][4], unsigned (&Fs)[SPLIT3 ? BK / 8 : 1][4]) {
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk) {
+                const int k0 = 8 * kk + t;
+                const float x[4] = {st[b_word(nn, k0)], st[b_word(nn + 8, k0)],             // (g, t), (g + 8, t)
+                                    st[b_word(nn, k0 + 4)], st[b_word(nn + 8, k0 + 4)]};    // (g, t + 4), (g + 8, t + 4)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    if constexpr (SPLIT3) {
+                        const unsigned big = (__float_as_uint(x[r]) + 0x1000u) & 0xffffe000u;
+                        const float small = x[r] - __uint_as_float(big);
+                        F[kk][r] = big;
+                        Fs[kk][r] = __float_as_uint(small == small ? small : 0.f) + 0x1000u;
+                    } else {
+                        F[kk][r] = __float_as_uint(x[r]) + 0x1000u;
+                    }
+                }
+            }
+        };
+        if constexpr (!SPLIT3 && !SK) {
+            // One wgmma group in flight: K tile kt's fragments load into the register set the
+            // group before last read (done at the last wait), while kt - 1's group runs on the
+            // other set; kt - 1's stage is released once wait_group 1 sees that group done. The
+            // loop steps by two so each set is a fixed set of registers (ptxas keeps the groups
+            // overlapped: WARPGROUP.DEPBAR.LE gsb0, 0x1 in the SASS). Waiting for each group before
+            // the next tile's loads left the 64-row tile's tensor pipe idle for the load latency:
+            // 1.07x faster with it on the held-out rows (docs/findings.md).
+            unsigned f1[BK / 8][4];
+            auto step = [&](int kt, unsigned (&F)[BK / 8][4]) {
+                const int s = kt % STAGES;
+                mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
+                fragments(fbase + s * (STAGE / 4), F, frag_s);
+                const unsigned a = base + s * STAGE;
+                fence_regs(acc);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 8; ++kk) wgmma_rs<TM>(acc, F[kk], sw128_desc(a + 32 * kk), 1);
+                wgmma_commit();
+                fence_regs(acc);
+                wgmma_wait<1>();
+                fence_regs(acc);
+                if (kt > 0) mbar_arrive(bars + 8 * (STAGES + (kt - 1) % STAGES));
+            };
+            int kt = 0;
+#pragma unroll 1
+            for (; kt + 1 < n_iters; kt += 2) {
+                step(kt, frag);
+                step(kt + 1, f1);
+            }
+            if (kt < n_iters) step(kt, frag);
+            wgmma_wait<0>();
+            fence_regs(acc);
+            store(tile0, true);   // split-K: the slice (zeros for an empty split); else C
+            return;
+        }
         int tile = tile0, kq = kq0, seg_k0 = kq0;
         for (int kt = 0; kt < n_iters; ++kt) {
             const int s = kt % STAGES;
@@ -519,24 +576,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 }
             }
             mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
-            const float* st = fbase + s * (STAGE / 4);
-#pragma unroll
-            for (int kk = 0; kk < BK / 8; ++kk) {
-                const int k0 = 8 * kk + t;
-                const float x[4] = {st[b_word(nn, k0)], st[b_word(nn + 8, k0)],             // (g, t), (g + 8, t)
-                                    st[b_word(nn, k0 + 4)], st[b_word(nn + 8, k0 + 4)]};    // (g, t + 4), (g + 8, t + 4)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    if constexpr (SPLIT3) {
-                        const unsigned big = (__float_as_uint(x[r]) + 0x1000u) & 0xffffe000u;
-                        const float small = x[r] - __uint_as_float(big);
-                        frag[kk][r] = big;
-                        frag_s[kk][r] = __float_as_uint(small == small ? small : 0.f) + 0x1000u;
-                    } else {
-                        frag[kk][r] = __float_as_uint(x[r]) + 0x1000u;
-                    }
-                }
-            }
+            fragments(fbase + s * (STAGE / 4), frag, frag_s);
             const unsigned a = base + s * STAGE;
             if constexpr (!SPLIT3) {
                 fence_regs(acc);

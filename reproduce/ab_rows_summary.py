@@ -1,4 +1,4 @@
-"""One kernel's rows in a reproduce/measure-ab folder (prev-N.json, new-N.json): per shape and
+"""One kernel's rows in a reproduce/measure-ab folder (prev-N.json, new-N.json, or gzipped): per shape and
 precision the best time over the rounds of each tree, prev / new (> 1: the new tree is faster),
 each tree's A/A spread (round 1 / round 2), and the best % of cuBLAS of each. Prints the summary
 line and the shapes that moved most.
@@ -8,6 +8,7 @@ line and the shapes that moved most.
 from __future__ import annotations
 
 import glob
+import gzip
 import json
 import math
 import os
@@ -21,8 +22,9 @@ def geomean(xs) -> float:
 
 def _runs(outdir: str, tree: str, kernel: str) -> list[dict]:
     out = []
-    for path in sorted(glob.glob(os.path.join(outdir, f"{tree}-*.json"))):
-        with open(path) as f:
+    paths = glob.glob(os.path.join(outdir, f"{tree}-*.json")) + glob.glob(os.path.join(outdir, f"{tree}-*.json.gz"))
+    for path in sorted(paths):
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
             out.append({(r["shape"], r["precision"]): r for r in json.load(f)["results"]
                         if r["kernel"] == kernel and r["status"] == "ok"})
     return out
