@@ -179,28 +179,41 @@ def wgmma_split_plan(M: int, N: int, K: int, sm_count: int, tile: tuple, split3:
                                   cost=_wgmma_cost(split3, regb_rows), splits=splits)
 
 
-def regb_b_copy_seconds(M: int, N: int, K: int, tm: int, b_unaligned: Optional[str] = None) -> float:
-    """What the plan on ``tm``-row tiles spends copying B before the GEMM: where N % 4 != 0 and
-    b_unaligned (the option, else regb_b_unaligned's default for this tile) pads B's rows, one read
-    and one write of K x N floats at the split-K model's HBM rate, plus a launch; else 0."""
-    if N % 4 == 0 or (b_unaligned or regb_b_unaligned(M, N, tm)) != "pad":
-        return 0.0
-    c = WGMMA_SPLIT_COST[False]
-    return 2 * 4 * K * N / c.bytes_per_s + c.launch_s
+# The cp_async build's main loop (B's rows copied in 16-byte chunks by the producer warpgroup)
+# against the TMA build's: 0.7 of its speed fits best over 40 tuning shapes where one row of
+# 256-row tiles covers M and N % 4 != 0 (reproduce/shapes/regb_one_row_unaligned.txt, H200: time of
+# the rule's pick / the fastest tile 1.027 at 1.0, 1.007 at 0.7, 1.019 at 0.6). At 1.0 the rule took
+# 256 rows at short K where the cp.async loop starves a partial wave of blocks (0.83x at 230x326x3059).
+REGB_CP_ASYNC_SPEED = 0.7
+
+
+def regb_b_load_cost(M: int, N: int, K: int, tm: int, b_unaligned: Optional[str] = None) -> tuple[float, float]:
+    """(seconds before the GEMM, the GEMM's speed factor) of how the plan on ``tm``-row tiles reads
+    B where N % 4 != 0, by b_unaligned (the option, else regb_b_unaligned's default for this tile):
+    pad copies B's rows first (one read and one write of K x N floats at the split-K model's HBM
+    rate, plus a launch), cp_async slows the main loop (REGB_CP_ASYNC_SPEED); else (0, 1)."""
+    if N % 4 == 0:
+        return 0.0, 1.0
+    choice = b_unaligned or regb_b_unaligned(M, N, tm)
+    if choice == "pad":
+        c = WGMMA_SPLIT_COST[False]
+        return 2 * 4 * K * N / c.bytes_per_s + c.launch_s, 1.0
+    return 0.0, REGB_CP_ASYNC_SPEED if choice == "cp_async" else 1.0
 
 
 def regb_tile_seconds(M: int, N: int, K: int, sm_count: int, precision: str, tm: int, splits: Optional[int] = None,
                       b_unaligned: Optional[str] = None, speeds: Optional[dict] = None) -> float:
     """The modeled time of the register-operand path on ``tm``-row tiles: the shared split-K model
     at the tile's best split (rows padded, waves and K splits counted there; ``speeds``: relative
-    speeds other than REGB_RELATIVE_SPEED's) plus B's copy where this tile's plan pads B's rows.
-    The copy counts because the tile decides it: with M just past a tile's rows (131 on 128 or 64),
-    N % 4 != 0 pads B by a copy, where one row of 256-row tiles reads B as stored."""
+    speeds other than REGB_RELATIVE_SPEED's), with how this tile's plan reads B (regb_b_load_cost).
+    That counts because the tile decides it: with M just past a tile's rows (131 on 128 or 64),
+    N % 4 != 0 pads B by a copy, where one row of 256-row tiles loads B as stored by cp.async."""
     cost = _wgmma_cost(precision == "tf32x3", tm, speeds)
     plan = decompose.choose_split(M, N, K, sm_count, tile=(tm, 128), chunk_align=32, min_chunk=WGMMA_MIN_SPLIT_CHUNK,
                                   max_splits=WGMMA_MAX_SPLITS, cost=cost, splits=splits)
     gemm = decompose.split_seconds(M, N, K, sm_count, plan.splits, tile=(tm, 128), chunk_align=32, cost=cost)[0]
-    return gemm + regb_b_copy_seconds(M, N, K, tm, b_unaligned)
+    before, speed = regb_b_load_cost(M, N, K, tm, b_unaligned)
+    return before + gemm / speed
 
 
 def regb_tile(M: int, N: int, K: int, sm_count: int, precision: str, splits: Optional[int] = None,

@@ -884,20 +884,25 @@ def test_wgmma_register_path_tile_pads_few_rows_and_keeps_256_where_m_fills_it()
         assert regb_tile(*shape, 132, "tf32x3")[0] in (128, 64)
 
 
-def test_wgmma_tile_rule_counts_the_copy_of_b_a_tile_would_launch():
+def test_wgmma_tile_rule_counts_how_a_tile_reads_b():
     """Where N % 4 != 0, a tile with more than one row of tiles over M pads B's rows by a copy (one
-    read, one write of K x N floats) and a single row of tiles reads B as stored (cp_async). The
-    rule adds that copy to the tile's modeled time, so M just past 128 takes the 256-row tile: at
-    138x8154x3680 it ran 1.89x the 128-row tile's speed (results/h100/tensor-core/regb-tiles/)."""
-    from cuda_kernels.heuristics import regb_b_copy_seconds, regb_tile
+    read, one write of K x N floats) and a single row of tiles reads B as stored by cp.async, whose
+    main loop runs at REGB_CP_ASYNC_SPEED of TMA's. The rule counts both, so M just past 128 with a
+    long K takes the 256-row tile (138x8154x3680: 1.89x the 128-row tile's speed on the H100,
+    results/h100/tensor-core/regb-tiles/), and a short K keeps the copy (230x326x3059: the 256-row
+    tile ran 0.83x, results/h200/tensor-core/tile-b-load/)."""
+    from cuda_kernels.heuristics import REGB_CP_ASYNC_SPEED, regb_b_load_cost, regb_tile
     # By hand: 2 passes x 4 bytes x 3680 x 8154 at 2.5 TB/s = 96.0 us, plus a 4 us launch.
-    assert abs(regb_b_copy_seconds(138, 8154, 3680, 128) - (2 * 4 * 3680 * 8154 / 2.5e12 + 4e-6)) < 1e-12
-    assert abs(regb_b_copy_seconds(138, 8154, 3680, 128) - 100.0e-6) < 0.1e-6
-    assert regb_b_copy_seconds(138, 8154, 3680, 256) == 0.0   # one row of tiles: B read as stored
-    assert regb_b_copy_seconds(138, 8156, 3680, 128) == 0.0   # N % 4 == 0: TMA reads B
-    assert regb_b_copy_seconds(138, 8154, 3680, 128, "cp_async") == 0.0
+    before, speed = regb_b_load_cost(138, 8154, 3680, 128)
+    assert abs(before - (2 * 4 * 3680 * 8154 / 2.5e12 + 4e-6)) < 1e-12 and abs(before - 100.0e-6) < 0.1e-6
+    assert speed == 1.0
+    assert regb_b_load_cost(138, 8154, 3680, 256) == (0.0, REGB_CP_ASYNC_SPEED) == (0.0, 0.7)   # one row of tiles
+    assert regb_b_load_cost(138, 8156, 3680, 128) == (0.0, 1.0)   # N % 4 == 0: TMA reads B
+    assert regb_b_load_cost(138, 8154, 3680, 128, "cp_async") == (0.0, 0.7)
+    assert regb_b_load_cost(100, 127, 3680, 64) == (0.0, 1.0)     # N <= 128: one bulk copy per K tile
     assert regb_tile(138, 8154, 3680, 132, "tf32")[0] == 256
-    assert regb_tile(138, 8156, 3680, 132, "tf32")[0] == 128   # aligned: the copy is not there to count
+    assert regb_tile(138, 8156, 3680, 132, "tf32")[0] == 128   # aligned: no copy to count
+    assert regb_tile(230, 326, 3059, 132, "tf32")[0] != 256    # the copy costs less than the slower loop
     # b_unaligned=pad forced (or B at an unaligned address): every tile pays the copy, the pick is
     # the split-K model's alone.
     assert regb_tile(138, 8154, 3680, 132, "tf32", b_unaligned="pad")[0] == 128
