@@ -5,8 +5,11 @@ REGB_RELATIVE_SPEED, cuda_kernels/heuristics.py), the tile the model then picks 
 the forced run: its time against the tile picked at the guessed speeds (0.9 / 0.75), how many
 shapes are > 3% slower, and the % of cuBLAS it would read. The forced tile's split is the one the
 model picked for it at the run's speeds. Shapes of the held-out corpus are left out.
+``--cp-async-speeds`` adds, per candidate speed of the cp_async build's main loop
+(REGB_CP_ASYNC_SPEED), the rule's pick timed by the forced run against the fastest tile.
 
     python reproduce/regb_tiles_summary.py tf32.json.gz tf32x3.json.gz [--speeds 128:64,...]
+        [--cp-async-speeds 1.0,0.7,...]
 """
 from __future__ import annotations
 
@@ -80,11 +83,33 @@ def summarize(rows: list, precision: str, candidates: list) -> list[str]:
     return out
 
 
+def cp_async_lines(rows: list, precision: str, speeds: list) -> list[str]:
+    """For each candidate REGB_CP_ASYNC_SPEED: the time of the tile the rule then picks (at the
+    current tile speeds) over the fastest tile's, geomean, and the shapes that pick moves off the
+    first candidate's pick, with how many ran > 3% slower for it."""
+    saved, out = H.REGB_CP_ASYNC_SPEED, []
+    first = None
+    try:
+        for f in speeds:
+            H.REGB_CP_ASYNC_SPEED = f
+            picks = [H.regb_tile(*map(int, r[0].split("x")), 132, precision)[0] for r in rows]
+            first = first or picks
+            ratio = geomean(r[1][p] / min(r[1].values()) for r, p in zip(rows, picks))
+            moved = [(r[1][a] / r[1][p]) for r, a, p in zip(rows, first, picks) if a != p]
+            out.append(f"  cp_async speed {f}: time of the rule's pick / the fastest tile {ratio:.4f}; "
+                       f"{len(moved)} picks moved from speed {speeds[0]}, {sum(m < 0.97 for m in moved)} of them > 3% slower")
+    finally:
+        H.REGB_CP_ASYNC_SPEED = saved
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="measure-regb-tiles' tf32.json(.gz) and/or tf32x3.json(.gz)")
     ap.add_argument("--speeds", default="0.9:0.75,0.9:0.6,0.9:0.5,0.8:0.5,0.6:0.4",
                     help="candidate 128-row:64-row speeds relative to 256 rows (tf32x3: 128 stays 0.9)")
+    ap.add_argument("--cp-async-speeds", default="",
+                    help="candidate speeds of the cp_async build's loop relative to TMA's (tf32), e.g. 1.0,0.7")
     a = ap.parse_args(argv)
     held = {"x".join(map(str, tuple(s)[:3])) for s in sweep_shapes(list(HELDOUT_SETS), distributions=HELDOUT_DISTRIBUTIONS)}
     pairs = [tuple(float(x) for x in c.split(":")) for c in a.speeds.split(",")]
@@ -93,7 +118,10 @@ def main(argv=None) -> int:
         cands = ([{256: 1.0, 128: s128, 64: s64} for s128, s64 in pairs] if precision == "tf32"
                  else [{128: 0.9, 64: s64} for _, s64 in pairs])
         print(f"## {path}\n")
-        print("\n".join(summarize(load(path, precision, held), precision, cands)) + "\n")
+        rows = load(path, precision, held)
+        print("\n".join(summarize(rows, precision, cands)) + "\n")
+        if a.cp_async_speeds and rows:
+            print("\n".join(cp_async_lines(rows, precision, [float(x) for x in a.cp_async_speeds.split(",")])) + "\n")
     return 0
 
 

@@ -3,7 +3,7 @@ shape"): % of cuBLAS per precision over a sweep's rows, overall, per shape class
 group, against the bars it is held to (tf32: geomean >= 95% of cuBLAS tf32, worst >= 70%;
 tf32x3: geomean >= 1.6x cuBLAS fp32, worst >= 1.0x).
 
-    python reproduce/stage13_summary.py RUN.json [OUT.md]
+    python reproduce/stage13_summary.py RUN.json[.gz] [OUT.md]
 
 Classes (by shape alone): skinny (M or N <= 8), tiny output (M*N <= 64K), narrow (M or N <= 128),
 small-mid (K <= 2048, M*N <= 8M), large (the rest). Groups: the named held-out sets
@@ -12,6 +12,7 @@ choosing the tile rule) and seed 31337 (never looked at before this measurement)
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -49,7 +50,8 @@ def groups():
 
 
 def main(argv):
-    doc = json.load(open(argv[0]))
+    with (gzip.open if argv[0].endswith(".gz") else open)(argv[0], "rt") as f:
+        doc = json.load(f)
     rows = [r for r in doc["results"] if r["kernel"] == KERNEL]
     bad = [r for r in rows if r["status"] != "ok"]
     env = doc["environment"]

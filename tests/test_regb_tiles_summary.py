@@ -30,3 +30,19 @@ def test_tiles_oracle_and_a_candidate():
     # The candidate moves one pick (64 -> 128): 2.0 / 1.0 and 1.0 -> 1.4142, none slower, % (120, 90).
     assert "speeds 256: 1.0 / 128: 0.9 / 64: 0.6: 1 picks moved, time of the guessed speeds' pick / this pick " \
            "1.4142, 0 shapes > 3% slower (worst 1.000), % of cuBLAS geomean 103.9, worst 90.0" in text
+
+
+def test_cp_async_speed_lines_time_each_candidates_pick():
+    from cuda_kernels import heuristics as H
+    # 230x326x3059 (N % 4 != 0, one row of 256-row tiles): the rule picks 256 rows at cp_async speed
+    # 1.0 and 64 at 0.7 (tests/test_cuda_compile.py); 8192x8192x8192 (N % 4 == 0) 256 at both.
+    rows = [("230x326x3059", {256: 3.0, 128: 2.5, 64: 2.0}, {}, {}),
+            ("8192x8192x8192", {256: 1.0, 128: 2.0, 64: 4.0}, {}, {})]
+    lines = S.cp_async_lines(rows, "tf32", [1.0, 0.7])
+    # 1.0: picks (256, 256): 3.0 / 2.0 and 1.0 / 1.0 -> sqrt(1.5) = 1.2247; 0.7: (64, 256) -> 1.0000,
+    # one pick moved, 3.0 / 2.0 = 1.5x faster for it (none slower).
+    assert lines[0] == ("  cp_async speed 1.0: time of the rule's pick / the fastest tile 1.2247; "
+                        "0 picks moved from speed 1.0, 0 of them > 3% slower")
+    assert lines[1] == ("  cp_async speed 0.7: time of the rule's pick / the fastest tile 1.0000; "
+                        "1 picks moved from speed 1.0, 0 of them > 3% slower")
+    assert H.REGB_CP_ASYNC_SPEED == 0.7   # restored
