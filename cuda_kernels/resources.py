@@ -64,6 +64,17 @@ def nvcc_path() -> Optional[str]:
     return wheel_nvcc(sys.path)
 
 
+def nvdisasm_path() -> Optional[str]:
+    """nvdisasm (SASS from a cubin, no GPU) next to nvcc, in a CUDA toolkit, or from NVIDIA's
+    nvidia-cuda-nvdisasm wheel (the `nvcc` extra)."""
+    cands = [shutil.which("nvdisasm")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        cands.append(root and os.path.join(root, "bin", "nvdisasm"))
+    for entry in sys.path:
+        cands += sorted(glob.glob(os.path.join(entry, "nvidia", "cu*", "bin", "nvdisasm")), reverse=True)
+    return next((c for c in cands if c and os.access(c, os.X_OK)), None)
+
+
 def wheel_nvcc(search_path: Sequence[str]) -> Optional[str]:
     """nvcc from NVIDIA's nvidia-cuda-nvcc wheel (the project's `nvcc` extra), which installs it
     into site-packages/nvidia/cu<major>/bin: on no PATH. The newest CUDA major wins."""

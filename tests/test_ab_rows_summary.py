@@ -38,3 +38,29 @@ def test_ratios_spread_and_percent(tmp_path):
     assert lines.index("| b | tf32 | 128 split 1 | 256 split 1 | 90.0 | 45.0 | 0.500 |") < \
         lines.index("| a | tf32 | 64 split 1 | 128 split 1 | 50.0 | 100.0 | 2.000 |")
     assert "| c |" not in text
+
+
+def test_gzipped_runs_read_as_plain_ones(tmp_path):
+    import gzip
+    _write(tmp_path, "prev-1", [("a", 2.0, 50.0, "64", "ok")])
+    _write(tmp_path, "new-1", [("a", 1.0, 100.0, "128", "ok")])
+    for name in ("prev-1", "new-1"):
+        p = tmp_path / f"{name}.json"
+        with gzip.open(str(p) + ".gz", "wt") as f:
+            f.write(p.read_text())
+        p.unlink()
+    text = "\n".join(ab_rows_summary.summarize(str(tmp_path), K))
+    assert "1 rows, 1 + 1 rounds" in text and "geomean 2.0000" in text, text
+
+
+def test_measure_ab_fails_when_a_run_fails(tmp_path):
+    """A run that exits non-zero (here a bad --shape, refused before any GPU work) leaves nothing to
+    compare: measure-ab says so and exits 1, not 0 (an A/B of nothing once read as PASS)."""
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(["bash", str(root / "reproduce" / "measure-ab"), str(root), str(tmp_path / "ab"),
+                           "--shape", "0x5x5", "--kernel", "cublas"], capture_output=True, text=True,
+                          env={**__import__("os").environ, "ROUNDS": "1", "PYTHON": sys.executable}, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "a run exited non-zero" in proc.stderr
+    assert (tmp_path / "ab" / "runs.txt").read_text().count("exit 2") == 2

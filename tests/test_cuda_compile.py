@@ -140,7 +140,7 @@ def test_wgmma_kernels_compile_without_serialization_or_ignored_setmaxnreg(tmp_p
     """ptxas warns where the design silently fails: C7508 (setmaxnreg ignored: no register cap at
     entry, or roles not one if/else) and C7513 (every wgmma serialized: registers that feed a wgmma
     written while an earlier one is in flight, which the B-from-registers kernel avoids by loading
-    its fragments after wait_group 0)."""
+    its fragments into the register set no group in flight reads)."""
     spec = next(s for s in registry.SPECS if s.stage == "wgmma_tma")
     cfg = spec.config(label)
     src = tmp_path / "k.cu"
@@ -150,6 +150,56 @@ def test_wgmma_kernels_compile_without_serialization_or_ignored_setmaxnreg(tmp_p
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "C7508" not in out and "C7513" not in out and "serialized" not in out, out
+
+
+def _hgmma_groups(sass: str) -> list:
+    """The register-operand GEMM's wgmma groups in SASS order: (A-fragment registers of its
+    HGMMAs, the WARPGROUP.DEPBAR that follows the group's last HGMMA, or "")."""
+    body = next((part for part in re.split(r"\.text\.", sass)
+                 if part.startswith("_Z16sgemm_wgmma_regb") and "HGMMA" in part), "")
+    groups, cur = [], None
+    for line in body.splitlines():
+        m = re.search(r"HGMMA\.\S+ R\d+, (R\d+), gdesc", line)
+        if m:
+            cur = cur or []
+            cur.append(m.group(1))
+            if "gsb0" in line:
+                groups.append([cur, ""])
+                cur = None
+        elif "WARPGROUP.DEPBAR" in line and groups and not groups[-1][1]:
+            groups[-1][1] = re.search(r"DEPBAR\.LE gsb0, (0x\d)", line).group(1)
+    return groups
+
+
+@needs_nvcc
+@pytest.mark.parametrize("label", ["256x128x32s4.regb", "64x128x32s8.regb", "128x128x32s6.regb.cpasync",
+                                   "128x128x32s4.regb.x3"])
+def test_wgmma_tf32_loop_keeps_one_group_in_flight(tmp_path, label):
+    """tf32's register-operand loop (not the stream-K build) waits after each K tile's wgmma group
+    only until one group is left in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1): the next tile's B^T
+    fragments load while the last group runs, into the other of two register sets, so consecutive
+    groups read different registers. tf32x3 waits for every group (0x0): it adds its temporary to
+    the accumulators after each tile."""
+    spec = next(s for s in registry.SPECS if s.stage == "wgmma_tma")
+    src = tmp_path / "k.cu"
+    src.write_text(resources.instantiation_source(spec, spec.config(label)))
+    cmd = resources._nvcc_command(resources.nvcc_path(), ["sm_90a"], str(src), str(tmp_path / "k"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tool = resources.nvdisasm_path()
+    if tool is None:
+        pytest.skip("nvdisasm not found (the nvcc extra installs it)")
+    sass = subprocess.run([tool, "-c", str(tmp_path / "k.cubin")], capture_output=True, text=True, check=True).stdout
+    groups = _hgmma_groups(sass)
+    assert groups, "no wgmma group found in the SASS"
+    waits = {wait for _, wait in groups}
+    if label.endswith(".x3"):
+        assert waits == {"0x0"}, groups
+        return
+    pipelined = [g for g in groups if g[1] == "0x1"]
+    assert len(pipelined) >= 2, groups   # the loop's two steps
+    a, b = pipelined[0][0], pipelined[1][0]
+    assert len(a) == len(b) == 4 and not set(a) & set(b), (a, b)   # four k8 steps, two register sets
 
 
 @needs_nvcc

@@ -8,11 +8,9 @@ computes TFLOP/s, reports a wrong sum as FAILED and writes its JSON atomically. 
 from __future__ import annotations
 
 import ctypes
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import types
@@ -33,16 +31,6 @@ SASS_OP = {"mma": "HMMA.1688.F32.TF32", "ffma": "FFMA"}
 OVERHEAD = ("IADD3", "UIADD3", "ISETP", "UISETP", "BRA", "CALL.REL.NOINC", "NOP")
 
 
-def _nvdisasm():
-    """nvdisasm next to nvcc, in a CUDA toolkit, or from NVIDIA's nvidia-cuda-nvdisasm wheel."""
-    cands = [shutil.which("nvdisasm")]
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        cands.append(root and os.path.join(root, "bin", "nvdisasm"))
-    for entry in sys.path:
-        cands += sorted(glob.glob(os.path.join(entry, "nvidia", "cu*", "bin", "nvdisasm")), reverse=True)
-    return next((c for c in cands if c and os.access(c, os.X_OK)), None)
-
-
 @pytest.fixture(scope="module", params=["sm_80", "sm_90"])
 def compiled(request, tmp_path_factory):
     """(arch, ptxas report, SASS or None without nvdisasm) for every instantiation, one nvcc run."""
@@ -57,7 +45,7 @@ def compiled(request, tmp_path_factory):
     proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", *loader.NVRTC_OPTIONS, "--resource-usage",
                            "-o", str(cubin), str(src)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    tool = _nvdisasm()
+    tool = resources.nvdisasm_path()
     sass = subprocess.run([tool, "-c", str(cubin)], capture_output=True, text=True, check=True,
                           timeout=120).stdout if tool else None
     return arch, proc.stdout + proc.stderr, sass
