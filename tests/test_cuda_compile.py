@@ -958,6 +958,23 @@ def test_wgmma_tile_rule_counts_how_a_tile_reads_b():
     assert regb_tile(138, 8154, 3680, 132, "tf32", b_unaligned="pad")[0] == 128
 
 
+@pytest.mark.parametrize("options, want", [
+    ({}, ["256x128x32s4.regb.cpasync", "splitk_reduce"]),
+    ({"b_unaligned": "pad"}, ["pad_rows", "128x128x32s6.regb"]),
+])
+def test_wgmma_launch_picks_the_tile_by_how_it_reads_b(monkeypatch, options, want):
+    """The launch's tile rule sees the b_unaligned option: at 138x8154x3680 (N % 4 != 0) the default
+    takes 256 rows and reads B as stored (no copy); with the copy forced every tile pays it, and the
+    split-K model's 128 rows win."""
+    from cuda_kernels import tma
+    monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
+    p = Problem(138, 8154, 3680, precision="tf32")
+    dev = _Sm90Recorder()
+    with loader.use_backend(dev):
+        _REGISTRY["cuda.13_wgmma_tma"].prepare(p, _Inputs(p), dict(options))()
+    assert [l[0] for l in dev.launches] == want
+
+
 def test_wgmma_tile_option_refuses_a_tile_of_another_path(monkeypatch):
     from cuda_kernels import tma
     from compare.harness.errors import UsageError
