@@ -22,8 +22,6 @@ from compare.harness import gpuinfo
 from cuda_kernels import loader, resources
 from cuda_kernels.probes import peaks
 
-from test_probe_mma_peak import _nvdisasm
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_nvcc = pytest.mark.skipif(resources.nvcc_path() is None, reason="nvcc not found (no CUDA toolkit here)")
 
@@ -36,7 +34,7 @@ def _compile(tmp_path, source: str, arch: str):
     proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", *loader.NVRTC_OPTIONS, "--resource-usage",
                            "-o", str(cubin), str(src)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    tool = _nvdisasm()
+    tool = resources.nvdisasm_path()
     assert tool, "nvdisasm not found (pip install -e \".[nvcc]\" installs nvidia-cuda-nvdisasm)"
     sass = subprocess.run([tool, "-c", str(cubin)], capture_output=True, text=True, check=True, timeout=120).stdout
     return proc.stdout + proc.stderr, sass
