@@ -7,14 +7,13 @@ gains over always copying (the tree before it) and loses against the faster of t
 """
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from compare.harness.files import write_text_atomically  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import summary_table  # noqa: E402
 from cuda_kernels.heuristics import A_SPLIT_SMEM_MAX_N  # noqa: E402
 
 SMEM, COPY = "cuda.13_wgmma_tma[a_split=smem]", "cuda.13_wgmma_tma[a_split=copy]"
@@ -53,21 +52,12 @@ def summarize(name: str, rows: list) -> list[str]:
     return out
 
 
+HEADER = ["| run | shapes | n | copy time / smem time, geomean | smem slower | worst | best |",
+          "|---|---|---:|---:|---:|---|---|"]
+
+
 def main(argv):
-    out_path = None
-    if "--out" in argv:
-        i = argv.index("--out")
-        out_path = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    lines = ["| run | shapes | n | copy time / smem time, geomean | smem slower | worst | best |",
-             "|---|---|---:|---:|---:|---|---|"]
-    for path in argv:
-        doc = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
-        lines += summarize(os.path.basename(path).split(".")[0], speedups(doc))
-    text = "\n".join(lines) + "\n"
-    if out_path:
-        write_text_atomically(out_path, text)
-    print(text, end="")
+    summary_table.main(argv, HEADER, lambda name, doc: summarize(name, speedups(doc)))
 
 
 if __name__ == "__main__":

@@ -7,14 +7,12 @@ stream-K does where the rule does not take it).
 """
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from compare.harness.files import write_text_atomically  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import summary_table  # noqa: E402
 
 DEFAULT, DP, HYBRID = "cuda.13_wgmma_tma", "cuda.13_wgmma_tma[mode=dp]", "cuda.13_wgmma_tma[mode=hybrid]"
 
@@ -53,21 +51,12 @@ def summarize(name: str, doc: dict) -> list[str]:
     return out
 
 
+HEADER = ["| run | precision | rows | n | speedup geomean | slower than 0.97 | worst | best |",
+          "|---|---|---|---:|---:|---:|---|---|"]
+
+
 def main(argv):
-    out_path = None
-    if "--out" in argv:
-        i = argv.index("--out")
-        out_path = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    lines = ["| run | precision | rows | n | speedup geomean | slower than 0.97 | worst | best |",
-             "|---|---|---|---:|---:|---:|---|---|"]
-    for path in argv:
-        doc = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
-        lines += summarize(os.path.basename(path).split(".")[0], doc)
-    text = "\n".join(lines) + "\n"
-    if out_path:
-        write_text_atomically(out_path, text)
-    print(text, end="")
+    summary_table.main(argv, HEADER, summarize)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,11 @@
 """reproduce/a_split_summary.py on a hand-made run: the per-shape ratios, each side of the rule,
 the rule's pick and the faster-of-two, worked out by hand."""
-import importlib.util
 import json
-import os
+import sys
+from pathlib import Path
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("a_split_summary",
-                                                  os.path.join(HERE, "..", "reproduce", "a_split_summary.py"))
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reproduce"))
+import a_split_summary as S  # noqa: E402
 
 
 def _row(kernel, M, N, K, ms, status="ok"):
@@ -20,8 +13,7 @@ def _row(kernel, M, N, K, ms, status="ok"):
 
 
 def test_a_split_summary_by_hand(tmp_path, capsys):
-    m = _module()
-    smem, copy = m.SMEM, m.COPY
+    smem, copy = S.SMEM, S.COPY
     doc = {"results": [
         _row(smem, 10, 100, 10, 1.0), _row(copy, 10, 100, 10, 2.0),      # smem 2x faster, rule picks smem
         _row(smem, 10, 200, 10, 2.0), _row(copy, 10, 200, 10, 1.0),      # smem 2x slower, rule picks smem
@@ -32,7 +24,7 @@ def test_a_split_summary_by_hand(tmp_path, capsys):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(doc))
     out = tmp_path / "s.md"
-    m.main([str(path), "--out", str(out)])
+    S.main([str(path), "--out", str(out)])
     text = out.read_text()
     # N <= 384: ratios 2.0 and 0.5 -> geomean 1.000, one slower, worst 0.5 at 10x200x10, best 2.0.
     assert "| run | N <= 384 (rule: smem) | 2 | 1.000 | 1 | 0.500 (10x200x10) | 2.000 (10x100x10) |" in text

@@ -1,18 +1,11 @@
 """reproduce/stream_k13_summary.py on a hand-made run: the rule's moved rows and stream-K forced
 everywhere, ratios worked out by hand."""
-import importlib.util
 import json
-import os
+import sys
+from pathlib import Path
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("stream_k13_summary",
-                                                  os.path.join(HERE, "..", "reproduce", "stream_k13_summary.py"))
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reproduce"))
+import stream_k13_summary as S  # noqa: E402
 
 
 def _row(kernel, shape, ms, mode="dp", precision="tf32x3", status="ok"):
@@ -21,8 +14,7 @@ def _row(kernel, shape, ms, mode="dp", precision="tf32x3", status="ok"):
 
 
 def test_stream_k13_summary_by_hand(tmp_path):
-    m = _module()
-    d, dp, hy = m.DEFAULT, m.DP, m.HYBRID
+    d, dp, hy = S.DEFAULT, S.DP, S.HYBRID
     doc = {"results": [
         # a: the default took stream-K, 2x faster than dp; hybrid forced the same plan
         _row(d, "a", 1.0, "sk"), _row(dp, "a", 2.0), _row(hy, "a", 1.0, "sk"),
@@ -36,7 +28,7 @@ def test_stream_k13_summary_by_hand(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(doc))
     out = tmp_path / "s.md"
-    m.main([str(path), "--out", str(out)])
+    S.main([str(path), "--out", str(out)])
     text = out.read_text()
     # Moved: a 2.0, b 0.8 -> geomean sqrt(1.6) = 1.265, one slower, worst 0.8 (b), best 2.0 (a).
     assert ("| run | tf32x3 | default's stream-K rows: dp time / default time | 2 | 1.265 | 1 | 0.800 (b) | "
