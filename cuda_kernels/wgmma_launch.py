@@ -60,7 +60,8 @@ def wgmma_prepare(spec: StageSpec):
         b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
         b_path = opts.get("b_transpose") or "swap"
         _check_options(spec, problem, opts, split3, b_path)
-        # B at an address TMA and the in-GEMM loads can't take is padded whatever the tile.
+        # B at an address TMA and the in-GEMM loads (bulk and cp_async read B's own 16-byte units)
+        # can't take is padded whatever the tile.
         b_unaligned = opts.get("b_unaligned") if be.address(B) % 16 == 0 else "pad"
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count(), b_unaligned)
         if b_path == "copy":
@@ -79,8 +80,8 @@ def wgmma_prepare(spec: StageSpec):
             copied_a = ""
             a, a_s, lda = A, A, K
         b_load = "tma"
-        if b_path == "swap" and N % 4 != 0 and be.address(B) % 16 == 0:   # bulk and cp_async read B's own 16-byte units
-            choice = opts.get("b_unaligned") or regb_b_unaligned(M, N, cfg.tile[0])
+        if b_path == "swap" and N % 4 != 0:
+            choice = b_unaligned or regb_b_unaligned(M, N, cfg.tile[0])
             b_load = "tma" if choice == "pad" else choice   # pad: a copy, then TMA reads it
         if b_path == "swap":
             cfg = spec.config(regb_label(cfg.targs[0], cfg.targs[1], split3, b_load, a_raw))
