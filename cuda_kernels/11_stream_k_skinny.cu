@@ -109,8 +109,8 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 // NB <= 4; R = 2 for NB = 8, whose 8 x 8 accumulators and A values would not fit 128 registers
 // with 4 rows: the scalar build spilled). B's chunk (KC x N, contiguous in memory) is copied
 // transposed into shared memory by cp.async (columns n >= N and rows past the range
-// zero-filled), double-buffered: the next chunk's copy (and in the VEC builds its A loads) is
-// issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
+// zero-filled), double-buffered: the next chunk's copy and its A loads (not in the scalar builds
+// of NB = 2 and 4) are issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
 // n) hit 32 different banks and each lane's read of its 4 k's of one column is one 16-byte load.
 // Each B value read serves the warp's R rows (NB / R shared bytes per byte of A: 4 at most, 58 of
 // the 128 bytes per clock an SM's shared memory gives at an H100's 14.5 DRAM bytes per SM-clock).
@@ -176,11 +176,11 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
         }
     };
 
-    // Software pipeline (VEC builds): chunk c + 1's A loads are issued, with its B copy, before
-    // chunk c is computed, so a block keeps two chunks of loads in flight across its barriers
-    // (2 x 8R KiB). The scalar builds load chunk c where it is used: holding 2 x 32 scalars and
-    // their predicates spilled there (sm_80, NB = 2 and 4, 4-16 bytes).
-    constexpr bool PIPE = VEC;
+    // Software pipeline: chunk c + 1's A loads are issued, with its B copy, before chunk c is
+    // computed, so a block keeps two chunks of loads in flight across its barriers (2 x 8R KiB).
+    // The scalar builds of NB = 2 and 4 load chunk c where it is used: holding 2 x 32 scalars and
+    // their predicates spilled there (sm_80, 4-16 bytes); NB = 1 and 8 (R = 2) fit.
+    constexpr bool PIPE = VEC || NB == 1 || NB == 8;
     float av[R][E], nx[R][E];
     if (PIPE) load_a(0, nx);
     copy_b(0, 0);

@@ -65,8 +65,8 @@ SKINNY_MAX_N = SKINNY_NB[-1]
 PATH_RULE = "N <= 8: skinny_n (its resident build where K <= 256); else M == 1: gemv; else tile (the stream-K plan)"
 # gemv_row keeps 16 KiB of loads in flight per block and fits up to 8 blocks per SM; 4 per SM
 # (64 KiB) is over three times the ~18 KiB per SM that covers DRAM latency on an H100.
-# skinny_n keeps 32-64 KiB per block (two chunks of 16-byte loads; one chunk, 16-32 KiB, in its
-# scalar builds) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
+# skinny_n keeps 32-64 KiB per block (two chunks of loads; one chunk, 16-32 KiB, in its scalar
+# builds of N = 2 and 4) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
 GEMV_COST = decompose.SkinnyCost(blocks_per_sm=4)
 SKINNY_COST = decompose.SkinnyCost(blocks_per_sm=2)
 

@@ -186,8 +186,8 @@ def _stage11_helpers(atomic):
 # in flight per thread (8 x 32 x 4 x 16 bytes = 16 KiB a block; ~40 registers, so up to 8 blocks
 # per SM). skinny_n<NB, R, VEC>: N <= NB columns (NB in 1, 2, 4, 8: N rounded up; the padding
 # columns multiply zeros), 8 warps of R rows x a K range per block, K in chunks of 256, 2R
-# 16-byte loads of A per thread a chunk, two chunks in flight in the float4 builds (16R KiB a block;
-# <= 128 registers: 2 blocks per SM).
+# 16-byte loads of A per thread a chunk (8R 4-byte ones in the scalar builds), two chunks in flight
+# (16R KiB a block; one in the scalar builds of NB = 2 and 4; <= 128 registers: 2 blocks per SM).
 # NB -> R: 4 rows a warp, 2 at NB = 8 (4 spilled there: 64 accumulators and 64 A values).
 GEMV_WARPS, GEMV_UNROLL, GEMV_COLS = 8, 4, 128
 SKINNY_ROWS_PER_WARP = {1: 4, 2: 4, 4: 4, 8: 2}

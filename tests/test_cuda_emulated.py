@@ -432,6 +432,8 @@ def test_skinny_paths_on_odd_shapes(small_gpu, case):
         cfg = launch.config
         assert res.ok, f"{shape} {opts} ({place}): {res.message} ({cfg})"
         assert cfg["path"] == path and cfg["operands"] == _expected_operands(path, shape, place), cfg
+        # the config says which loads stream the big operand
+        assert (" 16-byte loads " in cfg["streamed"]) == (cfg["operands"] == "float4"), cfg
         if splits is not None:
             assert cfg["k_splits"] == splits, cfg
         assert cfg["grid"][1] == cfg["k_splits"] and (cfg["k_splits"] - 1) * cfg["k_per_split"] < p.K
@@ -604,6 +606,7 @@ def test_skinny_short_on_odd_shapes(small_gpu, N):
         assert cfg["grid"] == [min(groups, 2 * 2), 1, 1] and cfg["k_splits"] == 1, cfg
         nb = next(b for b in (1, 2, 4, 8) if b >= N)
         assert cfg["tile"] == f"{rows}x{nb}" and cfg["operands"] == ("float4" if aligned else "scalar"), cfg
+        assert (" 16-byte loads " in cfg["streamed"]) == aligned, cfg
         assert cfg["chosen_by"] == "user (skinny_b), heuristic (the rest)"
 
 
