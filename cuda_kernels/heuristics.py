@@ -68,7 +68,11 @@ PATH_RULE = "N <= 8: skinny_n (its resident build where K <= 256); else M == 1: 
 # skinny_n keeps 32-64 KiB per block (two chunks of loads; one chunk, 16-32 KiB, in its scalar
 # builds of N = 2 and 4) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
 GEMV_COST = decompose.SkinnyCost(blocks_per_sm=4)
-SKINNY_COST = decompose.SkinnyCost(blocks_per_sm=2)
+# skinny_n past one wave: a last wave just begun costs most of a wave (14 H200 tuning shapes at
+# K ranges 1-8: 1.07-1.45 waves ran at 0.78-0.96 of their best split, 3-4 waves at 0.96-1.0) and
+# ranges of 3-4 chunks lose their fill (0.90-0.96): tail_weight 0.7, one chunk a range, up to 4
+# waves (docs/findings.md, "Stage 11 skinny_n: K ranges past one wave").
+SKINNY_COST = decompose.SkinnyCost(blocks_per_sm=2, tail_weight=0.7, range_fill_chunks=1.0, max_waves=4.0)
 
 
 def stream_k_path(M: int, N: int, K: int) -> str:

@@ -30,6 +30,11 @@ def _runs(outdir: str, tree: str, kernel: str) -> list[dict]:
     return out
 
 
+def _split(config: dict):
+    """A row's K split: stage 13's and the tile plans' split_k, the bandwidth paths' k_splits."""
+    return config.get("split_k", config.get("k_splits"))
+
+
 def summarize(outdir: str, kernel: str) -> list[str]:
     prev, new = _runs(outdir, "prev", kernel), _runs(outdir, "new", kernel)
     if not prev or not new:
@@ -51,7 +56,7 @@ def summarize(outdir: str, kernel: str) -> list[str]:
                f"{min(pct(new, k) for k in keys):.1f}")
     out += ["", "| shape | precision | prev config | new config | prev % | new % | prev / new |", "|---|---|---|---|---:|---:|---:|"]
     for k in sorted(keys, key=lambda k: ratio[k]):
-        cfg = lambda runs: f"{runs[0][k]['config'].get('tile')} split {runs[0][k]['config'].get('split_k')}"   # noqa: E731
+        cfg = lambda runs: f"{runs[0][k]['config'].get('tile')} split {_split(runs[0][k]['config'])}"   # noqa: E731
         out.append(f"| {k[0]} | {k[1]} | {cfg(prev)} | {cfg(new)} | {pct(prev, k):.1f} | {pct(new, k):.1f} | {ratio[k]:.3f} |")
     return out
 

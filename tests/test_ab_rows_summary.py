@@ -64,3 +64,13 @@ def test_measure_ab_fails_when_a_run_fails(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "a run exited non-zero" in proc.stderr
     assert (tmp_path / "ab" / "runs.txt").read_text().count("exit 2") == 2
+
+
+def test_the_bandwidth_paths_k_ranges_read_as_the_split(tmp_path):
+    # stage 11's gemv / skinny_n name their K ranges k_splits, not split_k
+    for name, splits in (("prev-1", 1), ("new-1", 3)):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": [
+            {"kernel": "cuda.11_stream_k", "shape": "a", "precision": "fp32", "status": "ok", "median_ms": 1.0,
+             "pct_cublas": 100.0, "config": {"tile": "16x8", "k_splits": splits}}]}))
+    text = "\n".join(ab_rows_summary.summarize(str(tmp_path), "cuda.11_stream_k"))
+    assert "| a | fp32 | 16x8 split 1 | 16x8 split 3 |" in text

@@ -500,6 +500,24 @@ def test_skinny_split_model_by_hand():
     # the 3% it could gain on 64 MiB (22.4 us).
     assert sk(256, 4096, k_align=256, sms=132, stream_bytes=4 * 4096 * 4096, partial_bytes=4 * 4096 * 8,
               cost=decompose.SkinnyCost(blocks_per_sm=2)) == (1, 4096)
+    # Past one wave (stage 11's skinny_n cost: tail 0.7, one chunk a range, up to 4 waves):
+    # 4515x8x5496, 283 blocks of 16 rows on 264 slots; A and B 99,433,632 bytes, partials 144,480.
+    #   S=1: 22 chunks, 1.072 waves: fill 1 - 0.7 (1 - 1.072/2) = 0.675, x(1 + 1/22): 51.3 us
+    #   S=2: 11 chunks, 2.144 waves: fill 0.800, x(1 + 1/11), + 2 partials, + 3 us: 48.4 us
+    #   S=3:  8 chunks, 3.216 waves: fill 0.863, x1.125, + 3 partials, + 3 us: 46.6 us (best)
+    #   S=4:  6 chunks, 4.288 waves: fill 0.900, x1.167, + 4 partials, + 3 us: 46.4 us, not 1% better
+    #   (4 waves of 264 slots need at most 4 ranges: the search stops there).
+    tail = decompose.SkinnyCost(blocks_per_sm=2, tail_weight=0.7, range_fill_chunks=1.0, max_waves=4.0)
+    assert sk(283, 5496, k_align=256, sms=132, stream_bytes=4 * (4515 * 5496 + 5496 * 8),
+              partial_bytes=4 * 4515 * 8, cost=tail) == (3, 2048)
+    t1 = decompose.skinny_seconds(283, 5496, 1, k_align=256, sms=132, stream_bytes=4 * (4515 * 5496 + 5496 * 8),
+                                  partial_bytes=4 * 4515 * 8, cost=tail)
+    assert t1[1:] == (1, 5632) and abs(t1[0] - 51.34e-6) < 0.05e-6
+    # ... which is stage 11's plan for it on 132 SMs
+    assert heuristics.skinny_plan("skinny_n", 4515, 8, 5496, 132) == (283, 3, 2048)
+    # The same shape under the one-wave model (no tail, search up to one wave): one range.
+    assert sk(283, 5496, k_align=256, sms=132, stream_bytes=4 * (4515 * 5496 + 5496 * 8),
+              partial_bytes=4 * 4515 * 8, cost=decompose.SkinnyCost(blocks_per_sm=2)) == (1, 5632)
     # Forced: 3 ranges of K = 1000 in multiples of 256 are 2 of 512.
     assert sk(1, 1000, k_align=256, sms=132, stream_bytes=1, partial_bytes=1, splits=3) == (2, 512)
     with pytest.raises(ValueError, match="empty problem"):

@@ -34,6 +34,8 @@ fill whole waves. A tile whose iterations span several blocks is fixed up by the
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass
 
 
@@ -275,12 +277,21 @@ class SkinnyCost:
 
     minimised over S with each K range at least ``k_align`` long (a multiple of it); a split must
     beat the best so far by ``min_gain``. Defaults: ~3 TB/s achieved (H100 copy class), ~3 us for
-    the extra launch."""
+    the extra launch.
+
+    Past one wave (w = blocks*S / (sms*blocks_per_sm) > 1) the defaults count the slots full; with
+    ``tail_weight`` > 0 a partly filled last wave costs that share of its idle slots,
+    fill = 1 - tail_weight * (1 - w / ceil(w)), and ``range_fill_chunks`` > 0 charges every K range
+    that many ``k_align`` chunks more (its pipeline fill and its block's reduction): stream_bytes
+    x (1 + range_fill_chunks / chunks per range). The search then goes on up to ``max_waves`` waves."""
 
     blocks_per_sm: int = 4
     bytes_per_s: float = 3.0e12
     launch_s: float = 3e-6
     min_gain: float = 0.99
+    tail_weight: float = 0.0
+    range_fill_chunks: float = 0.0
+    max_waves: float = 1.0
 
 
 def skinny_seconds(blocks: int, K: int, splits: int, *, k_align: int, sms: int, stream_bytes: int,
@@ -288,16 +299,18 @@ def skinny_seconds(blocks: int, K: int, splits: int, *, k_align: int, sms: int, 
     """The model above for ``splits`` K ranges: (seconds, ranges actually used, K per range)."""
     s_eff, chunk = split_geometry(K, splits, k_align, round_unsplit=True)
     want = max(1, sms * cost.blocks_per_sm)
-    fill = min(1.0, blocks * s_eff / want)
-    t = (stream_bytes + (2 * s_eff * partial_bytes if s_eff > 1 else 0)) / (cost.bytes_per_s * fill)
+    waves = blocks * s_eff / want
+    fill = min(1.0, waves) if waves <= 1 else 1.0 - cost.tail_weight * (1.0 - waves / math.ceil(waves))
+    streamed = stream_bytes * (1.0 + cost.range_fill_chunks / cdiv(chunk, k_align))
+    t = (streamed + (2 * s_eff * partial_bytes if s_eff > 1 else 0)) / (cost.bytes_per_s * fill)
     return t + (cost.launch_s if s_eff > 1 else 0.0), s_eff, chunk
 
 
 def skinny_split(blocks: int, K: int, *, k_align: int, sms: int, stream_bytes: int, partial_bytes: int,
                  cost: SkinnyCost = SkinnyCost(), splits: int | None = None) -> tuple[int, int]:
     """(K ranges, K per range) for a bandwidth-bound path with ``blocks`` output blocks: the split
-    minimising ``skinny_seconds``. Never more ranges than it takes to reach ``blocks_per_sm``
-    blocks per SM (past that the model only adds partials), nor ranges shorter than ``k_align``.
+    minimising ``skinny_seconds``. Never more ranges than it takes to reach ``max_waves`` waves of
+    ``blocks_per_sm`` blocks per SM, nor ranges shorter than ``k_align``.
     ``splits`` forces the count (the user's option), rounded so ranges stay multiples of
     ``k_align`` (K=1000, 3 ranges of a multiple of 256: 2 ranges of 512)."""
     if blocks < 1 or K < 1:
@@ -306,7 +319,7 @@ def skinny_split(blocks: int, K: int, *, k_align: int, sms: int, stream_bytes: i
         return split_geometry(K, splits, k_align, round_unsplit=True)
     best_t, best_s, best_chunk = skinny_seconds(blocks, K, 1, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
                                                 partial_bytes=partial_bytes, cost=cost)
-    top = min(cdiv(max(1, sms * cost.blocks_per_sm), blocks), cdiv(K, k_align))
+    top = min(cdiv(math.ceil(max(1, sms * cost.blocks_per_sm) * cost.max_waves), blocks), cdiv(K, k_align))
     for s in range(2, top + 1):
         t, s_eff, chunk = skinny_seconds(blocks, K, s, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
                                          partial_bytes=partial_bytes, cost=cost)

@@ -1,4 +1,4 @@
-"""reproduce/regb_tile_moves.py: the rows a change of stage 13's tile rule moves, old tree against this one."""
+"""reproduce/rule_moves.py: the rows a change of stage 13's tile rule moves, old tree against this one."""
 import shutil
 import subprocess
 import sys
@@ -19,7 +19,7 @@ def _tree(tmp_path, patch=None):
 
 
 def _run(prev, out, *args):
-    return subprocess.run([sys.executable, str(ROOT / "reproduce" / "regb_tile_moves.py"), str(prev), *args,
+    return subprocess.run([sys.executable, str(ROOT / "reproduce" / "rule_moves.py"), str(prev), *args,
                            "-o", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
@@ -47,4 +47,20 @@ def test_bad_input_is_refused_with_exit_2(tmp_path):
     proc = _run(tmp_path, tmp_path / "moved.txt", "--sweep", "heldout")
     assert proc.returncode == 2 and "not a source tree" in proc.stderr
     proc = _run(_tree(tmp_path), tmp_path / "moved.txt", "--sweep", "no_such_set")
-    assert proc.returncode == 2 and "regb_tile_moves:" in proc.stderr
+    assert proc.returncode == 2 and "rule_moves:" in proc.stderr
+
+
+def test_skinny_split_rule_moves_the_rows_whose_k_ranges_change(tmp_path):
+    # The old tree: skinny_n's one-wave K split (as before the tail model). 4515x8x5496 (1.07 waves)
+    # goes from one K range to three; 1x4096x4096 is gemv's, whose cost did not change.
+    prev = _tree(tmp_path, lambda t: t.replace("SkinnyCost(blocks_per_sm=2, tail_weight=0.7, range_fill_chunks=1.0, "
+                                               "max_waves=4.0)", "SkinnyCost(blocks_per_sm=2)"))
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("4515x8x5496\n1x4096x4096\n131072x8x256\n")
+    proc = _run(prev, tmp_path / "moved.txt", "--rule", "skinny_split", "--shapes-file", str(shapes))
+    assert proc.returncode == 0, proc.stderr
+    assert "4515x8x5496 fp32: [1, 5632] -> [3, 2048] (K ranges, K per range)" in proc.stdout
+    assert proc.stdout.strip().endswith("1 of 3 rows moved")
+    assert (tmp_path / "moved.txt").read_text() == "4515x8x5496\n"
+    proc = _run(prev, tmp_path / "moved.txt", "--rule", "skinny_split")
+    assert proc.returncode == 2 and "no shapes" in proc.stderr

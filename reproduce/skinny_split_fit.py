@@ -1,0 +1,94 @@
+"""The fit behind stage 11's skinny_n K-split constants (heuristics.SKINNY_COST): for each
+(tail_weight, range_fill_chunks, max_waves) on a grid, the K range count decompose.skinny_split
+picks on each shape of a forced-split run, restricted to the counts that run timed, and the
+measured % of cuBLAS fp32 at that pick. Prints the grid's best settings, the one-wave model's
+(no tail) and the best measured split per shape (the oracle).
+
+    python reproduce/skinny_split_fit.py results/h200/skinny-split/waves-n.json.gz
+
+The run: python -m compare --shapes-file FILE --variant "cuda.11_stream_k:k_splits=1|2|...".
+Exit status: 0, 2 on bad input.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import itertools
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SMS = 132
+
+
+def measured(path: str) -> dict:
+    """{shape: {K ranges: % of cuBLAS}} of the stage-11 rows, against the cuBLAS row of the same shape."""
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        rows = json.load(f)["results"]
+    cublas = {r["shape"]: r["median_ms"] for r in rows if r["kernel"] == "cublas" and r["status"] == "ok"}
+    out: dict = {}
+    for r in rows:
+        if r["kernel"].startswith("cuda.11_stream_k") and r["status"] == "ok" and r["shape"] in cublas:
+            out.setdefault(r["shape"], {})[r["config"]["k_splits"]] = 100.0 * cublas[r["shape"]] / r["median_ms"]
+    return out
+
+
+def pick(shape: str, cost, timed: set) -> int:
+    """skinny_split's choice for the shape, over the K range counts in ``timed`` only."""
+    from compare.families import decompose
+    from cuda_kernels import heuristics as h
+    M, N, K = map(int, shape.split("x"))
+    blocks = -(-M // h.skinny_rows(h.skinny_nb(N)))
+    kw = dict(k_align=h.SKINNY_KC, sms=SMS, stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N, cost=cost)
+    best = decompose.skinny_seconds(blocks, K, 1, **kw)
+    top = min(-(-math.ceil(SMS * cost.blocks_per_sm * cost.max_waves) // blocks), -(-K // h.SKINNY_KC))
+    for s in range(2, top + 1):
+        t = decompose.skinny_seconds(blocks, K, s, **kw)
+        if t[1] in timed and t[0] < best[0] * cost.min_gain:
+            best = t
+    return best[1]
+
+
+def main(argv=None) -> int:
+    from cuda_kernels import heuristics as h
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        meas = measured(argv[0])
+    except (OSError, ValueError, KeyError) as e:
+        print(f"skinny_split_fit: {argv[0]}: {e}", file=sys.stderr)
+        return 2
+    if not meas:
+        print(f"skinny_split_fit: {argv[0]}: no stage 11 rows with a cuBLAS row beside them", file=sys.stderr)
+        return 2
+
+    def score(cost):
+        logs = [math.log(mm[pick(s, cost, set(mm))]) for s, mm in meas.items() if pick(s, cost, set(mm)) in mm]
+        return math.exp(sum(logs) / len(logs)), math.exp(min(logs)), len(logs)
+
+    base = dataclasses.replace(h.SKINNY_COST, tail_weight=0.0, range_fill_chunks=0.0, max_waves=1.0)
+    grid = []
+    for tw, fill, waves in itertools.product((0.0, 0.2, 0.4, 0.5, 0.7, 1.0), (0.0, 0.5, 1.0, 2.0), (1.0, 2.0, 4.0, 8.0)):
+        g, w, n = score(dataclasses.replace(base, tail_weight=tw, range_fill_chunks=fill, max_waves=waves))
+        grid.append((g, w, n, tw, fill, waves))
+    grid.sort(reverse=True)
+    print(f"{len(meas)} shapes; % of cuBLAS fp32 at the pick (geomean, worst, shapes scored)")
+    print("| tail_weight | range_fill_chunks | max_waves | geomean | worst |\n|---:|---:|---:|---:|---:|")
+    for g, w, n, tw, fill, waves in grid[:10]:
+        print(f"| {tw} | {fill} | {waves} | {g:.1f} | {w:.1f} |")
+    g, w, _ = score(base)
+    print(f"\none-wave model (no tail): geomean {g:.1f}, worst {w:.1f}")
+    g, w, _ = score(h.SKINNY_COST)
+    print(f"heuristics.SKINNY_COST: geomean {g:.1f}, worst {w:.1f}")
+    best = [max(mm.values()) for mm in meas.values()]
+    print(f"best timed split per shape: geomean {math.exp(sum(map(math.log, best)) / len(best)):.1f}, worst {min(best):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
