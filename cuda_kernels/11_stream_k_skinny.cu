@@ -110,7 +110,7 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 // with 4 rows: the scalar build spilled). B's chunk (KC x N, contiguous in memory) is copied
 // transposed into shared memory by cp.async (columns n >= N and rows past the range
 // zero-filled), double-buffered: the next chunk's copy and its A loads (not in the scalar builds
-// of NB = 2 and 4) are issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
+// of NB = 2 and 4 below sm_90) are issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
 // n) hit 32 different banks and each lane's read of its 4 k's of one column is one 16-byte load.
 // Each B value read serves the warp's R rows (NB / R shared bytes per byte of A: 4 at most, 58 of
 // the 128 bytes per clock an SM's shared memory gives at an H100's 14.5 DRAM bytes per SM-clock).
@@ -178,9 +178,13 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
 
     // Software pipeline: chunk c + 1's A loads are issued, with its B copy, before chunk c is
     // computed, so a block keeps two chunks of loads in flight across its barriers (2 x 8R KiB).
-    // The scalar builds of NB = 2 and 4 load chunk c where it is used: holding 2 x 32 scalars and
-    // their predicates spilled there (sm_80, 4-16 bytes); NB = 1 and 8 (R = 2) fit.
+    // Below sm_90 the scalar builds of NB = 2 and 4 load chunk c where it is used: holding 2 x 32
+    // scalars and their predicates spilled there (sm_80, 4-16 bytes); NB = 1 and 8 (R = 2) fit.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr bool PIPE = true;
+#else
     constexpr bool PIPE = VEC || NB == 1 || NB == 8;
+#endif
     float av[R][E], nx[R][E];
     if (PIPE) load_a(0, nx);
     copy_b(0, 0);

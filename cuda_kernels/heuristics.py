@@ -66,7 +66,7 @@ PATH_RULE = "N <= 8: skinny_n (its resident build where K <= 256); else M == 1: 
 # gemv_row keeps 16 KiB of loads in flight per block and fits up to 8 blocks per SM; 4 per SM
 # (64 KiB) is over three times the ~18 KiB per SM that covers DRAM latency on an H100.
 # skinny_n keeps 32-64 KiB per block (two chunks of loads; one chunk, 16-32 KiB, in its scalar
-# builds of N = 2 and 4) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
+# builds of N = 2 and 4 below sm_90) and fits 2 per SM (<= 128 registers): 2 blocks per SM.
 GEMV_COST = decompose.SkinnyCost(blocks_per_sm=4)
 # skinny_n past one wave: a last wave just begun costs most of a wave (14 H200 tuning shapes at
 # K ranges 1-8: 1.07-1.45 waves ran at 0.78-0.96 of their best split, 3-4 waves at 0.96-1.0) and

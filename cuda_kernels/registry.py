@@ -187,7 +187,7 @@ def _stage11_helpers(atomic):
 # per SM). skinny_n<NB, R, VEC>: N <= NB columns (NB in 1, 2, 4, 8: N rounded up; the padding
 # columns multiply zeros), 8 warps of R rows x a K range per block, K in chunks of 256, 2R
 # 16-byte loads of A per thread a chunk (8R 4-byte ones in the scalar builds), two chunks in flight
-# (16R KiB a block; one in the scalar builds of NB = 2 and 4; <= 128 registers: 2 blocks per SM).
+# (16R KiB a block; one in the scalar builds of NB = 2 and 4 below sm_90; <= 128 registers: 2 blocks per SM).
 # NB -> R: 4 rows a warp, 2 at NB = 8 (4 spilled there: 64 accumulators and 64 A values).
 GEMV_WARPS, GEMV_UNROLL, GEMV_COLS = 8, 4, 128
 SKINNY_ROWS_PER_WARP = {1: 4, 2: 4, 4: 4, 8: 2}
