@@ -42,14 +42,9 @@ def pick(shape: str, cost, timed: set) -> int:
     from cuda_kernels import heuristics as h
     M, N, K = map(int, shape.split("x"))
     blocks = -(-M // h.skinny_rows(h.skinny_nb(N)))
-    kw = dict(k_align=h.SKINNY_KC, sms=SMS, stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N, cost=cost)
-    best = decompose.skinny_seconds(blocks, K, 1, **kw)
-    top = min(-(-math.ceil(SMS * cost.blocks_per_sm * cost.max_waves) // blocks), -(-K // h.SKINNY_KC))
-    for s in range(2, top + 1):
-        t = decompose.skinny_seconds(blocks, K, s, **kw)
-        if t[1] in timed and t[0] < best[0] * cost.min_gain:
-            best = t
-    return best[1]
+    cands = decompose.skinny_split_candidates(blocks, K, k_align=h.SKINNY_KC, sms=SMS, stream_bytes=4 * (M * K + K * N),
+                                              partial_bytes=4 * M * N, cost=cost)
+    return decompose.least_modeled([c for c in cands if c[1] in timed], cost.min_gain)[0]
 
 
 def main(argv=None) -> int:
@@ -68,7 +63,7 @@ def main(argv=None) -> int:
         return 2
 
     def score(cost):
-        logs = [math.log(mm[pick(s, cost, set(mm))]) for s, mm in meas.items() if pick(s, cost, set(mm)) in mm]
+        logs = [math.log(mm[pick(s, cost, set(mm))]) for s, mm in meas.items()]
         return math.exp(sum(logs) / len(logs)), math.exp(min(logs)), len(logs)
 
     base = dataclasses.replace(h.SKINNY_COST, tail_weight=0.0, range_fill_chunks=0.0, max_waves=1.0)

@@ -306,23 +306,34 @@ def skinny_seconds(blocks: int, K: int, splits: int, *, k_align: int, sms: int, 
     return t + (cost.launch_s if s_eff > 1 else 0.0), s_eff, chunk
 
 
+def skinny_split_candidates(blocks: int, K: int, *, k_align: int, sms: int, stream_bytes: int, partial_bytes: int,
+                            cost: SkinnyCost = SkinnyCost()) -> list[tuple[float, int, int]]:
+    """``skinny_seconds`` for 1, 2, ... K ranges: never more than it takes to reach ``max_waves``
+    waves of ``blocks_per_sm`` blocks per SM, nor ranges shorter than ``k_align``."""
+    top = min(cdiv(math.ceil(max(1, sms * cost.blocks_per_sm) * cost.max_waves), blocks), cdiv(K, k_align))
+    return [skinny_seconds(blocks, K, s, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
+                           partial_bytes=partial_bytes, cost=cost) for s in range(1, max(1, top) + 1)]
+
+
+def least_modeled(candidates: list[tuple[float, int, int]], min_gain: float) -> tuple[int, int]:
+    """(K ranges, K per range) of the fastest candidate, in order, each beating the best so far by
+    ``min_gain`` (more ranges add a workspace and a launch)."""
+    best_t, best_s, best_chunk = candidates[0]
+    for t, s_eff, chunk in candidates[1:]:
+        if t < best_t * min_gain:
+            best_t, best_s, best_chunk = t, s_eff, chunk
+    return best_s, best_chunk
+
+
 def skinny_split(blocks: int, K: int, *, k_align: int, sms: int, stream_bytes: int, partial_bytes: int,
                  cost: SkinnyCost = SkinnyCost(), splits: int | None = None) -> tuple[int, int]:
     """(K ranges, K per range) for a bandwidth-bound path with ``blocks`` output blocks: the split
-    minimising ``skinny_seconds``. Never more ranges than it takes to reach ``max_waves`` waves of
-    ``blocks_per_sm`` blocks per SM, nor ranges shorter than ``k_align``.
-    ``splits`` forces the count (the user's option), rounded so ranges stay multiples of
-    ``k_align`` (K=1000, 3 ranges of a multiple of 256: 2 ranges of 512)."""
+    minimising ``skinny_seconds`` over ``skinny_split_candidates``. ``splits`` forces the count
+    (the user's option), rounded so ranges stay multiples of ``k_align`` (K=1000, 3 ranges of a
+    multiple of 256: 2 ranges of 512)."""
     if blocks < 1 or K < 1:
         raise ValueError(f"empty problem: {blocks} blocks, K={K}")
     if splits is not None:
         return split_geometry(K, splits, k_align, round_unsplit=True)
-    best_t, best_s, best_chunk = skinny_seconds(blocks, K, 1, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
-                                                partial_bytes=partial_bytes, cost=cost)
-    top = min(cdiv(math.ceil(max(1, sms * cost.blocks_per_sm) * cost.max_waves), blocks), cdiv(K, k_align))
-    for s in range(2, top + 1):
-        t, s_eff, chunk = skinny_seconds(blocks, K, s, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
-                                         partial_bytes=partial_bytes, cost=cost)
-        if t < best_t * cost.min_gain:
-            best_t, best_s, best_chunk = t, s_eff, chunk
-    return best_s, best_chunk
+    return least_modeled(skinny_split_candidates(blocks, K, k_align=k_align, sms=sms, stream_bytes=stream_bytes,
+                                                 partial_bytes=partial_bytes, cost=cost), cost.min_gain)
