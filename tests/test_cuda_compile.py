@@ -323,6 +323,15 @@ def test_included_stage_files_open_with_a_header_comment_too():
         assert f'#include "{f}"' in open(os.path.join(here, owner.file), encoding="utf-8").read(), f
 
 
+def _ptx(tmp_path, spec, cfg, arch: str) -> str:
+    """The PTX nvcc makes of one configuration for ``arch``, with the loader's NVRTC options."""
+    src, ptx = tmp_path / f"{cfg.label}.cu", tmp_path / f"{cfg.label}.ptx"
+    src.write_text(resources.instantiation_source(spec, cfg))
+    subprocess.run([resources.nvcc_path(), "-ptx", f"-arch={arch}", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
+                   check=True, capture_output=True)
+    return ptx.read_text()
+
+
 def _skinny_configs():
     spec = next(s for s in registry.SPECS if s.name == "cuda.11_stream_k")
     return spec, [c for c in spec.configs if c.kernel in ("gemv_row", "skinny_n")]
@@ -337,12 +346,7 @@ def test_skinny_paths_load_16_bytes_only_in_their_aligned_builds(tmp_path, arch)
     spec, cfgs = _skinny_configs()
     assert len(cfgs) == 2 + 2 * len(registry.SKINNY_NB)
     for cfg in cfgs:
-        src = tmp_path / "k.cu"
-        src.write_text(resources.instantiation_source(spec, cfg))
-        ptx = tmp_path / "k.ptx"
-        subprocess.run([resources.nvcc_path(), "-ptx", f"-arch={arch}", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
-                       check=True, capture_output=True)
-        text = ptx.read_text()
+        text = _ptx(tmp_path, spec, cfg, arch)
         v4 = len(re.findall(r"ld\.global(?:\.nc)?\.v4\.f32", text))
         scalar = len(re.findall(r"ld\.global(?:\.nc)?\.f32", text))
         if cfg.label.endswith(".vec"):
@@ -366,12 +370,8 @@ def test_skinny_n_scalar_builds_keep_two_chunks_in_flight_where_registers_allow(
     assert [c.targs[0] for c in scalar_builds] == list(registry.SKINNY_NB)
     for cfg in scalar_builds:
         nb, rows = cfg.targs[0], cfg.targs[1]
-        src = tmp_path / "k.cu"
-        src.write_text(resources.instantiation_source(spec, cfg))
-        ptx = tmp_path / "k.ptx"
-        subprocess.run([resources.nvcc_path(), "-ptx", f"-arch={arch}", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
-                       check=True, capture_output=True)
-        loads = len(re.findall(r"ld\.global(?:\.nc)?\.f32", ptx.read_text()))
+        text = _ptx(tmp_path, spec, cfg, arch)
+        loads = len(re.findall(r"ld\.global(?:\.nc)?\.f32", text))
         copies = 2 if nb in (1, 8) or arch == "sm_90" else 1
         assert loads == copies * rows * 8 + 1, f"{cfg.label} on {arch}: {loads} four-byte global loads"
 
@@ -416,12 +416,7 @@ def test_skinny_short_loads_16_bytes_only_in_its_aligned_builds(tmp_path):
     the PTX); the .scalar builds (K % 4 != 0 or A misaligned) have none."""
     spec, cfgs = _skinny_short_configs()
     for cfg in cfgs:
-        src = tmp_path / "k.cu"
-        src.write_text(resources.instantiation_source(spec, cfg))
-        ptx = tmp_path / "k.ptx"
-        subprocess.run([resources.nvcc_path(), "-ptx", "-arch=sm_90", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
-                       check=True, capture_output=True)
-        text = ptx.read_text()
+        text = _ptx(tmp_path, spec, cfg, "sm_90")
         v4 = len(re.findall(r"ld\.global(?:\.nc)?\.v4\.f32", text))
         scalar = len(re.findall(r"ld\.global(?:\.nc)?\.f32", text))
         if cfg.label.endswith(".vec"):
@@ -931,12 +926,8 @@ def test_tf32x3_issues_three_mma_per_product_of_tf32s_one(tmp_path):
     counts = {}
     for label in ("128x128x32w8.vec", "128x128x32w8.vec.x3"):
         cfg = next(c for c in spec.configs if c.label == label)
-        src = tmp_path / f"{label}.cu"
-        src.write_text(resources.instantiation_source(spec, cfg))
-        ptx = tmp_path / f"{label}.ptx"
-        subprocess.run([resources.nvcc_path(), "-ptx", "-arch=sm_80", *loader.NVRTC_OPTIONS, "-o", str(ptx), str(src)],
-                       check=True, capture_output=True)
-        counts[label] = ptx.read_text().count("mma.sync.aligned.m16n8k8")
+        text = _ptx(tmp_path, spec, cfg, "sm_80")
+        counts[label] = text.count("mma.sync.aligned.m16n8k8")
     assert counts["128x128x32w8.vec"] > 0 and counts["128x128x32w8.vec.x3"] == 3 * counts["128x128x32w8.vec"], counts
 
 
