@@ -292,11 +292,16 @@ def _skinny_short_launch(spec: StageSpec, problem, inputs, opts: dict):
     args = (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), A, B, np.float32(problem.beta), C)
     config = {"path": "skinny_n", "skinny_b": "resident", "path_rule": PATH_RULE, "tile": f"{rows}x{nb}",
               **geometry(cfg, grid), "operands": "float4" if vec else "scalar",
-              "streamed": (f"A (M x K) read once, {'16-byte' if vec else '4-byte'} loads along K; B (K x N) copied "
+              "streamed": (f"A (M x K) read once, {_load_width(vec)} loads along K; B (K x N) copied "
                            "into shared memory once per persistent block"),
               "lanes_per_row": lanes, "row_groups": cdiv(M, rows), "variant": spec.variant,
               "k_splits": 1, "k_per_split": K, "fixup": "none (one K range)", "chosen_by": chosen_by(opts)}
     return with_config(launcher((function(spec, cfg), grid, cfg.block, args)), config)
+
+
+def _load_width(vec: bool) -> str:
+    """How a bandwidth-bound build reads its streamed operand, for the row's config."""
+    return "16-byte" if vec else "4-byte"
 
 
 def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
@@ -329,11 +334,10 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
         steps.append((function(spec, s_cfg), (cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
                       (np.int32(count), np.int32(splits), alpha, ws, beta, C)))
     bm, bn = cfg.tile
-    load = "16-byte" if vec else "4-byte"  # the build's loads of the streamed operand
     config = {"path": path, **({"skinny_b": "chunked"} if path == "skinny_n" else {}), "path_rule": PATH_RULE,
               "tile": f"{bm}x{bn}", **geometry(cfg, grid), "operands": "float4" if vec else "scalar",
-              "streamed": (f"B (K x N) read once, {load} loads along N" if path == "gemv" else
-                           f"A (M x K) read once, {load} loads along K; B (K x N) by each block of rows, "
+              "streamed": (f"B (K x N) read once, {_load_width(vec)} loads along N" if path == "gemv" else
+                           f"A (M x K) read once, {_load_width(vec)} loads along K; B (K x N) by each block of rows, "
                            "through shared memory"),
               "variant": spec.variant, "k_splits": splits, "k_per_split": kps,
               "fixup": ("none (one K range)" if splits == 1 else
