@@ -21,7 +21,7 @@
 // Cost: a workspace of splits x (output) floats when K is split (written and read once: 2 words
 // per output element per split, < 2% of the operand's bytes with the split model's K ranges) and
 // that second launch. skinny_n reads B (K x N, small) into shared memory transposed, once per block
-// of 32 rows: N/32 of A's bytes again, from L2.
+// of 32 rows (N <= 4) or 128 (64 in the scalar build, N > 4): at most 1/8 of A's bytes again, from L2.
 // Requirement: none. 16-byte loads of B's rows where N % 4 == 0 and B is 16-byte aligned
 // (gemv_row), of A's rows where K % 4 == 0 and A is aligned (skinny_n); predicated scalar loads
 // otherwise (VEC = false). fp32 only (FFMA), like the rest of stage 11.
@@ -102,31 +102,39 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 }
 
 // A matrix times NB-wide vectors (N <= NB <= 8): C[m, n] = alpha * sum_k A[m, k] * B[k, n] + beta * C.
-// Grid (ceil(M / (8 R)), splits); 256 threads (8 warps). Warp w owns rows Rw..Rw+R-1 of the
-// block's 8R and walks its K range in chunks of KC = 256: lane l reads, of each of its R rows,
-// k = 4l..4l+3 and 128+4l..+3 (VEC: two 16-byte loads; scalar: k = l + 32e, e < 8, each warp load
-// 128 contiguous bytes): 2R loads of 16 bytes per thread a chunk, 8R KiB a block (R = 4 for
-// NB <= 4; R = 2 for NB = 8, whose 8 x 8 accumulators and A values would not fit 128 registers
-// with 4 rows: the scalar build spilled). B's chunk (KC x N, contiguous in memory) is copied
-// transposed into shared memory by cp.async (columns n >= N and rows past the range
-// zero-filled), double-buffered: the next chunk's copy and its A loads (not in the scalar builds
-// of NB = 2 and 4 below sm_90) are issued before this chunk is computed; row n of the copy is KC + 4 floats long, so the copy's 32 lanes (4 k x 8
-// n) hit 32 different banks and each lane's read of its 4 k's of one column is one 16-byte load.
-// Each B value read serves the warp's R rows (NB / R shared bytes per byte of A: 4 at most, 58 of
-// the 128 bytes per clock an SM's shared memory gives at an H100's 14.5 DRAM bytes per SM-clock).
-// The 32 lanes' partial sums of each (row, column) meet in shared memory, added in lane order.
-template <int NB, int R, bool VEC>
+// Grid (ceil(M / ROWS), splits); 256 threads (8 warps); builds: registry.SKINNY_BUILDS. LPR lanes
+// share a row of A, so one warp load covers RPW = 32 / LPR rows; a thread owns R of them (rows
+// row0 + RPW r) and the block ROWS = 8 R RPW. The block walks its K range in chunks of KC = LPR E:
+// lane q (of the row's LPR) reads, of each of its R rows, k = 4 LPR j + 4q..+3 (VEC: E / 4 16-byte
+// loads; scalar: k = q + LPR e, e < E), so each warp load reads 4 LPR contiguous floats of each of
+// RPW rows (512 bytes of one row at LPR = 32, 128 bytes of 4 rows at LPR = 8: whole 128-byte lines
+// either way). B's chunk (KC x N, contiguous in memory) is copied transposed into shared memory by
+// cp.async (columns n >= N and rows past the range zero-filled), double-buffered: the next chunk's
+// copy and its A loads (not in the scalar builds of NB = 2 and 4 below sm_90) are issued before
+// this chunk is computed; row n of the copy is KC + 4 floats long (the copy's writes spread over
+// the banks) and a lane's read of its 4 k's of one column is one 16-byte load.
+// Each B value read serves the thread's R rows; a warp's read of one column touches LPR distinct
+// 16-byte slots (the RPW row groups read the same ones: a broadcast), so shared memory serves
+// NB / (R RPW) bytes per byte of A: 4 at NB = 8 with LPR = 32, R = 2 (each load 4 wavefronts),
+// 0.5 with LPR = 8, R = 4 (one wavefront). The first spent most of the L1/shared-memory pipe the A
+// loads share: ncu at 45558x5x5236 on an H200, 58% of DRAM bandwidth with L1/TEX 60% busy.
+// The LPR lanes' partial sums of each (row, column) meet in shared memory, added in lane order.
+template <int NB, int R, int LPR, int E, bool VEC>
 __global__ void __launch_bounds__(256, 2)
 skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restrict__ A,
          const float* __restrict__ B, float beta, float* __restrict__ C, float* __restrict__ ws) {
-    constexpr int WARPS = 8, ROWS = WARPS * R, KC = 256, KP = KC + 4, E = KC / 32;
+    constexpr int WARPS = 8, RPW = 32 / LPR, ROWS = WARPS * R * RPW, KC = LPR * E, KP = KC + 4;
     constexpr int STAGE = NB * KP;
-    constexpr int RED = ROWS * NB * 33;  // 32 lane partials per output, padded to 33 (no bank conflicts)
+    constexpr int RED = ROWS * NB * (LPR + 1);  // LPR lane partials per output, padded (no bank conflicts)
     constexpr int SMEM = 2 * STAGE > RED ? 2 * STAGE : RED;
-    static_assert(NB >= 1 && NB <= 8 && (NB * KC) % 256 == 0, "one copy loop covers a chunk");
+    constexpr int COPIES = (NB * KC + 255) / 256;  // copy_b's passes of 256 threads over a chunk
+    static_assert(NB >= 1 && NB <= 8 && (LPR == 8 || LPR == 32) && E % 4 == 0, "builds: NB 1-8, 8 or 32 lanes a row");
     __shared__ __align__(16) float smem[SMEM];
-    const int tid = threadIdx.x, lane = tid % 32, w = tid / 32;
-    const int row0 = blockIdx.x * ROWS + w * R;
+    const int tid = threadIdx.x, lane = tid % 32, w = tid / 32, q = LPR == 32 ? lane : lane % LPR;
+    // This thread's rows: row0 + RPW r, r < R (one load instruction covers RPW consecutive rows);
+    // lrow0: the first one's index in the block
+    const int lrow0 = w * R * RPW + (LPR == 32 ? 0 : lane / LPR);
+    const int row0 = blockIdx.x * ROWS + lrow0;
     const int k_lo = blockIdx.y * k_per_split;
     const int k_hi = min(K, k_lo + k_per_split);
     const int chunks = cdiv(k_hi - k_lo, KC);
@@ -136,11 +144,11 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
         float* dst = smem + s * STAGE;
         const int kc0 = k_lo + c * KC;
 #pragma unroll
-        for (int i = 0; i < NB * KC / 256; ++i) {
+        for (int i = 0; i < COPIES; ++i) {
             const int e = tid + 256 * i;
             const int kk = e / NB, n = e % NB;
             const bool valid = n < N && kc0 + kk < k_hi;
-            cp_async4(dst + n * KP + kk, valid ? B + (size_t)(kc0 + kk) * N + n : B, valid);
+            if ((NB * KC) % 256 == 0 || e < NB * KC) cp_async4(dst + n * KP + kk, valid ? B + (size_t)(kc0 + kk) * N + n : B, valid);
         }
         cp_async_commit();
     };
@@ -151,25 +159,25 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
 #pragma unroll
         for (int n = 0; n < NB; ++n) acc[r][n] = 0.f;
 
-    // Chunk c's A values into v: element e of row r is k = kc0 + 128 (e / 4) + 4 lane + e % 4
-    // (VEC) or kc0 + lane + 32 e (scalar); zero past the range and below the last row.
+    // Chunk c's A values into v: element e of row r is k = kc0 + 4 LPR (e / 4) + 4 q + e % 4
+    // (VEC) or kc0 + q + LPR e (scalar); zero past the range and below the last row.
     auto load_a = [&](int c, float (&v)[R][E]) {
         const int kc0 = k_lo + c * KC;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            const int row = row0 + r;
+            const int row = row0 + RPW * r;
             const float* arow = A + (size_t)row * K + kc0;
             if (VEC) {
 #pragma unroll
                 for (int j = 0; j < E / 4; ++j) {
-                    const int kl = 128 * j + 4 * lane;
-                    const float4 q = (row < M && kc0 + kl < k_hi) ? ld4(arow + kl) : make_float4(0.f, 0.f, 0.f, 0.f);
-                    v[r][4 * j] = q.x; v[r][4 * j + 1] = q.y; v[r][4 * j + 2] = q.z; v[r][4 * j + 3] = q.w;
+                    const int kl = 4 * LPR * j + 4 * q;
+                    const float4 x = (row < M && kc0 + kl < k_hi) ? ld4(arow + kl) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    v[r][4 * j] = x.x; v[r][4 * j + 1] = x.y; v[r][4 * j + 2] = x.z; v[r][4 * j + 3] = x.w;
                 }
             } else {
 #pragma unroll
                 for (int e = 0; e < E; ++e) {
-                    const int kl = lane + 32 * e;
+                    const int kl = q + LPR * e;
                     v[r][e] = (row < M && kc0 + kl < k_hi) ? arow[kl] : 0.f;
                 }
             }
@@ -177,9 +185,9 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
     };
 
     // Software pipeline: chunk c + 1's A loads are issued, with its B copy, before chunk c is
-    // computed, so a block keeps two chunks of loads in flight across its barriers (2 x 8R KiB).
+    // computed, so a block keeps two chunks of loads in flight across its barriers.
     // Below sm_90 the scalar builds of NB = 2 and 4 load chunk c where it is used: holding 2 x 32
-    // scalars and their predicates spilled there (sm_80, 4-16 bytes); NB = 1 and 8 (R = 2) fit.
+    // scalars and their predicates spilled there (sm_80, 4-16 bytes); NB = 1 and 8 fit.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr bool PIPE = true;
 #else
@@ -211,12 +219,12 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
             if (VEC) {
 #pragma unroll
                 for (int j = 0; j < E / 4; ++j) {
-                    const float4 q = ld4(sb + n * KP + 128 * j + 4 * lane);
-                    bv[4 * j] = q.x; bv[4 * j + 1] = q.y; bv[4 * j + 2] = q.z; bv[4 * j + 3] = q.w;
+                    const float4 x = ld4(sb + n * KP + 4 * LPR * j + 4 * q);
+                    bv[4 * j] = x.x; bv[4 * j + 1] = x.y; bv[4 * j + 2] = x.z; bv[4 * j + 3] = x.w;
                 }
             } else {
 #pragma unroll
-                for (int e = 0; e < E; ++e) bv[e] = sb[n * KP + lane + 32 * e];
+                for (int e = 0; e < E; ++e) bv[e] = sb[n * KP + q + LPR * e];
             }
 #pragma unroll
             for (int r = 0; r < R; ++r)
@@ -227,19 +235,20 @@ skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restr
     }
     cp_async_wait<0>();  // the last (empty) group
 
-    // The lanes' partials of output (w, r, n) at smem[((w*R + r)*NB + n)*33 + lane]; the B stages
-    // are free (the loop ended on a barrier).
+    // The lanes' partials of output (local row, n) at smem[(row * NB + n) * (LPR + 1) + q]; the B
+    // stages are free (the loop ended on a barrier).
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int n = 0; n < NB; ++n) smem[((w * R + r) * NB + n) * 33 + lane] = acc[r][n];
+        for (int n = 0; n < NB; ++n)
+            smem[((lrow0 + RPW * r) * NB + n) * (LPR + 1) + q] = acc[r][n];
     __syncthreads();
     for (int o = tid; o < ROWS * NB; o += 256) {
         const int row = blockIdx.x * ROWS + o / NB, n = o % NB;
         if (row >= M || n >= N) continue;
-        const float* p = smem + o * 33;
+        const float* p = smem + o * (LPR + 1);
         float s = p[0];
-        for (int l = 1; l < 32; ++l) s += p[l];  // lane order: fixed
+        for (int l = 1; l < LPR; ++l) s += p[l];  // lane order: fixed
         const size_t at = (size_t)row * N + n;
         if (gridDim.y > 1)
             ws[(size_t)blockIdx.y * M * N + at] = s;

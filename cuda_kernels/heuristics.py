@@ -10,8 +10,8 @@ from typing import Optional
 
 from compare.families import decompose
 
-from .registry import (GEMV_COLS, GEMV_UNROLL, GEMV_WARPS, REGB_TILES, SKINNY_KC, SKINNY_NB, SKINNY_SHORT_LANES,
-                       SKINNY_SHORT_MAX_K, skinny_rows)
+from .registry import (GEMV_COLS, GEMV_UNROLL, GEMV_WARPS, REGB_TILES, SKINNY_NB, SKINNY_SHORT_LANES,
+                       SKINNY_SHORT_MAX_K, SKINNY_SPLIT_ALIGN, SKINNY_BUILDS, skinny_rows)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -93,23 +93,39 @@ def skinny_nb(N: int) -> int:
     return next(b for b in SKINNY_NB if b >= N)
 
 
-def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[int] = None) -> tuple[int, int, int]:
+def skinny_build(M: int, N: int, K: int, vec: bool, sms: int) -> str:
+    """skinny_n's build (a label of registry.SKINNY_BUILDS): the one of NB (N rounded up) with float4
+    or scalar loads of A, or its few_rows form (16 rows a block) where that exists and the main
+    build's blocks would sit idle: M below its rows a block (most threads without a row), or its
+    row blocks times the K ranges K allows (multiples of 256) below half the SMs' slots (the split
+    cannot fill the GPU: 2807x8x384 ran 0.64x the 16-row blocks on an H200, docs/findings.md)."""
+    label = f"skinny_n{skinny_nb(N)}.{'vec' if vec else 'scalar'}"
+    few = label.replace(".", ".few_rows.", 1)
+    if few not in SKINNY_BUILDS:
+        return label
+    rows = skinny_rows(label)
+    fill = cdiv(M, rows) * cdiv(K, SKINNY_SPLIT_ALIGN)
+    return few if M < rows or 2 * fill < sms * SKINNY_COST.blocks_per_sm else label
+
+
+def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[int] = None,
+                vec: Optional[bool] = None) -> tuple[int, int, int]:
     """(output blocks, K ranges, K per range) of a bandwidth-bound path: a pure function of the
     shape and the SM count (decompose.skinny_split with this path's geometry). gemv: blocks of
     128 columns, K ranges a multiple of the 32 rows a block's loop steps by, a partial row of N
-    floats per range. skinny_n: blocks of 32 rows (16 for N > 4), K ranges a multiple of the
-    256-wide chunk, a partial M x N per range. Streamed: both operands (4*(M*K + K*N) bytes; B
-    dominates at M = 1, A at N <= 8 and M >> 8). ``splits`` forces the K range count (the
-    ``k_splits`` option)."""
+    floats per range. skinny_n: blocks of its build's rows (skinny_build: 32 where N <= 4; 128
+    for N > 4, 64 in the scalar build, 16 where those blocks would sit idle), K ranges a multiple of 256, a
+    partial M x N per range; ``vec`` (float4 loads of A; default K % 4 == 0, A aligned) picks the build. Streamed: both operands (4*(M*K + K*N) bytes; B dominates at M = 1,
+    A at N <= 8 and M >> 8). ``splits`` forces the K range count (the ``k_splits`` option)."""
     if path == "gemv":
         blocks = cdiv(N, GEMV_COLS)
         splits, kps = decompose.skinny_split(blocks, K, k_align=GEMV_WARPS * GEMV_UNROLL, sms=sms,
                                              stream_bytes=4 * (K + K * N), partial_bytes=4 * N, cost=GEMV_COST,
                                              splits=splits)
     elif path == "skinny_n":
-        blocks = cdiv(M, skinny_rows(skinny_nb(N)))
-        splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_KC, sms=sms, stream_bytes=4 * (M * K + K * N),
-                                             partial_bytes=4 * M * N, cost=SKINNY_COST, splits=splits)
+        blocks = cdiv(M, skinny_rows(skinny_build(M, N, K, K % 4 == 0 if vec is None else vec, sms)))
+        splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_SPLIT_ALIGN, sms=sms,
+                                             stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N, cost=SKINNY_COST, splits=splits)
     else:
         raise ValueError(f"no bandwidth-bound path {path!r}")
     return blocks, splits, kps

@@ -46,7 +46,7 @@ from compare.harness.errors import UsageError
 from compare.harness.registry import Kernel, Option, register
 
 from . import loader
-from .heuristics import (A_SPLIT_SMEM_MAX_N, WGMMA_SK_MAX_FILL, MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_nb, skinny_plan,
+from .heuristics import (A_SPLIT_SMEM_MAX_N, WGMMA_SK_MAX_FILL, MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_build, skinny_nb, skinny_plan,
                          skinny_short_plan, split_plan, stream_k_path, stream_k_tile)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
@@ -315,11 +315,10 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
         cfg = spec.config(f"gemv.{'vec' if vec else 'scalar'}")
         count = N
     else:
-        nb = skinny_nb(N)
         vec = K % 4 == 0 and be.address(A) % 16 == 0
-        cfg = spec.config(f"skinny_n{nb}.{'vec' if vec else 'scalar'}")
+        cfg = spec.config(skinny_build(M, N, K, vec, be.sm_count()))
         count = M * N
-    blocks, splits, kps = skinny_plan(path, M, N, K, be.sm_count(), opts.get("k_splits"))
+    blocks, splits, kps = skinny_plan(path, M, N, K, be.sm_count(), opts.get("k_splits"), vec=vec)
     if splits > 65535:  # gridDim.y
         raise UsageError(f"{spec.name}: k_splits={opts.get('k_splits')} gives {splits} K ranges; the grid's y "
                          f"dimension holds at most 65535")
@@ -339,6 +338,7 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
               "streamed": (f"B (K x N) read once, {_load_width(vec)} loads along N" if path == "gemv" else
                            f"A (M x K) read once, {_load_width(vec)} loads along K; B (K x N) by each block of rows, "
                            "through shared memory"),
+              **({"lanes_per_row": cfg.targs[2]} if path == "skinny_n" else {}),
               "variant": spec.variant, "k_splits": splits, "k_per_split": kps,
               "fixup": ("none (one K range)" if splits == 1 else
                         f"workspace, K ranges summed in a fixed order by a second kernel "

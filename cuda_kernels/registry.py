@@ -184,15 +184,30 @@ def _stage11_helpers(atomic):
 # Stage 11's bandwidth-bound paths (11_stream_k_skinny.cu), picked by launch.stream_k_path.
 # gemv_row<WARPS, UNROLL, VEC>: one row, 128 columns x a K range per block of 8 warps, 4 rows of B
 # in flight per thread (8 x 32 x 4 x 16 bytes = 16 KiB a block; ~40 registers, so up to 8 blocks
-# per SM). skinny_n<NB, R, VEC>: N <= NB columns (NB in 1, 2, 4, 8: N rounded up; the padding
-# columns multiply zeros), 8 warps of R rows x a K range per block, K in chunks of 256, 2R
-# 16-byte loads of A per thread a chunk (8R 4-byte ones in the scalar builds), two chunks in flight
-# (16R KiB a block; one in the scalar builds of NB = 2 and 4 below sm_90; <= 128 registers: 2 blocks per SM).
-# NB -> R: 4 rows a warp, 2 at NB = 8 (4 spilled there: 64 accumulators and 64 A values).
+# per SM). skinny_n<NB, R, LPR, E, VEC>: N <= NB columns (NB in 1, 2, 4, 8: N rounded up; the
+# padding columns multiply zeros), 8 warps x a K range per block, K in chunks of LPR x E; per chunk a
+# thread loads E floats of each of its R rows (E / 4 16-byte loads, or E 4-byte ones in the scalar
+# builds), two chunks in flight (2 x 4 R E bytes a thread: 32 KiB a block at R = 4, E = 8; one in
+# the scalar builds of NB = 2 and 4 below sm_90; <= 128 registers: 2 blocks per SM).
 GEMV_WARPS, GEMV_UNROLL, GEMV_COLS = 8, 4, 128
-SKINNY_ROWS_PER_WARP = {1: 4, 2: 4, 4: 4, 8: 2}
-SKINNY_NB = tuple(SKINNY_ROWS_PER_WARP)
-SKINNY_KC = 256
+# label -> (NB, VEC, R, LPR, E): a thread holds E floats of each of R rows per chunk and LPR lanes
+# share a row (chunks LPR x E wide, blocks of 8 R 32 / LPR rows). LPR = 32 (one row a warp load)
+# where NB <= 4. At NB = 8 a B value read from shared memory served R = 2 rows that way (4 bytes of
+# shared reads per byte of A); LPR = 8 (four rows a warp load, one B address per 8 lanes) with
+# R = 4 reads a quarter of that (docs/findings.md has the measured gain). NB = 8's scalar build
+# keeps R = 2: 4 rows of 8 scalars, twice, spilled (52 bytes on sm_90). Its blocks of 128 (64)
+# rows leave most threads idle where M is smaller: there the few_rows builds (16 rows a block) run.
+SKINNY_BUILDS = {
+    "skinny_n1.vec": (1, True, 4, 32, 8), "skinny_n1.scalar": (1, False, 4, 32, 8),
+    "skinny_n2.vec": (2, True, 4, 32, 8), "skinny_n2.scalar": (2, False, 4, 32, 8),
+    "skinny_n4.vec": (4, True, 4, 32, 8), "skinny_n4.scalar": (4, False, 4, 32, 8),
+    "skinny_n8.vec": (8, True, 4, 8, 8), "skinny_n8.scalar": (8, False, 2, 8, 8),
+    "skinny_n8.few_rows.vec": (8, True, 2, 32, 8), "skinny_n8.few_rows.scalar": (8, False, 2, 32, 8),
+}
+SKINNY_NB = (1, 2, 4, 8)
+# skinny_n's K ranges are multiples of 256, a multiple of every build's chunk (256 or 64): the
+# split model's per-range costs were fit in ranges of 256 (docs/findings.md).
+SKINNY_SPLIT_ALIGN = 256
 # The K ranges' sum (skinny_sum_splits<COLS, LANES>): label -> (COLS, LANES). 32 lanes per output
 # from SKINNY_SUM_MANY_RANGES ranges up (<= 17 partials a lane at the model's most, 528 ranges), one
 # lane per output below (<= 16 partials a thread, 4 loads in flight).
@@ -205,17 +220,24 @@ SKINNY_SHORT_MAX_K = 32 * SKINNY_SHORT_LANES[-1]
 SKINNY_B = ("chunked", "resident")
 
 
-def skinny_rows(nb: int) -> int:
-    """Rows of A a skinny_n block computes: 8 warps x SKINNY_ROWS_PER_WARP[nb]."""
-    return 8 * SKINNY_ROWS_PER_WARP[nb]
+def skinny_rows(label: str) -> int:
+    """Rows of A a skinny_n build's block computes: 8 warps x R rows a thread x 32 / LPR rows a warp load."""
+    _nb, _vec, r, lpr, _e = SKINNY_BUILDS[label]
+    return 8 * r * (32 // lpr)
+
+
+def skinny_kc(label: str) -> int:
+    """K width of a skinny_n build's chunk (LPR x E)."""
+    _nb, _vec, _r, lpr, e = SKINNY_BUILDS[label]
+    return lpr * e
 
 
 def _skinny_configs():
     out = [Config("gemv_row", (GEMV_WARPS, GEMV_UNROLL, vec), (32 * GEMV_WARPS, 1, 1), (1, GEMV_COLS),
                   label=f"gemv.{'vec' if vec else 'scalar'}", bk=GEMV_WARPS * GEMV_UNROLL) for vec in (True, False)]
-    out += [Config("skinny_n", (nb, r, vec), (256, 1, 1), (skinny_rows(nb), nb),
-                   label=f"skinny_n{nb}.{'vec' if vec else 'scalar'}", bk=SKINNY_KC)
-            for nb, r in SKINNY_ROWS_PER_WARP.items() for vec in (True, False)]
+    out += [Config("skinny_n", (nb, r, lpr, e, vec), (256, 1, 1), (skinny_rows(label), nb), label=label,
+                   bk=skinny_kc(label))
+            for label, (nb, vec, r, lpr, e) in SKINNY_BUILDS.items()]
     out += [Config("skinny_short", (nb, lanes, vec), (256, 1, 1), (256 // lanes, nb),
                    label=f"skinny_short{nb}.l{lanes}.{'vec' if vec else 'scalar'}", bk=32 * lanes)
             for nb in SKINNY_NB for lanes in SKINNY_SHORT_LANES for vec in (True, False)]

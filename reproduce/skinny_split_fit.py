@@ -36,14 +36,24 @@ def measured(path: str) -> dict:
     return out
 
 
-def pick(shape: str, cost, timed: set) -> int:
-    """skinny_split's choice for the shape, over the K range counts in ``timed`` only."""
+def block_rows(path: str) -> dict:
+    """{shape: rows of A a block computed} from the stage-11 rows' config ("tile": "ROWSxNB"): the
+    build the run measured, which a later tree may have changed."""
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        rows = json.load(f)["results"]
+    return {r["shape"]: int(r["config"]["tile"].split("x")[0]) for r in rows
+            if r["kernel"].startswith("cuda.11_stream_k") and r["status"] == "ok" and "tile" in (r.get("config") or {})}
+
+
+def pick(shape: str, cost, timed: set, rows: int = 0) -> int:
+    """skinny_split's choice for the shape, over the K range counts in ``timed`` only, with blocks of
+    ``rows`` rows (0: this tree's build for the shape)."""
     from compare.families import decompose
     from cuda_kernels import heuristics as h
     M, N, K = map(int, shape.split("x"))
-    blocks = -(-M // h.skinny_rows(h.skinny_nb(N)))
-    cands = decompose.skinny_split_candidates(blocks, K, k_align=h.SKINNY_KC, sms=SMS, stream_bytes=4 * (M * K + K * N),
-                                              partial_bytes=4 * M * N, cost=cost)
+    blocks = -(-M // (rows or h.skinny_rows(h.skinny_build(M, N, K, K % 4 == 0, SMS))))
+    cands = decompose.skinny_split_candidates(blocks, K, k_align=h.SKINNY_SPLIT_ALIGN, sms=SMS,
+                                              stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N, cost=cost)
     return decompose.least_modeled([c for c in cands if c[1] in timed], cost.min_gain)[0]
 
 
@@ -54,7 +64,7 @@ def main(argv=None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        meas = measured(argv[0])
+        meas, tiles = measured(argv[0]), block_rows(argv[0])
     except (OSError, ValueError, KeyError) as e:
         print(f"skinny_split_fit: {argv[0]}: {e}", file=sys.stderr)
         return 2
@@ -63,7 +73,7 @@ def main(argv=None) -> int:
         return 2
 
     def score(cost):
-        logs = [math.log(mm[pick(s, cost, set(mm))]) for s, mm in meas.items()]
+        logs = [math.log(mm[pick(s, cost, set(mm), tiles.get(s, 0))]) for s, mm in meas.items()]
         return math.exp(sum(logs) / len(logs)), math.exp(min(logs)), len(logs)
 
     base = dataclasses.replace(h.SKINNY_COST, tail_weight=0.0, range_fill_chunks=0.0, max_waves=1.0)

@@ -388,7 +388,9 @@ SKINNY_CASES = [
     ((1, 5, 65), {"path": "gemv"}, "gemv", 1),
     ((1, 1, 1001), {}, "skinny_n", None),
     ((1, 3, 5), {}, "skinny_n", 1),
-    ((1, 5, 1001), {"k_splits": "3"}, "skinny_n", 2),  # 1001 over ranges of a multiple of 256: 512 + 489
+    ((1, 3, 1001), {"k_splits": "3"}, "skinny_n", 2),  # 1001 over ranges of a multiple of 256: 512 + 489
+    ((1, 5, 1001), {"k_splits": "3"}, "skinny_n", 2),  # N > 4 (chunks of 64): ranges still multiples of 256
+    ((300, 8, 2000), {"k_splits": "3"}, "skinny_n", 3),  # 128-row blocks, 768 + 768 + 464
     ((7, 1, 257), {}, "skinny_n", None),
     ((33, 2, 1023), {"k_splits": "4"}, "skinny_n", 4),
     ((65, 3, 255), {}, "skinny_n", 1),
@@ -398,6 +400,8 @@ SKINNY_CASES = [
     ((9, 7, 2049), {}, "skinny_n", None),
     ((47, 8, 1000), {"k_splits": "2"}, "skinny_n", 2),
     ((101, 8, 1), {}, "skinny_n", 1),               # K = 1
+    ((261, 7, 300), {}, "skinny_n", None),          # N > 4, float4: 2 blocks of 128 rows and 5 rows
+    ((131, 6, 301), {}, "skinny_n", None),          # N > 4, scalar: 2 blocks of 64 rows and 3 rows
     ((1, 127, 3333), {"k_splits": "40"}, "gemv", 35),   # >= 17 ranges: 32 lanes per output sum them
     ((9, 3, 5000), {"k_splits": "20"}, "skinny_n", 20),
     # K <= 256 takes the resident build by default (the cases above with K <= 256 and no k_splits):
@@ -438,6 +442,8 @@ def test_skinny_paths_on_odd_shapes(small_gpu, case):
             assert cfg["k_splits"] == splits, cfg
         assert cfg["grid"][1] == cfg["k_splits"] and (cfg["k_splits"] - 1) * cfg["k_per_split"] < p.K
         assert cfg["k_per_split"] * cfg["k_splits"] >= p.K
+        if cfg.get("skinny_b") == "chunked":   # N > 4's 64- and 128-row blocks read 8 lanes a row, the rest 32
+            assert cfg["lanes_per_row"] == (8 if cfg["tile"].split("x")[0] in ("64", "128") else 32), cfg
         assert cfg["fixup"].startswith("none") == (cfg["k_splits"] == 1)
         assert ("(32 lanes per output)" in cfg["fixup"]) == (cfg["k_splits"] >= 17), cfg
         assert cfg["chosen_by"] == ("heuristic" if not opts else f"user ({', '.join(sorted(opts))}), heuristic (the rest)")
@@ -501,7 +507,8 @@ def test_skinny_split_model_by_hand():
     assert sk(256, 4096, k_align=256, sms=132, stream_bytes=4 * 4096 * 4096, partial_bytes=4 * 4096 * 8,
               cost=decompose.SkinnyCost(blocks_per_sm=2)) == (1, 4096)
     # Past one wave (stage 11's skinny_n cost: tail 0.7, one chunk a range, up to 4 waves):
-    # 4515x8x5496, 283 blocks of 16 rows on 264 slots; A and B 99,433,632 bytes, partials 144,480.
+    # 283 blocks on 264 slots, chunks of 256, A and B 99,433,632 bytes, partials 144,480 (4515x8x5496
+    # in blocks of 16 rows).
     #   S=1: 22 chunks, 1.072 waves: fill 1 - 0.7 (1 - 1.072/2) = 0.675, x(1 + 1/22): 51.3 us
     #   S=2: 11 chunks, 2.144 waves: fill 0.800, x(1 + 1/11), + 2 partials, + 3 us: 48.4 us
     #   S=3:  8 chunks, 3.216 waves: fill 0.863, x1.125, + 3 partials, + 3 us: 46.6 us (best)
@@ -513,8 +520,9 @@ def test_skinny_split_model_by_hand():
     t1 = decompose.skinny_seconds(283, 5496, 1, k_align=256, sms=132, stream_bytes=4 * (4515 * 5496 + 5496 * 8),
                                   partial_bytes=4 * 4515 * 8, cost=tail)
     assert t1[1:] == (1, 5632) and abs(t1[0] - 51.34e-6) < 0.05e-6
-    # ... which is stage 11's plan for it on 132 SMs
-    assert heuristics.skinny_plan("skinny_n", 4515, 8, 5496, 132) == (283, 3, 2048)
+    # Stage 11's plan for 9045x4x5496 on 132 SMs: 283 blocks of 32 rows, chunks of 256, twice the
+    # bytes (198,933,216; S=1 102.7 us, S=2 ~93.6, S=3 ~89.7, S=4 ~89.4: not 1% better): the same choice
+    assert heuristics.skinny_plan("skinny_n", 9045, 4, 5496, 132) == (283, 3, 2048)
     # The same shape under the one-wave model (no tail, search up to one wave): one range.
     assert sk(283, 5496, k_align=256, sms=132, stream_bytes=4 * (4515 * 5496 + 5496 * 8),
               partial_bytes=4 * 4515 * 8, cost=decompose.SkinnyCost(blocks_per_sm=2)) == (1, 5632)
@@ -524,14 +532,33 @@ def test_skinny_split_model_by_hand():
         sk(0, 10, k_align=32, sms=132, stream_bytes=1, partial_bytes=1)
 
 
+def test_skinny_build_by_hand():
+    """N > 4 runs blocks of 128 rows (64 scalar) unless they would sit idle: M below a block's rows,
+    or row blocks x K's ranges of 256 below half of 132 SMs x 2 slots (132)."""
+    build = heuristics.skinny_build
+    assert build(4224, 8, 1024, True, 132) == "skinny_n8.vec"               # 33 blocks x 4 ranges = 132
+    assert build(4224, 8, 768, True, 132) == "skinny_n8.few_rows.vec"       # 33 x 3 = 99
+    assert build(2807, 8, 384, True, 132) == "skinny_n8.few_rows.vec"       # 22 x 2 = 44
+    assert build(424, 5, 9296, True, 132) == "skinny_n8.vec"                # 4 x 37 = 148
+    assert build(100, 8, 10**6, True, 132) == "skinny_n8.few_rows.vec"      # M < 128
+    assert build(100, 8, 10**6, False, 132) == "skinny_n8.scalar"           # 64-row blocks: 2 x 3907
+    assert build(60, 8, 10**6, False, 132) == "skinny_n8.few_rows.scalar"   # M < 64
+    assert build(4224, 8, 768, True, 66) == "skinny_n8.vec"                 # 99 >= 66: fewer SMs
+    assert build(40, 4, 384, True, 132) == "skinny_n4.vec"                  # N <= 4: one build
+    assert build(40, 1, 384, False, 132) == "skinny_n1.scalar"
+
+
 def test_skinny_plan_is_a_function_of_the_shape_and_the_sm_count():
     plan = heuristics.skinny_plan
     assert plan("gemv", 1, 4096, 4096, 132) == (32, 16, 256)
     assert plan("gemv", 1, 131072, 4096, 132) == (1024, 1, 4096)     # 1024 column blocks: no split
     assert plan("skinny_n", 64, 4, 2**20, 132) == (2, 128, 8192)
-    assert plan("skinny_n", 4096, 8, 4096, 132) == (256, 1, 4096)    # N = 8: blocks of 16 rows
+    assert plan("skinny_n", 33792, 8, 4096, 132) == (264, 1, 4096)   # N > 4: blocks of 128 rows, one wave
+    assert plan("skinny_n", 16896, 8, 4095, 132) == (264, 1, 4096)   # ... 64 in the scalar build (K % 4 != 0)
+    assert plan("skinny_n", 16896, 8, 4096, 132, vec=False) == (264, 1, 4096)  # (A misaligned: scalar)
+    assert plan("skinny_n", 100, 8, 4096, 132)[0] == 7               # M < 128: the 16-row few_rows build
     assert plan("skinny_n", 4096, 4, 4096, 132)[0] == 128            # N <= 4: blocks of 32 rows
-    assert plan("skinny_n", 4096, 8, 4096, 132, splits=3) == (256, 3, 1536)
+    assert plan("skinny_n", 4096, 8, 4096, 132, splits=3) == (32, 3, 1536)  # 1366 up to a multiple of 256
     assert plan("gemv", 1, 4096, 4096, 66) == (32, 9, 480)            # 264 slots: ceil(264 / 32) ranges
     with pytest.raises(ValueError, match="no bandwidth-bound path"):
         plan("tile", 8, 8, 8, 132)
@@ -663,7 +690,7 @@ def test_skinny_b_default_build_follows_k(small_gpu):
             configs.append(launch.config)
         assert configs[0]["skinny_b"] == configs[1]["skinny_b"] == want, (K, opts)
         assert configs[0]["grid"] == configs[1]["grid"] and configs[0]["tile"] == configs[1]["tile"]
-    # N = 5 at K = 257: the chunked NB = 8 build, 8 warps x 2 rows
+    # N = 5, M = 33 < 128: NB = 8's few_rows build, 8 warps x 2 rows
     assert configs[0]["tile"] == "16x8"
     with loader.use_backend(small_gpu):
         for shape in ((1, 127, 33), (40, 40, 40)):

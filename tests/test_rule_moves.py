@@ -51,16 +51,16 @@ def test_bad_input_is_refused_with_exit_2(tmp_path):
 
 
 def test_skinny_split_rule_moves_the_rows_whose_k_ranges_change(tmp_path):
-    # The old tree: skinny_n's one-wave K split (as before the tail model). 4515x8x5496 (1.07 waves)
-    # goes from one K range to three; 1x4096x4096 is gemv's, whose cost did not change.
+    # The old tree: skinny_n's one-wave K split (as before the tail model). 9045x4x5496 (283 blocks of
+    # 32 rows, 1.07 waves) goes from one K range to three; 1x4096x4096 is gemv's, whose cost did not change.
     prev = _tree(tmp_path, lambda t: t.replace("SkinnyCost(blocks_per_sm=2, tail_weight=0.7, range_fill_chunks=1.0, "
                                                "max_waves=4.0)", "SkinnyCost(blocks_per_sm=2)"))
     shapes = tmp_path / "shapes.txt"
-    shapes.write_text("4515x8x5496\n1x4096x4096\n131072x8x256\n")
+    shapes.write_text("9045x4x5496\n1x4096x4096\n131072x8x256\n")
     proc = _run(prev, tmp_path / "moved.txt", "--rule", "skinny_split", "--shapes-file", str(shapes))
     assert proc.returncode == 0, proc.stderr
-    assert "4515x8x5496 fp32: [1, 5632] -> [3, 2048] (K ranges, K per range)" in proc.stdout
+    assert "9045x4x5496 fp32: [1, 5632] -> [3, 2048] (K ranges, K per range)" in proc.stdout
     assert proc.stdout.strip().endswith("1 of 3 rows moved")
-    assert (tmp_path / "moved.txt").read_text() == "4515x8x5496\n"
+    assert (tmp_path / "moved.txt").read_text() == "9045x4x5496\n"
     proc = _run(prev, tmp_path / "moved.txt", "--rule", "skinny_split")
     assert proc.returncode == 2 and "no shapes" in proc.stderr
