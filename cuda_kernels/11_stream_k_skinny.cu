@@ -119,6 +119,9 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 // 0.5 with LPR = 8, R = 4 (one wavefront). The first spent most of the L1/shared-memory pipe the A
 // loads share: ncu at 45558x5x5236 on an H200, 58% of DRAM bandwidth with L1/TEX 60% busy.
 // The LPR lanes' partial sums of each (row, column) meet in shared memory, added in lane order.
+// The second layout ran N = 5-8 1.35x faster on its tuning shapes and 1.154x on a fresh draw
+// (results/h200/skinny-lanes/); where its 128-row blocks would sit idle (small M, or too few K
+// ranges to fill the SMs) the first, 16 rows a block, runs (heuristics.skinny_build).
 template <int NB, int R, int LPR, int E, bool VEC>
 __global__ void __launch_bounds__(256, 2)
 skinny_n(int M, int N, int K, int k_per_split, float alpha, const float* __restrict__ A,
