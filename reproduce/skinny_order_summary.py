@@ -4,12 +4,13 @@ whether the plan split K, from one run of
     python -m compare --shapes-file SHAPES --variant "triton.stream_k:skinny_order=in_order|rotated" \\
         --precision fp32 --format json -o RUN.json
 
-    python reproduce/skinny_order_summary.py RUN.json
+    python reproduce/skinny_order_summary.py RUN.json      # or RUN.json.gz
 
 Exit status: 1 when a row is not ok or a shape lacks either order, else 0.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -26,7 +27,9 @@ def main(argv=None) -> int:
         return 2
     t: dict = {}
     bad = 0
-    for r in json.load(open(argv[0]))["results"]:
+    with (gzip.open if argv[0].endswith(".gz") else open)(argv[0], "rt") as f:
+        rows = json.load(f)["results"]
+    for r in rows:
         if not r["kernel"].startswith("triton.stream_k[skinny_order="):
             continue
         if r["status"] != "ok":

@@ -1,0 +1,79 @@
+"""Variants of one kernel, each run by its own copy of the tree (the same shapes, the same
+compare command), against the first: per shape the time ratio (best of each variant's rounds)
+and % of the speed of light, then each variant's geomean, min and max against the first and its
+own A/A (slowest over fastest round).
+
+    python reproduce/tree_variants_summary.py DIR "base other ..." [--kernel K] [--rounds N]
+
+reads DIR/NAME-ROUND.json or .json.gz (python -m compare ... --format json). Exit status: 0;
+2 on bad input (a missing file, a shape without a timed cell).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import statistics
+import sys
+
+
+def cells(path: str, kernel: str):
+    """(shapes, TFLOP/s per shape, % of the speed of light per shape) of ``kernel``'s matrix row."""
+    if not os.path.exists(path):
+        path += ".gz"
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        m = json.load(f)["matrix"]
+    row = next(r for r in m["rows"] if r["kernel"] == kernel)
+    return m["shapes"], [c.get("tflops") for c in row["cells"]], [c.get("pct_sol") for c in row["cells"]]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("names", help="space-separated variant names, the first the base")
+    ap.add_argument("--kernel", default="cuda.11_stream_k")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args(argv)
+    names = args.names.split()
+    data: dict = {}
+    shapes = None
+    try:
+        for n in names:
+            for r in range(1, args.rounds + 1):
+                path = os.path.join(args.dir, f"{n}-{r}.json")
+                if not (os.path.exists(path) or os.path.exists(path + ".gz")):
+                    continue
+                got, t, s = cells(path, args.kernel)
+                if shapes is not None and got != shapes:
+                    raise ValueError(f"{path}: other shapes than the first file's")
+                if None in t or None in s:
+                    raise ValueError(f"{path}: a shape without a timed cell")
+                shapes = got
+                data.setdefault(n, []).append((t, s))
+    except (OSError, ValueError, KeyError, StopIteration) as e:
+        print(f"tree_variants_summary: {e or 'no such kernel row'}", file=sys.stderr)
+        return 2
+    missing = [n for n in names if n not in data]
+    if missing or not shapes:
+        print(f"tree_variants_summary: no runs of {missing or names} in {args.dir}", file=sys.stderr)
+        return 2
+    base = [max(x[0][i] for x in data[names[0]]) for i in range(len(shapes))]
+    print("shape".ljust(18) + "".join(n.rjust(16) for n in names))
+    for i, shape in enumerate(shapes):
+        line = shape.ljust(18)
+        for n in names:
+            best = max(x[0][i] for x in data[n]) / base[i]
+            line += f"{best:7.3f} {max(x[1][i] for x in data[n]):5.1f}%sol".rjust(16)
+        print(line)
+    for n in names:
+        rs = [max(x[0][i] for x in data[n]) / base[i] for i in range(len(shapes))]
+        aa = [min(x[0][i] for x in data[n]) / max(x[0][i] for x in data[n]) for i in range(len(shapes))]
+        g = math.exp(statistics.mean(map(math.log, rs)))
+        print(f"{n} geomean vs {names[0]} {g:.3f} min {min(rs):.3f} max {max(rs):.3f}; A/A min {min(aa):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""reproduce/tree_variants_summary.py and reproduce/skinny_order_summary.py on runs made up here."""
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reproduce"))
+import skinny_order_summary  # noqa: E402
+import tree_variants_summary  # noqa: E402
+
+
+def _run(path, tflops, sol, kernel="cuda.11_stream_k", gz=False):
+    doc = {"matrix": {"shapes": ["64x8x4096", "128x5x999"], "rows": [
+        {"kernel": "cublas", "cells": [{"tflops": 1.0, "pct_sol": 10.0}] * 2},
+        {"kernel": kernel, "cells": [{"tflops": t, "pct_sol": s} for t, s in zip(tflops, sol)]}]}}
+    if gz:
+        with gzip.open(str(path) + ".gz", "wt") as f:
+            json.dump(doc, f)
+    else:
+        path.write_text(json.dumps(doc))
+
+
+def test_variants_against_the_first_best_round_each(tmp_path, capsys):
+    # base: best of rounds (10, 20); v: (20, 10), one round gzipped. Ratios 2.0 and 0.5: geomean 1.
+    _run(tmp_path / "base-1.json", [10.0, 20.0], [40.0, 50.0])
+    _run(tmp_path / "base-2.json", [8.0, 20.0], [32.0, 50.0])
+    _run(tmp_path / "v-1.json", [20.0, 10.0], [80.0, 25.0], gz=True)
+    _run(tmp_path / "v-2.json", [20.0, 10.0], [80.0, 25.0])
+    assert tree_variants_summary.main([str(tmp_path), "base v"]) == 0
+    out = capsys.readouterr().out
+    assert "v geomean vs base 1.000 min 0.500 max 2.000; A/A min 1.000" in out
+    assert "base geomean vs base 1.000 min 1.000 max 1.000; A/A min 0.800" in out
+    assert "  2.000  80.0%sol" in out
+
+
+def test_variants_bad_input_exits_2(tmp_path):
+    _run(tmp_path / "base-1.json", [10.0, 20.0], [40.0, 50.0])
+    assert tree_variants_summary.main([str(tmp_path), "base missing"]) == 2
+    _run(tmp_path / "w-1.json", [10.0, None], [40.0, None])
+    assert tree_variants_summary.main([str(tmp_path), "base w"]) == 2
+    assert tree_variants_summary.main([str(tmp_path), "base", "--kernel", "triton.stream_k"]) == 2
+
+
+def test_order_summary_reads_gzipped_runs(tmp_path, capsys):
+    rows = [{"kernel": f"triton.stream_k[skinny_order={o}]", "shape": "10856x7x20648", "status": "ok",
+             "median_ms": ms, "config": {"k_splits": 2}} for o, ms in (("in_order", 0.4), ("rotated", 0.2))]
+    with gzip.open(tmp_path / "run.json.gz", "wt") as f:
+        json.dump({"results": rows}, f)
+    assert skinny_order_summary.main([str(tmp_path / "run.json.gz")]) == 0
+    assert "| 10856x7x20648 | 2 | 400.0 | 200.0 | 2.00 |" in capsys.readouterr().out
