@@ -114,9 +114,10 @@ def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[in
     shape and the SM count (decompose.skinny_split with this path's geometry). gemv: blocks of
     128 columns, K ranges a multiple of the 32 rows a block's loop steps by, a partial row of N
     floats per range. skinny_n: blocks of its build's rows (skinny_build: 32 where N <= 4; 128
-    for N > 4, 64 in the scalar build, 16 where those blocks would sit idle), K ranges a multiple of 256, a
-    partial M x N per range; ``vec`` (float4 loads of A; default K % 4 == 0, A aligned) picks the build. Streamed: both operands (4*(M*K + K*N) bytes; B dominates at M = 1,
-    A at N <= 8 and M >> 8). ``splits`` forces the K range count (the ``k_splits`` option)."""
+    for N > 4, 64 in the scalar build, 16 where those blocks would sit idle), K ranges a multiple
+    of 256, a partial M x N per range; ``vec`` (float4 loads of A; default K % 4 == 0, A aligned)
+    picks the build. Streamed: both operands (4*(M*K + K*N) bytes; B dominates at M = 1, A at
+    N <= 8 and M >> 8). ``splits`` forces the K range count (the ``k_splits`` option)."""
     if path == "gemv":
         blocks = cdiv(N, GEMV_COLS)
         splits, kps = decompose.skinny_split(blocks, K, k_align=GEMV_WARPS * GEMV_UNROLL, sms=sms,
@@ -125,7 +126,8 @@ def skinny_plan(path: str, M: int, N: int, K: int, sms: int, splits: Optional[in
     elif path == "skinny_n":
         blocks = cdiv(M, skinny_rows(skinny_build(M, N, K, K % 4 == 0 if vec is None else vec, sms)))
         splits, kps = decompose.skinny_split(blocks, K, k_align=SKINNY_SPLIT_ALIGN, sms=sms,
-                                             stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N, cost=SKINNY_COST, splits=splits)
+                                             stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N,
+                                             cost=SKINNY_COST, splits=splits)
     else:
         raise ValueError(f"no bandwidth-bound path {path!r}")
     return blocks, splits, kps

@@ -24,10 +24,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMS = 132
 
 
+def read(path: str) -> list[dict]:
+    """The rows of a compare JSON run (.json or .json.gz)."""
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        return json.load(f)["results"]
+
+
 def measured(path: str) -> dict:
     """{shape: {K ranges: % of cuBLAS}} of the stage-11 rows, against the cuBLAS row of the same shape."""
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
-        rows = json.load(f)["results"]
+    return percentages(read(path))
+
+
+def percentages(rows: list[dict]) -> dict:
     cublas = {r["shape"]: r["median_ms"] for r in rows if r["kernel"] == "cublas" and r["status"] == "ok"}
     out: dict = {}
     for r in rows:
@@ -36,11 +44,9 @@ def measured(path: str) -> dict:
     return out
 
 
-def block_rows(path: str) -> dict:
+def block_rows(rows: list[dict]) -> dict:
     """{shape: rows of A a block computed} from the stage-11 rows' config ("tile": "ROWSxNB"): the
     build the run measured, which a later tree may have changed."""
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
-        rows = json.load(f)["results"]
     return {r["shape"]: int(r["config"]["tile"].split("x")[0]) for r in rows
             if r["kernel"].startswith("cuda.11_stream_k") and r["status"] == "ok" and "tile" in (r.get("config") or {})}
 
@@ -64,7 +70,8 @@ def main(argv=None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        meas, tiles = measured(argv[0]), block_rows(argv[0])
+        rows = read(argv[0])
+        meas, tiles = percentages(rows), block_rows(rows)
     except (OSError, ValueError, KeyError) as e:
         print(f"skinny_split_fit: {argv[0]}: {e}", file=sys.stderr)
         return 2
