@@ -1,11 +1,12 @@
 """Triton skinny's K order A/B (option skinny_order): in_order / rotated time per shape, split by
-whether the plan split K, from one run of
+whether the plan split K, and the K-split rows by N, from one or more runs of
 
     python -m compare --shapes-file SHAPES --variant "triton.stream_k:skinny_order=in_order|rotated" \\
         --precision fp32 --format json -o RUN.json
 
-    python reproduce/skinny_order_summary.py RUN.json      # or RUN.json.gz
+    python reproduce/skinny_order_summary.py RUN.json [RUN2.json.gz ...]
 
+With several runs (rounds of the same shapes) each order's time is its best round.
 Exit status: 1 when a row is not ok or a shape lacks either order, else 0.
 """
 from __future__ import annotations
@@ -22,23 +23,27 @@ from compare.outputs.sweep import geomean  # noqa: E402
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
+    if not argv:
         print(__doc__, file=sys.stderr)
         return 2
     t: dict = {}
     bad = 0
-    with (gzip.open if argv[0].endswith(".gz") else open)(argv[0], "rt") as f:
-        rows = json.load(f)["results"]
-    for r in rows:
-        if not r["kernel"].startswith("triton.stream_k[skinny_order="):
-            continue
-        if r["status"] != "ok":
-            print(f"NOT OK {r['shape']} {r['kernel']}: {r['status']}")
-            bad += 1
-            continue
-        order = r["kernel"].split("=", 1)[1].rstrip("]")
-        t.setdefault(r["shape"], {})[order] = (r["median_ms"] * 1e3, r["config"]["k_splits"])
+    for path in argv:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+            rows = json.load(f)["results"]
+        for r in rows:
+            if not r["kernel"].startswith("triton.stream_k[skinny_order="):
+                continue
+            if r["status"] != "ok":
+                print(f"NOT OK {r['shape']} {r['kernel']}: {r['status']}")
+                bad += 1
+                continue
+            order = r["kernel"].split("=", 1)[1].rstrip("]")
+            us = r["median_ms"] * 1e3
+            old = t.setdefault(r["shape"], {}).get(order)
+            t[r["shape"]][order] = (min(us, old[0]) if old else us, r["config"]["k_splits"])
     groups: dict = {"one K range": [], "K split": []}
+    by_n: dict = {}
     print("| shape | K ranges | in_order us | rotated us | in_order / rotated |")
     print("|---|---|---|---|---|")
     for shape, v in t.items():
@@ -47,11 +52,15 @@ def main(argv=None) -> int:
             bad += 1
             continue
         x = v["in_order"][0] / v["rotated"][0]
-        groups["one K range" if v["in_order"][1] == 1 else "K split"].append((x, shape))
+        split = v["in_order"][1] > 1
+        groups["K split" if split else "one K range"].append((x, shape))
+        if split:
+            by_n.setdefault(int(shape.split("x")[1]), []).append((x, shape))
         print(f"| {shape} | {v['in_order'][1]} | {v['in_order'][0]:.1f} | {v['rotated'][0]:.1f} | {x:.2f} |")
     print("\n| plan | shapes | geomean | min (shape) | max (shape) |")
     print("|---|---|---|---|---|")
-    for name, g in groups.items():
+    named = [(name, g) for name, g in groups.items()] + [(f"K split, N = {n}", by_n[n]) for n in sorted(by_n)]
+    for name, g in named:
         if g:
             print(f"| {name} | {len(g)} | {geomean(x for x, _ in g):.3f} | {min(g)[0]:.2f} ({min(g)[1]}) | "
                   f"{max(g)[0]:.2f} ({max(g)[1]}) |")

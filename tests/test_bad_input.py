@@ -434,3 +434,20 @@ def test_a_damaged_checkpoint_is_refused_before_the_cluster_starts(no_work, tmp_
     # an existing checkpoint without --resume: refused (never overwritten), before the cluster too
     assert main(SWEEP + ["--workers", "2", "--checkpoint", str(path)]) == 2
     assert f"--resume {path}" in _one_line(capsys)
+
+
+def test_from_json_reads_a_gzipped_run_and_names_a_broken_one(no_work, tmp_path, capsys):
+    """results/ commits its runs gzipped: --from-json reads them as they are; a truncated .gz is
+    one line naming the file, not a traceback."""
+    import gzip
+    rows = [_timed("cublas", "cublas").as_dict(), _timed().as_dict()]
+    with gzip.open(tmp_path / "r.json.gz", "wt") as f:
+        json.dump({"environment": {}, "results": rows}, f)
+    out = tmp_path / "back.json"
+    assert main(["--from-json", str(tmp_path / "r.json.gz"), "--format", "json", "-o", str(out)]) == 0
+    assert [r["kernel"] for r in json.loads(out.read_text())["results"]] == ["cublas", "triton.stream_k"]
+    capsys.readouterr()
+    (tmp_path / "cut.json.gz").write_bytes((tmp_path / "r.json.gz").read_bytes()[:40])
+    assert main(["--from-json", str(tmp_path / "cut.json.gz")]) == 2
+    line = _one_line(capsys)
+    assert "cut.json.gz" in line and "Traceback" not in line

@@ -48,3 +48,27 @@ def test_order_summary_reads_gzipped_runs(tmp_path, capsys):
         json.dump({"results": rows}, f)
     assert skinny_order_summary.main([str(tmp_path / "run.json.gz")]) == 0
     assert "| 10856x7x20648 | 2 | 400.0 | 200.0 | 2.00 |" in capsys.readouterr().out
+
+
+def test_order_summary_takes_each_orders_best_round_and_groups_k_splits_by_n(tmp_path, capsys):
+    def run(name, times):   # times: {(shape, order): ms}; K split 2 except 1000x8x256
+        rows = [{"kernel": f"triton.stream_k[skinny_order={o}]", "shape": s, "status": "ok", "median_ms": ms,
+                 "config": {"k_splits": 1 if s == "1000x8x256" else 2}} for (s, o), ms in times.items()]
+        (tmp_path / name).write_text(json.dumps({"results": rows}))
+    run("a.json", {("500x7x9000", "in_order"): 0.30, ("500x7x9000", "rotated"): 0.25,
+                   ("600x7x9000", "in_order"): 0.40, ("600x7x9000", "rotated"): 0.10,
+                   ("700x6x9000", "in_order"): 0.20, ("700x6x9000", "rotated"): 0.25,
+                   ("1000x8x256", "in_order"): 0.10, ("1000x8x256", "rotated"): 0.10})
+    run("b.json", {("500x7x9000", "in_order"): 0.20, ("500x7x9000", "rotated"): 0.40,
+                   ("600x7x9000", "in_order"): 0.50, ("600x7x9000", "rotated"): 0.20,
+                   ("700x6x9000", "in_order"): 0.20, ("700x6x9000", "rotated"): 0.25,
+                   ("1000x8x256", "in_order"): 0.10, ("1000x8x256", "rotated"): 0.10})
+    assert skinny_order_summary.main([str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    # best rounds: 500x7: 200 / 250 = 0.80; 600x7: 400 / 100 = 4.00 -> N = 7 geomean sqrt(3.2)
+    assert "| 500x7x9000 | 2 | 200.0 | 250.0 | 0.80 |" in out
+    assert "| 600x7x9000 | 2 | 400.0 | 100.0 | 4.00 |" in out
+    assert "| K split, N = 7 | 2 | 1.789 | 0.80 (500x7x9000) | 4.00 (600x7x9000) |" in out
+    assert "| K split, N = 6 | 1 | 0.800 |" in out
+    assert "| one K range | 1 | 1.000 |" in out
+    assert "N = 8" not in out

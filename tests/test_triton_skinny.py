@@ -308,6 +308,7 @@ def test_gpu_skinny_layouts_and_bit_identical(layout):
         plan.launch()
         outs.append(C)
     assert plan.config["decomposition"] == "skinny" and plan.config["k_splits"] > 1, plan.config
+    assert plan.config["k_order"] == "rotated", plan.config    # N = 7: SKINNY_ROTATED_SPLIT_N
     ref = A.double() @ B.double()
     assert torch.allclose(outs[0].double(), ref, rtol=1e-5, atol=1e-3)
     assert all(torch.equal(outs[0], o) for o in outs[1:])
@@ -354,15 +355,22 @@ def test_skinny_check_judges_goals_paths_and_bandwidth(tmp_path):
 
 
 def test_skinny_k_order_rule_by_hand():
-    """rotated where the plan does not split K and N >= 3, in_order elsewhere; the option
-    overrides and the row's config names the order that ran."""
+    """rotated where the plan does not split K and N >= 3, or N = 7 whatever the split, in_order
+    elsewhere; the option overrides and the row's config names the order that ran."""
     assert skinny.default_order(1, 3) == skinny.default_order(1, 8) == "rotated"
-    assert skinny.default_order(2, 7) == skinny.default_order(512, 8) == "in_order"
+    assert skinny.default_order(2, 8) == skinny.default_order(512, 8) == "in_order"
+    # N = 7 runs rotated with K split too (SKINNY_ROTATED_SPLIT_N); its neighbours do not.
+    assert skinny.default_order(2, 7) == skinny.default_order(512, 7) == "rotated"
+    assert skinny.default_order(2, 6) == skinny.default_order(2, 3) == "in_order"
     assert skinny.default_order(1, 1) == skinny.default_order(1, 2) == "in_order"
     assert _plan(4096, 1, 512, "fp32").config["k_order"] == "in_order"
     # 25000 rows: 782 row blocks of 32 fill 132 SMs x 4 without a split; 16 rows: one block, K split
     assert _plan(25000, 7, 5000, "fp32").config["k_order"] == "rotated"
     assert _plan(25000, 7, 5000, "fp32").config["k_splits"] == 1
+    # 11357 rows: 355 row blocks, K split in 2; rotated at N = 7 only
+    seven = _plan(11357, 7, 6476, "fp32").config
+    assert seven["k_splits"] == 2 and seven["k_order"] == "rotated"
+    assert _plan(11357, 6, 6476, "fp32").config["k_order"] == "in_order"
     few = _plan(16, 8, 1 << 20, "fp32").config
     assert few["k_splits"] > 1 and few["k_order"] == "in_order"
     assert _plan(25000, 7, 5000, "fp32", skinny_order="in_order").config["k_order"] == "in_order"
@@ -402,6 +410,20 @@ def test_skinny_either_k_order_sums_every_step_once(order, M, N, K, splits):
     plan.launch()
     ref = 0.5 * (A.double() @ B.double()) - 1.5 * C0.double()
     assert torch.allclose(C.double(), ref, rtol=1e-5, atol=1e-4)
+
+
+@interpreter
+def test_skinny_default_order_at_n7_with_k_split_is_rotated_and_right():
+    """The default plan at N = 7 with K split (SKINNY_ROTATED_SPLIT_N): rotated ranges of 12 and 13
+    steps wrap at different starts, a masked tail, partials summed in range order; vs float64."""
+    torch.manual_seed(7)
+    M, N, K = 45, 7, 16 * 37 + 9
+    A, B = torch.randn(M, K), torch.randn(K, N)
+    C = torch.full((M, N), float("nan"))
+    plan = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132, "skinny_tile": "16x16", "skinny_splits": 3})
+    assert plan.config["k_order"] == "rotated" and plan.config["k_splits"] == 3, plan.config
+    plan.launch()
+    assert torch.allclose(C.double(), A.double() @ B.double(), rtol=1e-5, atol=1e-4)
 
 
 def test_skinny_b_rows_rule_by_hand():

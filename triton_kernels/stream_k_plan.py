@@ -106,7 +106,7 @@ OPTIONS = (
            "(default: enough programs for 4 per SM); implies mode=skinny"),
     Option.choice("skinny_order", "mode=skinny: the order of a program's K steps: in_order (0, 1, 2, ...) or "
            "rotated (program p from step p % steps on, wrapping: the programs in flight read A at "
-           "different K offsets); default rotated where K is not split and N >= 3, else in_order "
+           "different K offsets); default rotated where K is not split and N >= 3, or N = 7, else in_order "
            "(stream_k_skinny.default_order); implies mode=skinny", SKINNY_ORDERS),
     Option.tile("ws_tile", f"mode=ws: BMxBN, one of {', '.join(sorted(WS_TILES))} (default: the tile and K "
            "split with the least estimated time, stream_k_gluon.ws_seconds); implies mode=ws", parse_ws_tile),

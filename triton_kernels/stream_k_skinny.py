@@ -365,13 +365,25 @@ def default_b_rows(M: int, N: int) -> bool:
     return N <= 7 and M <= SKINNY_B_ROWS_MAX_M_PER_N * N
 
 
+# Columns at which the K-split kernel also runs rotated (default_order): at N = 7 the programs
+# reading A at the same K offsets halve the DRAM rate (ncu at 11357x7x6476: 30% of DRAM peak
+# in_order, 57% rotated, the same grid and bytes;
+# docs/findings.md#triton-skinny-the-k-step-order-with-k-split-at-n--7-h200).
+SKINNY_ROTATED_SPLIT_N = 7
+
+
 def default_order(splits: int, N: int) -> str:
     """rotated where K is not split (many row blocks, every program from k = 0 at once) and
-    N >= 3, else in_order. H100 (results/h100/skinny-order/, reproduce/skinny_order_summary.py):
-    with one K range and N >= 3 rotated read 0.92-2.53x in_order (25000x7x5000 520 -> 205 us;
-    most of the gain at N = 5-8); with K split (few row blocks, a long K) it lost up to 0.69x;
-    at N <= 2 (the 64-row tile) it gained nothing on the tuning shapes (0.93-1.02x) and lost 0.71x
-    on heldout_skinny's 4096x1x512."""
+    N >= 3, or where N = SKINNY_ROTATED_SPLIT_N whatever the split; else in_order. H100
+    (results/h100/skinny-order/, reproduce/skinny_order_summary.py): with one K range and N >= 3
+    rotated read 0.92-2.53x in_order (25000x7x5000 520 -> 205 us; most of the gain at N = 5-8);
+    with K split (few row blocks, a long K) it lost up to 0.69x, at N = 8; at N <= 2 (the 64-row
+    tile) it gained nothing on the tuning shapes (0.93-1.02x) and lost 0.71x on heldout_skinny's
+    4096x1x512. H200 (results/h200/skinny-order-split/): with K split, N = 7 read 1.00-2.00x
+    rotated on all 12 such shapes measured (10701x7x13908 433 -> 217 us); N = 3-6 and 8 read
+    0.93-1.24x on a fresh draw, so they keep in_order."""
+    if N == SKINNY_ROTATED_SPLIT_N:
+        return "rotated"
     return "rotated" if splits == 1 and N >= 3 else "in_order"
 
 

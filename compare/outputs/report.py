@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gzip
 import io
 import json
 import math
@@ -326,13 +327,15 @@ def load(path: str) -> tuple[list[Result], dict]:
     try:
         # utf-8-sig: a CSV saved by a spreadsheet starts with a byte-order mark, else its first
         # column would be named "\ufeffkernel"
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        # .gz: the committed runs under results/ are gzipped JSON
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", newline="", encoding="utf-8-sig") as f:
             text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise UsageError(f"can't read {path}: {exc}") from None
     if not text.strip():
         raise UsageError(f"{path} is empty (an interrupted run?); expected results written by --format json")
-    from_checkpoint = path.endswith(".jsonl") or checkpoint.is_checkpoint(text)
+    from_checkpoint = path.endswith((".jsonl", ".jsonl.gz")) or checkpoint.is_checkpoint(text)
     if path.endswith(".csv"):
         rows, env = list(csv.DictReader(io.StringIO(text))), {}
     elif from_checkpoint:   # a run's checkpoint, finished or not
