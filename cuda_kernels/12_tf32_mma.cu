@@ -17,7 +17,10 @@
 //    lane (g, t) of a B read hits bank (8t + g) mod 32 (all 32 distinct). Pads are multiples
 //    of 4 floats, so every row stays 16-byte aligned for cp.async and ldmatrix.
 //  * STAGES-deep cp.async pipeline (one group per K tile, one barrier per K tile): tile
-//    kt+STAGES-1 is copied while tile kt is multiplied.
+//    kt+STAGES-1 is copied while tile kt is multiplied. tf32 issues those copies a quarter per
+//    k8 step, after the step's A fragments (COPY_PARTS): issued at once, ptxas reused their
+//    address registers for the first ldmatrix, which then waited for the copy burst (6% of all
+//    stall samples); spread out, 1.04-1.08x at 4096^3 / 8192^3 (H200).
 //  * SPLIT3 (precision tf32x3): each operand x is split into big = tf32(x) and small =
 //    tf32(x - big); acc += a_s*b_b + a_b*b_s + a_b*b_b (small*small dropped, about 2^-22
 //    relative): FP32-class error at three tensor-core products per product. The three go into
@@ -128,28 +131,47 @@ struct TileLoader {
         b_dst = G::A_FLOATS + b_k * G::B_LD + bc;
     }
 
-    // The tile starting at k0 into `stage`, then the pointers step to the next tile.
-    __device__ __forceinline__ void issue(float* stage, const float* A, const float* B, int K, int N, int k0) {
+    // Part `part` of PARTS of the tile starting at k0 into `stage` (its share of A's and B's
+    // passes); after the last part the pointers step to the next tile.
+    template <int PARTS>
+    __device__ __forceinline__ void issue_part(float* stage, const float* A, const float* B, int K, int N, int k0,
+                                               int part) {
+        static_assert(A_PASSES % PARTS == 0 && B_PASSES % PARTS == 0, "passes split evenly into parts");
+        constexpr int AP = A_PASSES / PARTS, BP = B_PASSES / PARTS;
         const bool a_kok = k0 + a_k < K;
-        const float* p = a;
 #pragma unroll
-        for (int i = 0; i < A_PASSES; ++i, p += a_pass) {
+        for (int j = 0; j < AP; ++j) {
+            const int i = part * AP + j;
             const bool ok = a_kok && i < a_rows;
+            const float* p = a + i * a_pass;
             float* d = stage + a_dst + i * A_RPP * G::A_LD;
             if (VEC) cp_async16(d, ok ? p : A, ok);
             else cp_async4(d, ok ? p : A, ok);
         }
-        const float* q = b;
 #pragma unroll
-        for (int i = 0; i < B_PASSES; ++i, q += b_pass) {
+        for (int j = 0; j < BP; ++j) {
+            const int i = part * BP + j;
             const bool ok = b_col && k0 + b_k + i * B_RPP < K;
+            const float* q = b + i * b_pass;
             float* d = stage + b_dst + i * B_RPP * G::B_LD;
             if (VEC) cp_async16(d, ok ? q : B, ok);
             else cp_async4(d, ok ? q : B, ok);
         }
-        a += BK;
-        b += (size_t)BK * N;
+        if (part == PARTS - 1) {
+            a += BK;
+            b += (size_t)BK * N;
+        }
     }
+
+    // The whole tile starting at k0 into `stage`, then the pointers step to the next tile.
+    __device__ __forceinline__ void issue(float* stage, const float* A, const float* B, int K, int N, int k0) {
+        issue_part<1>(stage, A, B, K, N, k0, 0);
+    }
+};
+
+// compute_stage's hook between a k8 step's A fragments and its mma: nothing.
+struct NoCopies {
+    __device__ __forceinline__ void operator()(int) const {}
 };
 
 // One stage's BK/8 mma steps for this warp's WM x WN tile.
@@ -158,9 +180,11 @@ struct TileLoader {
 // truncates (round toward zero, Ootomo & Yokota 2022); accumulated in acc over K = 4096 that bias
 // gave a relative error of 2.9e-5 (cuBLAS fp32: 1.1e-6). Chained over 3 products only, then
 // rounded to nearest, it stays at fp32's level, for 4 FADDs per 3 mma.
-template <class G, int BK, bool SPLIT3>
+// between_steps(s) runs after k8 step s's A fragments are loaded, before its mma: the main loop
+// issues part s of the next tile's copies there.
+template <class G, int BK, bool SPLIT3, class Hook = NoCopies>
 __device__ __forceinline__ void compute_stage(float (&acc)[G::MI][G::NI][4], const float* stage, int a_row,
-                                              int a_col, int b_off) {
+                                              int a_col, int b_off, Hook between_steps = Hook()) {
     const unsigned a_base = smem_addr(stage) + 4u * (a_row * G::A_LD + a_col);
     const float* Bs = stage + G::A_FLOATS + b_off;
 #pragma unroll
@@ -180,6 +204,7 @@ __device__ __forceinline__ void compute_stage(float (&acc)[G::MI][G::NI][4], con
                 else a_big[mi][j] = tf32_operand(x);
             }
         }
+        between_steps(kk / 8);
 #pragma unroll
         for (int ni = 0; ni < G::NI; ++ni) {
             const float x0 = Bs[kk * G::B_LD + ni * 8], x1 = Bs[(kk + 4) * G::B_LD + ni * 8];
@@ -216,6 +241,9 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
                float beta, float* __restrict__ C) {
     using G = tf32mma::Geometry<BM, BN, BK, WM, WN>;
     static_assert(STAGES >= 2, "a pipeline needs two stages");
+    // tf32: the next tile's copies a quarter per k8 step (header); tf32x3 keeps them in one burst
+    // (its 255 registers leave no room to move them, and it was not measured).
+    constexpr int COPY_PARTS = SPLIT3 ? 1 : BK / 8;
     extern __shared__ __align__(16) float smem[];
     int tm, tn;
     tile_grouped<8>(cdiv(M, BM), cdiv(N, BN), tm, tn);
@@ -250,9 +278,18 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
         __syncthreads();              // ... and everyone's; every warp is done with tile kt-1
         // Tile kt+STAGES-1 goes where tile kt-1 was.
         const int next = kt + STAGES - 1;
-        if (next < ktiles) loader.issue(smem + write * G::STAGE, A, B, K, N, next * BK);
-        cp_async_commit();
-        tf32mma::compute_stage<G, BK, SPLIT3>(acc, smem + read * G::STAGE, a_row, a_col, b_off);
+        if (COPY_PARTS == 1) {
+            if (next < ktiles) loader.issue(smem + write * G::STAGE, A, B, K, N, next * BK);
+            cp_async_commit();
+            tf32mma::compute_stage<G, BK, SPLIT3>(acc, smem + read * G::STAGE, a_row, a_col, b_off);
+        } else {
+            float* dst = smem + write * G::STAGE;
+            const bool more = next < ktiles;
+            tf32mma::compute_stage<G, BK, SPLIT3>(acc, smem + read * G::STAGE, a_row, a_col, b_off, [&](int s) {
+                if (more && s < COPY_PARTS) loader.template issue_part<COPY_PARTS>(dst, A, B, K, N, next * BK, s);
+            });
+            cp_async_commit();
+        }
         read = read == STAGES - 1 ? 0 : read + 1;
         write = write == STAGES - 1 ? 0 : write + 1;
     }

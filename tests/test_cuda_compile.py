@@ -1052,3 +1052,27 @@ def test_wgmma_bulk_b_refuses_n_over_128(monkeypatch):
         p = Problem(64, 128, 1000, precision="tf32")
         k.prepare(p, _Inputs(p), {"b_unaligned": "bulk", "split_k": 1})()
         assert [l[0] for l in dev.launches] == ["64x128x32s8.regb"]
+
+
+def _copy_mma_runs(ptx: str) -> int:
+    """How many times the PTX, in order, switches from a run of cp.async to a run of mma.sync."""
+    runs, last = 0, None
+    for m in re.finditer(r"\b(cp\.async\.c[ag]\.shared|mma\.sync)", ptx):
+        kind = "copy" if m.group(1).startswith("cp") else "mma"
+        if last == "copy" and kind == "mma":
+            runs += 1
+        last = kind
+    return runs
+
+
+@needs_nvcc
+def test_tf32_mma_spreads_the_next_tiles_copies_over_the_k8_steps(tmp_path):
+    """tf32 issues the next tile's copies a quarter per k8 step, between the steps' mma (COPY_PARTS
+    = BK / 8; issued at once they held the first ldmatrix behind them: results/h200/stage12-cutlass/):
+    the main loop switches from copies to mma once per k8 step, 4 times for BK = 32, plus the
+    prologue's switch; tf32x3 (COPY_PARTS = 1) keeps one switch per tile."""
+    spec = next(s for s in registry.SPECS if s.name == "cuda.12_tf32_mma")
+    by_label = {c.label: c for c in spec.configs}
+    for label in ("128x128x32.vec", "128x128x32.scalar", "128x256x32.vec"):
+        assert _copy_mma_runs(_ptx(tmp_path, spec, by_label[label], "sm_90")) >= 4, label
+    assert _copy_mma_runs(_ptx(tmp_path, spec, by_label["128x128x32w8.vec.x3"], "sm_90")) <= 2

@@ -125,7 +125,7 @@ def test_results_hold_data_and_argument_files_only():
     """results/ keeps measurements (gzipped JSON too: a large run's raw rows), argument files and
     READMEs: no script, nothing that imports the package (a results folder is reproduced by the
     CLI, not by code of its own)."""
-    data = (".json", ".json.gz", ".jsonl", ".csv", ".png", ".svg", ".md", ".txt", ".log", ".args")
+    data = (".json", ".json.gz", ".jsonl", ".csv", ".csv.gz", ".png", ".svg", ".md", ".txt", ".log", ".args")
     files = [p for p in RESULTS.rglob("*") if p.is_file()]
     assert files, "results/ not found"
     code = [str(p) for p in files if not p.name.endswith(data)]
