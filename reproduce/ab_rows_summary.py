@@ -8,11 +8,13 @@ line and the shapes that moved most.
 from __future__ import annotations
 
 import glob
-import gzip
 import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
+from compare.harness.files import open_text  # noqa: E402
 
 
 def geomean(xs) -> float:
@@ -24,7 +26,7 @@ def _runs(outdir: str, tree: str, kernel: str) -> list[dict]:
     out = []
     paths = glob.glob(os.path.join(outdir, f"{tree}-*.json")) + glob.glob(os.path.join(outdir, f"{tree}-*.json.gz"))
     for path in sorted(paths):
-        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        with open_text(path) as f:
             out.append({(r["shape"], r["precision"]): r for r in json.load(f)["results"]
                         if r["kernel"] == kernel and r["status"] == "ok"})
     return out

@@ -9,10 +9,13 @@ faster), geomean, min, max, and each side's geomean and worst % of cuBLAS.
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
+from compare.harness.files import open_text  # noqa: E402
 
 KERNEL = "cuda.13_wgmma_tma"
 BUILDS = ("bulk", "cp_async", "pad")
@@ -28,7 +31,7 @@ def _geomean(xs: list[float]) -> float:
 
 
 def summarize(path: str) -> list[str]:
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+    with open_text(path) as f:
         rows = json.load(f)["results"]
     by: dict = collections.defaultdict(dict)
     for r in rows:

@@ -8,17 +8,17 @@ cuBLAS (geomean, worst).
 from __future__ import annotations
 
 import collections
-import gzip
 import json
 import sys
 
 from compare.outputs.sweep import geomean
+from compare.harness.files import open_text
 
 CP, PAD = "cuda.13_wgmma_tma[b_unaligned=cp_async]", "cuda.13_wgmma_tma[b_unaligned=pad]"
 
 
 def summarize(path: str) -> list[str]:
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+    with open_text(path) as f:
         rows = json.load(f)["results"]
     by = collections.defaultdict(dict)
     for r in rows:

@@ -9,11 +9,11 @@ with N % 128 in 1..64 (a 128-column tile pads most) and over the rest.
 from __future__ import annotations
 
 import glob
-import gzip
 import json
 import os
 import sys
 
+from compare.harness.files import open_text
 from compare.outputs.sweep import geomean
 from cuda_kernels.heuristics import regb_tile
 from cuda_kernels.registry import regb_label
@@ -21,7 +21,7 @@ from cuda_kernels.registry import regb_label
 
 def main(out: str) -> None:
     for path in sorted(glob.glob(os.path.join(out, "tf32*-*.json*"))):
-        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        with open_text(path) as f:
             rows = [r for r in json.load(f)["results"] if r["status"] == "ok" and r["kernel"] != "cublas"]
         pr = rows[0]["precision"]
         by = {}

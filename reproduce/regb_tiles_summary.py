@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare.harness.files import open_text  # noqa: E402
 from compare.harness.shapes import HELDOUT_SETS, sweep_shapes  # noqa: E402
 from cuda_kernels import heuristics as H  # noqa: E402
 
@@ -44,7 +44,7 @@ def model_pick(M: int, N: int, K: int, precision: str, speeds: dict, sms: int = 
 
 def load(path: str, precision: str, exclude: set) -> list:
     """[(shape, {tm: ms}, {tm: % of cuBLAS}, default row)] for shapes with every tile and the default ok."""
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+    with open_text(path) as f:
         rows = json.load(f)["results"]
     by: dict = collections.defaultdict(dict)
     for r in rows:

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import collections
 import csv
-import gzip
 import io
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
+from compare.harness.files import open_text  # noqa: E402
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
 def read_rows(path: str) -> list[dict]:
     """The source table's rows (ncu prints its own log lines above the CSV header)."""
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8", errors="replace") as f:
+    with open_text(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"Address"')), None)
     if start is None:

@@ -11,12 +11,12 @@ Exit status: 1 when a row is not ok or a shape lacks either order, else 0.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository's compare package
+from compare.harness.files import open_text  # noqa: E402
 
 from compare.outputs.sweep import geomean  # noqa: E402
 
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     t: dict = {}
     bad = 0
     for path in argv:
-        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        with open_text(path) as f:
             rows = json.load(f)["results"]
         for r in rows:
             if not r["kernel"].startswith("triton.stream_k[skinny_order="):

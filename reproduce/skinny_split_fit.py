@@ -12,7 +12,6 @@ Exit status: 0, 2 on bad input.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import itertools
 import json
 import math
@@ -20,13 +19,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare.harness.files import open_text  # noqa: E402
 
 SMS = 132
 
 
 def read(path: str) -> list[dict]:
     """The rows of a compare JSON run (.json or .json.gz)."""
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+    with open_text(path) as f:
         return json.load(f)["results"]
 
 

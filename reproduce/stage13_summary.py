@@ -12,13 +12,13 @@ choosing the tile rule) and seed 31337 (never looked at before this measurement)
 """
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare.harness.files import open_text  # noqa: E402
 from compare.harness.shapes import HELDOUT_SETS, SHAPE_SETS, distribution, shape_text  # noqa: E402
 
 KERNEL = "cuda.13_wgmma_tma"
@@ -50,7 +50,7 @@ def groups():
 
 
 def main(argv):
-    with (gzip.open if argv[0].endswith(".gz") else open)(argv[0], "rt") as f:
+    with open_text(argv[0]) as f:
         doc = json.load(f)
     rows = [r for r in doc["results"] if r["kernel"] == KERNEL]
     bad = [r for r in rows if r["status"] != "ok"]

@@ -3,13 +3,12 @@ table (``rows_of(name, doc)``, name = the file's base name before the first dot)
 printed, and with ``--out OUT.md`` also written atomically."""
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from compare.harness.files import write_text_atomically  # noqa: E402
+from compare.harness.files import open_text, write_text_atomically  # noqa: E402
 
 
 def main(argv: list, header: list, rows_of) -> None:
@@ -20,7 +19,7 @@ def main(argv: list, header: list, rows_of) -> None:
         argv = argv[:i] + argv[i + 2:]
     lines = list(header)
     for path in argv:
-        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        with open_text(path) as f:
             doc = json.load(f)
         lines += rows_of(os.path.basename(path).split(".")[0], doc)
     text = "\n".join(lines) + "\n"

@@ -11,19 +11,21 @@ reads DIR/NAME-ROUND.json or .json.gz (python -m compare ... --format json). Exi
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
+from compare.harness.files import open_text  # noqa: E402
+
 
 def cells(path: str, kernel: str):
     """(shapes, TFLOP/s per shape, % of the speed of light per shape) of ``kernel``'s matrix row."""
     if not os.path.exists(path):
         path += ".gz"
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+    with open_text(path) as f:
         m = json.load(f)["matrix"]
     row = next(r for r in m["rows"] if r["kernel"] == kernel)
     return m["shapes"], [c.get("tflops") for c in row["cells"]], [c.get("pct_sol") for c in row["cells"]]

@@ -8,6 +8,7 @@ truncated one (a rename within one filesystem is atomic).
 from __future__ import annotations
 
 import errno
+import gzip
 import os
 import tempfile
 from typing import Callable
@@ -78,3 +79,11 @@ def write_text_atomically(path: str, text: str) -> None:
         with open(tmp, "w") as f:
             f.write(text)
     write_atomically(path, write)
+
+
+def open_text(path: str, **kwargs):
+    """``path`` opened to read text; a name ending in .gz through gzip (the runs committed under
+    results/ are gzipped JSON). ``kwargs``: open's (encoding, newline, errors)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", **kwargs)
+    return open(path, **kwargs)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import gzip
 import io
 import json
 import math
@@ -16,6 +15,7 @@ from typing import Iterable, Optional
 from ..harness import checkpoint
 from ..harness import sol as _sol
 from ..harness.errors import UsageError
+from ..harness.files import open_text
 from ..harness.options import renamed_config
 from ..harness import runner as _runner
 from ..harness.runner import Result, baseline_key
@@ -327,9 +327,7 @@ def load(path: str) -> tuple[list[Result], dict]:
     try:
         # utf-8-sig: a CSV saved by a spreadsheet starts with a byte-order mark, else its first
         # column would be named "\ufeffkernel"
-        # .gz: the committed runs under results/ are gzipped JSON
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", newline="", encoding="utf-8-sig") as f:
+        with open_text(path, newline="", encoding="utf-8-sig") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise UsageError(f"can't read {path}: {exc}") from None
