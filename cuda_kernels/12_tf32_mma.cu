@@ -17,19 +17,16 @@
 //    lane (g, t) of a B read hits bank (8t + g) mod 32 (all 32 distinct). Pads are multiples
 //    of 4 floats, so every row stays 16-byte aligned for cp.async and ldmatrix.
 //  * STAGES-deep cp.async pipeline (one group per K tile, one barrier per K tile): tile
-//    kt+STAGES-1 is copied while tile kt is multiplied. tf32 issues those copies a quarter per
-//    k8 step, after the step's A fragments (COPY_PARTS): issued at once, ptxas reused their
-//    address registers for the first ldmatrix, which then waited for the copy burst (6% of all
-//    stall samples); spread out, 1.04-1.08x at 4096^3 / 8192^3 (H200).
+//    kt+STAGES-1 is copied while tile kt is multiplied, for tf32 a quarter per k8 step
+//    (COPY_PARTS: in one burst they held the first ldmatrix; 1.04-1.08x, H200).
 //  * SPLIT3 (precision tf32x3): each operand x is split into big = tf32(x) and small =
 //    tf32(x - big); acc += a_s*b_b + a_b*b_s + a_b*b_b (small*small dropped, about 2^-22
 //    relative): FP32-class error at three tensor-core products per product. The three go into
 //    a zeroed temporary added to acc by an FADD (compute_stage says why).
 // Still there: mma.sync is Hopper's legacy tensor-core path, 334.9 TFLOP/s at most on an H100
-// (probes/mma_peak.py), below what wgmma + TMA (cuBLAS, stage 13) reach. Measured on an H100
-// (results/h100/tensor-core/): 157-177 TFLOP/s, 43-50% of
-// cuBLAS tf32 at 4096^3 / 8192^3, with the tensor pipe 57% busy and the issue slots 35%: two
-// warps per scheduler (196 registers for 128 accumulators) leave fixed-latency waits exposed.
+// (probes/mma_peak.py), below what wgmma + TMA (cuBLAS, stage 13) reach. H100
+// (results/h100/tensor-core/): 157-177 TFLOP/s, 43-50% of cuBLAS tf32 at 4096^3 / 8192^3, the
+// tensor pipe 57% busy: two warps per scheduler leave fixed-latency waits exposed.
 // B fragments are scalar shared loads (ldmatrix can't transpose 32-bit data); the epilogue
 // writes float2 pieces straight from registers.
 // Cost: 128x128x32 tile, 3 stages: 105 KiB of dynamic shared memory per block (2 blocks per
