@@ -17,7 +17,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository's compare package
 from compare.harness.files import open_text  # noqa: E402
-
 from compare.outputs.sweep import geomean  # noqa: E402
 
 
@@ -59,7 +58,7 @@ def main(argv=None) -> int:
         print(f"| {shape} | {v['in_order'][1]} | {v['in_order'][0]:.1f} | {v['rotated'][0]:.1f} | {x:.2f} |")
     print("\n| plan | shapes | geomean | min (shape) | max (shape) |")
     print("|---|---|---|---|---|")
-    named = [(name, g) for name, g in groups.items()] + [(f"K split, N = {n}", by_n[n]) for n in sorted(by_n)]
+    named = list(groups.items()) + [(f"K split, N = {n}", by_n[n]) for n in sorted(by_n)]
     for name, g in named:
         if g:
             print(f"| {name} | {len(g)} | {geomean(x for x, _ in g):.3f} | {min(g)[0]:.2f} ({min(g)[1]}) | "

@@ -382,9 +382,7 @@ def default_order(splits: int, N: int) -> str:
     4096x1x512. H200 (results/h200/skinny-order-split/): with K split, N = 7 read 1.00-2.00x
     rotated on all 12 such shapes measured (10701x7x13908 433 -> 217 us); N = 3-6 and 8 read
     0.93-1.24x on a fresh draw, so they keep in_order."""
-    if N == SKINNY_ROTATED_SPLIT_N:
-        return "rotated"
-    return "rotated" if splits == 1 and N >= 3 else "in_order"
+    return "rotated" if N == SKINNY_ROTATED_SPLIT_N or (splits == 1 and N >= 3) else "in_order"
 
 
 def _single_column(B):
