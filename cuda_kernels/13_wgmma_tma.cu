@@ -384,12 +384,18 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                     mbar_arrive(bar);
                 }
             } else {
-                mbar_expect_tx(bar, A_LOADED + (TN / 32) * B_BOX);
+                // B's boxes wholly past N are not loaded: their columns reach only D's rows n >= N,
+                // never stored, and loading them held tiny outputs (the 64-row tile's) to 60% of
+                // the DRAM bandwidth cuBLAS reaches (40x24x540000: 79 -> 47 us). Only tf32's 64-row
+                // build skips them: with the skip ptxas scheduled the other builds' consumer loops
+                // differently, 0.82-0.94x on 128-row products with no box to skip (docs/findings.md).
+                const int boxes = SPLIT3 || TM != 64 ? TN / 32 : min(TN / 32, (N - n0 + 31) / 32);
+                mbar_expect_tx(bar, A_LOADED + boxes * B_BOX);
                 tma_load(st, tA, bar, k_first, m0);
                 if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
 #pragma unroll
                 for (int j = 0; j < TN / 32; ++j)
-                    tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, bar, n0 + 32 * j, k_first);
+                    if (j < boxes) tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, bar, n0 + 32 * j, k_first);
             }
         };
         if constexpr (!A_RAW) {

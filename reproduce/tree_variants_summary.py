@@ -3,7 +3,7 @@ compare command), against the first: per shape the time ratio (best of each vari
 and % of the speed of light, then each variant's geomean, min and max against the first and its
 own A/A (slowest over fastest round).
 
-    python reproduce/tree_variants_summary.py DIR "base other ..." [--kernel K] [--rounds N]
+    python reproduce/tree_variants_summary.py DIR "base other ..." [--kernel K] [--rounds N] [--precision P]
 
 reads DIR/NAME-ROUND.json or .json.gz (python -m compare ... --format json). Exit status: 0;
 2 on bad input (a missing file, a shape without a timed cell).
@@ -21,13 +21,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from compare.harness.files import open_text  # noqa: E402
 
 
-def cells(path: str, kernel: str):
-    """(shapes, TFLOP/s per shape, % of the speed of light per shape) of ``kernel``'s matrix row."""
+def cells(path: str, kernel: str, precision: str | None = None):
+    """(shapes, TFLOP/s per shape, % of the speed of light per shape) of ``kernel``'s matrix row
+    (of ``precision``; None: the file must hold one precision of ``kernel``)."""
     if not os.path.exists(path):
         path += ".gz"
     with open_text(path) as f:
         m = json.load(f)["matrix"]
-    row = next(r for r in m["rows"] if r["kernel"] == kernel)
+    rows = [r for r in m["rows"] if r["kernel"] == kernel and precision in (None, r.get("precision"))]
+    if len(rows) > 1:
+        raise ValueError(f"{path}: {kernel} in {len(rows)} precisions; name one with --precision")
+    row = rows[0] if rows else next(iter(()))
     return m["shapes"], [c.get("tflops") for c in row["cells"]], [c.get("pct_sol") for c in row["cells"]]
 
 
@@ -37,6 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("names", help="space-separated variant names, the first the base")
     ap.add_argument("--kernel", default="cuda.11_stream_k")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--precision", help="the kernel's precision where a file holds several")
     args = ap.parse_args(argv)
     names = args.names.split()
     data: dict = {}
@@ -47,7 +52,7 @@ def main(argv=None) -> int:
                 path = os.path.join(args.dir, f"{n}-{r}.json")
                 if not (os.path.exists(path) or os.path.exists(path + ".gz")):
                     continue
-                got, t, s = cells(path, args.kernel)
+                got, t, s = cells(path, args.kernel, args.precision)
                 if shapes is not None and got != shapes:
                     raise ValueError(f"{path}: other shapes than the first file's")
                 if None in t or None in s:

@@ -373,6 +373,27 @@ def test_wgmma_split_k_on_odd_shapes_and_bit_identical(i, precision):
 
 
 @needs_sm90
+@pytest.mark.parametrize("shape, options", [
+    ((40, 24, 50_000), {}),                   # one column tile, 3 of B's 4 boxes past N
+    ((13, 40, 30_000), {}),                   # 2 boxes past N
+    ((130, 1100, 997), {}),                   # three rows of tiles; the last column tile's fourth box past N
+    ((9, 100, 4096), {"mode": "sk"}),         # stream-K blocks over tiles with a box past N
+])
+def test_wgmma_64_row_tf32_tile_skips_b_boxes_past_n(shape, options):
+    """tf32's 64-row tile loads only B's boxes with a column inside N (the stage's other boxes
+    left stale): right against float64 for alpha / beta != (1, 0), and the same bits on a second
+    run."""
+    options = {"tile": "64x128x32s8.regb", **options}
+    p = Problem(*shape, alpha=1.5, beta=-0.5, seed=sum(shape), precision="tf32")
+    res = check_kernel(KERNELS[WGMMA], p, options=options)
+    assert res.ok, f"{WGMMA} {p.shape} {options}: {res.message}"
+    inputs = make_inputs(p)
+    launch = KERNELS[WGMMA].prepare(p, inputs, options)
+    assert launch.config["tile"].startswith("64x128x32s8.regb") and launch.config["path"] == "tile", launch.config
+    assert torch.equal(_c_after(launch, inputs), _c_after(launch, inputs))
+
+
+@needs_sm90
 @pytest.mark.parametrize("label", [c.label for s in cuda_kernels.registry.SPECS if s.stage == "wgmma_tma"
                                    for c in s.configs if c.kernel == "sgemm_wgmma_regb"
                                    and not c.label.endswith((".cpasync", ".bulk", ".sk")) and ".asplit" not in c.label])

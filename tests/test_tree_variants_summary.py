@@ -41,6 +41,21 @@ def test_variants_bad_input_exits_2(tmp_path):
     assert tree_variants_summary.main([str(tmp_path), "base", "--kernel", "triton.stream_k"]) == 2
 
 
+def test_variants_of_one_precision_where_a_run_holds_two(tmp_path, capsys):
+    # Each run holds tf32 (base 10, v 20) and tf32x3 (base 10, v 5) rows of one kernel.
+    for name, t32, x3 in (("base", 10.0, 10.0), ("v", 20.0, 5.0)):
+        rows = [{"kernel": "cuda.13_wgmma_tma", "precision": p, "cells": [{"tflops": t, "pct_sol": 50.0}] * 2}
+                for p, t in (("tf32", t32), ("tf32x3", x3))]
+        (tmp_path / f"{name}-1.json").write_text(json.dumps({"matrix": {"shapes": ["64x8x4096", "128x5x999"],
+                                                                       "rows": rows}}))
+    args = [str(tmp_path), "base v", "--kernel", "cuda.13_wgmma_tma", "--rounds", "1"]
+    assert tree_variants_summary.main(args) == 2   # two precisions and none named: not the first row's silently
+    assert tree_variants_summary.main(args + ["--precision", "tf32x3"]) == 0
+    assert "v geomean vs base 0.500 min 0.500 max 0.500" in capsys.readouterr().out
+    assert tree_variants_summary.main(args + ["--precision", "tf32"]) == 0
+    assert "v geomean vs base 2.000" in capsys.readouterr().out
+
+
 def test_order_summary_reads_gzipped_runs(tmp_path, capsys):
     rows = [{"kernel": f"triton.stream_k[skinny_order={o}]", "shape": "10856x7x20648", "status": "ok",
              "median_ms": ms, "config": {"k_splits": 2}} for o, ms in (("in_order", 0.4), ("rotated", 0.2))]
