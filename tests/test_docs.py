@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # Python 3.10
 FILE_EXT = r"(?:md|py|cu|cuh|hpp|json|png|svg|txt|log|toml|yml|yaml|sh|csv|cfg|ini)"
 # A path-like word in prose: optional folders, a name, a known extension; or folders ending in /.
 _PROSE_PATH = re.compile(
-    rf"(?<![\w/.:-])((?:\.{{0,2}}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.{FILE_EXT}|(?:[\w.-]+/)+)(?![\w/-])")
+    rf"(?<![\w/.:-])((?:\.{{0,2}}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.{FILE_EXT}(?:\.gz)?|(?:[\w.-]+/)+)(?![\w/-])")
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 _CODE_SPAN = re.compile(r"`([^`]+)`")  # a span may wrap onto the next line
@@ -64,7 +64,7 @@ def _tracked_basenames() -> dict[str, list[str]]:
 def _looks_like_path(word: str) -> bool:
     if not word or _NOT_A_PATH.search(word) or word.startswith("-") or "://" in word:
         return False
-    return "/" in word or re.fullmatch(rf"[\w.-]+\.{FILE_EXT}", word) is not None
+    return "/" in word or re.fullmatch(rf"[\w.-]+\.{FILE_EXT}(?:\.gz)?", word) is not None
 
 
 def cited_paths(text: str) -> list[tuple[str, str]]:
