@@ -19,8 +19,8 @@
 //    stream-K build (SK, option mode) for tf32x3 tiles filling <= 3/4 of the SMs, its split
 //    tiles summed in block order: deterministic either way.
 // Not here: a single row or N <= 8 goes to stage 11's bandwidth paths (launch.py, option path).
-// Still there: the operand copies where they run; tf32x3's wait_group 0 per K tile; register
-// stores.
+// Still there: the operand copies where they run; tf32x3's wait_group 0 per K tile and register
+// stores (tf32 stores C through shared memory).
 // Measured (docs/results.md, stage 13): tf32 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3,
 // tf32x3 2.4x / 2.2x cuBLAS fp32 (H200).
 // Cost: 384 threads, 1 block per SM, ~193 KiB of shared memory, up to 128 accumulators per
@@ -515,6 +515,46 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 }
             }
         };
+        // tf32's data-parallel and split-K blocks' epilogue, through shared memory: the stages are
+        // free once both consumer warpgroups' last wgmma are done (bar.sync 1 over their 256
+        // threads), so each thread writes its accumulators as rows m of a TM x TN tile (pitch TN
+        // + 4 floats: both the writes and the row reads below are conflict-free), then the 256
+        // threads store whole rows, 16 bytes a thread where N % 4 == 0 and C is 16-byte aligned.
+        // Stored from registers, each STG's 64-bit address waited for the one before it (ptxas
+        // reused its registers: the epilogue was 30% of 4648x6636x140's samples, long scoreboard).
+        // tf32x3 keeps the register stores: with this epilogue it ran 0.93-0.98x
+        // on mid and large products (docs/findings.md).
+        auto store_staged = [&]() {
+            constexpr int P = TN + 4;
+            static_assert(TM * P * 4 <= STAGES * STAGE, "the epilogue's tile fits in the stages");
+            asm volatile("bar.sync 1, 256;\n" ::: "memory");
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        fbase[(8 * j + 2 * t + e) * P + 64 * cw + 16 * warp + g + 8 * h] = acc[4 * j + 2 * h + e];
+            asm volatile("bar.sync 1, 256;\n" ::: "memory");
+            float* const out = partials ? partials + (size_t)blockIdx.y * M * N : C;
+            const float a_out = partials ? 1.0f : alpha, b_out = partials ? 0.0f : beta;
+            const int ct = threadIdx.x - 128, c4 = 4 * (ct % 32), rows = min(TM, M - m0_first);
+            const int col = n0_first + c4;
+            const bool vec = (N & 3) == 0 && (reinterpret_cast<size_t>(out) & 15) == 0;
+#pragma unroll 4
+            for (int r = ct / 32; r < rows; r += 8) {
+                const float4 v = *reinterpret_cast<const float4*>(fbase + r * P + c4);
+                float* p = out + (size_t)(m0_first + r) * N + col;
+                if (vec && col + 3 < N) {
+                    *reinterpret_cast<float4*>(p) = axpby4(v, a_out, b_out, p);
+                } else {
+                    const float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        if (col + i < N) p[i] = axpby(x[i], a_out, b_out, p + i);
+                }
+            }
+        };
         // B^T's fragments of stage st (and for SPLIT3 their small parts) into F (Fs).
         auto fragments = [&](const float* st, unsigned (&F)[BK / 8][4], unsigned (&Fs)[SPLIT3 ? BK / 8 : 1][4]) {
 #pragma unroll
@@ -568,7 +608,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
             if (kt < n_iters) step(kt, frag);
             wgmma_wait<0>();
             fence_regs(acc);
-            store(tile0, true);   // split-K: the slice (zeros for an empty split); else C
+            store_staged();   // split-K: the slice (zeros for an empty split); else C
             return;
         }
         int tile = tile0, kq = kq0, seg_k0 = kq0;
@@ -616,7 +656,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 if (++kq == ipt) { kq = 0; ++tile; }
             }
         }
-        if constexpr (!SK) {
+        if constexpr (!SK) {   // tf32x3
             wgmma_wait<0>();
             fence_regs(acc);
             store(tile0, true);   // split-K: the slice (zeros for an empty split); else C

@@ -217,6 +217,22 @@ def test_a_failed_probe_is_not_cached(fake_gpu):
     assert "tf32" in said[-1] and not os.path.exists(gpuinfo.peaks_path("GPU-1111", "580.1"))
 
 
+@pytest.mark.parametrize("tf32, why", [
+    ({"tflops": 36.3, "instr": "wgmma.mma_async m64n256k8 tf32", "mma_sync_tflops": 323.8}, "below mma.sync's 323.8"),
+    ({"tflops": 40.0, "instr": "mma.sync m16n8k8 tf32"}, "below FFMA's 51.0"),
+])
+def test_an_implausible_tensor_core_peak_is_not_cached(fake_gpu, monkeypatch, tf32, why):
+    # The H200 start whose wgmma probe ran 17x slow: 36.3 TFLOP/s beside mma.sync's 323.8.
+    run = peaks.run
+    monkeypatch.setattr(peaks, "run", lambda *a, **k: {**run(*a, **k), "tf32": {**tf32, "sm_mhz": 1980, "noise": 0.03}})
+    said = []
+    assert peaks.ensure(say=said.append) is None
+    assert why in said[-1] and "no % SOL" in said[-1]
+    assert not os.path.exists(gpuinfo.peaks_path("GPU-1111", "580.1"))
+    monkeypatch.setattr(peaks, "run", run)        # a plausible run is cached as before
+    assert peaks.ensure()["tf32"]["tflops"] == 400.0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--reps", "2"], "between 3 and 50"),
     (["--target-ms", "0"], "between 1 and 200"),

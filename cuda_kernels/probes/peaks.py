@@ -248,9 +248,19 @@ def run(args: argparse.Namespace, cupy, say: Callable[[str], None] = lambda s: N
 
 
 def failed(doc: dict) -> list[str]:
-    """The probes that gave no number (FAILED rows, or a peak missing)."""
+    """The probes that gave no number (FAILED rows, or a peak missing), or a tensor-core number
+    no tensor core gives: below FFMA's, or (wgmma) below mma.sync's on the same GPU. One device
+    start's wgmma probe ran 17x slow (36.3 TFLOP/s against mma.sync's 323.8; H200,
+    results/h200/tensor-core/stage13-general-10/README.md), and every row's % SOL took it."""
     bad = [r.get("instr") or r.get("method") for r in doc.get("rows", []) if r.get("status") != "ok"]
-    return bad + [k for k in ("fp32", "tf32", "dram") if not doc.get(k)]
+    bad += [k for k in ("fp32", "tf32", "dram") if not doc.get(k)]
+    tf32, fp32 = doc.get("tf32") or {}, doc.get("fp32") or {}
+    t = tf32.get("tflops")
+    if t and str(tf32.get("instr", "")).startswith("wgmma") and t < (tf32.get("mma_sync_tflops") or 0):
+        bad.append(f"tf32 ({t} TFLOP/s by wgmma, below mma.sync's {tf32['mma_sync_tflops']})")
+    elif t and fp32.get("tflops") and t < fp32["tflops"]:
+        bad.append(f"tf32 ({t} TFLOP/s, below FFMA's {fp32['tflops']})")
+    return bad
 
 
 def _device():
@@ -282,7 +292,8 @@ def ensure(say: Callable[[str], None] = lambda s: None, force: bool = False, arg
         return None
     bad = failed(doc)
     if bad:
-        say(f"peaks not cached: {', '.join(map(str, bad))} gave no number")
+        say(f"peaks not cached: {', '.join(map(str, bad))} gave no number or an implausible one; "
+            "rows get no % SOL this run")
         return None
     if doc.get("uuid") and doc.get("driver"):
         try:
