@@ -522,8 +522,8 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // threads store whole rows, 16 bytes a thread where N % 4 == 0 and C is 16-byte aligned.
         // Stored from registers, each STG's 64-bit address waited for the one before it (ptxas
         // reused its registers: the epilogue was 30% of 4648x6636x140's samples, long scoreboard).
-        // tf32x3 keeps the register stores: with this epilogue it ran 0.93-0.98x
-        // on mid and large products (docs/findings.md).
+        // tf32x3 keeps the register stores: with this epilogue it ran 0.93-0.98x on mid and large
+        // products (docs/findings.md).
         auto store_staged = [&]() {
             constexpr int P = TN + 4;
             static_assert(TM * P * 4 <= STAGES * STAGE, "the epilogue's tile fits in the stages");

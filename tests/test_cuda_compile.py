@@ -1082,7 +1082,7 @@ def test_tf32_mma_spreads_the_next_tiles_copies_over_the_k8_steps(tmp_path):
 def test_wgmma_tf32_stores_c_through_shared_memory_and_tf32x3_from_registers(tmp_path):
     """tf32's data-parallel build stages C in shared memory (a barrier over the two consumer
     warpgroups, then 16-byte stores of whole rows: results/h200/tensor-core/epilogue/); tf32x3 keeps
-    its 4-byte register stores (the staged epilogue ran it 0.93-0.97x)."""
+    its 4-byte register stores (the staged epilogue ran it 0.93-0.98x)."""
     spec = next(s for s in registry.SPECS if s.name == "cuda.13_wgmma_tma")
     by_label = {c.label: c for c in spec.configs}
     for label in ("256x128x32s4.regb", "64x128x32s8.regb.bulk"):
