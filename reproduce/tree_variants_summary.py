@@ -29,9 +29,10 @@ def cells(path: str, kernel: str, precision: str | None = None):
     with open_text(path) as f:
         m = json.load(f)["matrix"]
     rows = [r for r in m["rows"] if r["kernel"] == kernel and precision in (None, r.get("precision"))]
-    if len(rows) > 1:
-        raise ValueError(f"{path}: {kernel} in {len(rows)} precisions; name one with --precision")
-    row = rows[0] if rows else next(iter(()))
+    if len(rows) != 1:
+        raise ValueError(f"{path}: {kernel} in {len(rows)} precisions; name one with --precision" if rows
+                         else f"{path}: no {kernel} row{f' of {precision}' if precision else ''}")
+    row = rows[0]
     return m["shapes"], [c.get("tflops") for c in row["cells"]], [c.get("pct_sol") for c in row["cells"]]
 
 
@@ -59,8 +60,8 @@ def main(argv=None) -> int:
                     raise ValueError(f"{path}: a shape without a timed cell")
                 shapes = got
                 data.setdefault(n, []).append((t, s))
-    except (OSError, ValueError, KeyError, StopIteration) as e:
-        print(f"tree_variants_summary: {e or 'no such kernel row'}", file=sys.stderr)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"tree_variants_summary: {e}", file=sys.stderr)
         return 2
     missing = [n for n in names if n not in data]
     if missing or not shapes:
