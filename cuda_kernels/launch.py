@@ -25,7 +25,8 @@ launch reports the resolved values in ``launch.config``):
   bandwidth-bound, the tensor cores would idle; the row's config says so).
 * ``a_split`` (cuda.13_wgmma_tma, tf32x3 on the swap path): ``smem`` | ``copy``: A split into big +
   small TF32 parts by the GEMM's producer warpgroup in shared memory, or by a copy first; default
-  ``regb_a_split`` (smem where N <= ``A_SPLIT_SMEM_MAX_N``).
+  ``regb_a_split`` (smem where N <= ``A_SPLIT_SMEM_MAX_N``). ``a_unaligned``: ``cp_async`` (the
+  default) | ``pad``: with a_split=smem, how A's rows are read where TMA can't stride them.
 * ``skinny_b`` (cuda.11_stream_k): ``chunked`` | ``resident``: skinny_n's build. ``chunked`` (the
   default from K = 257 on, or where ``k_splits`` is set) copies B through shared memory 256 rows
   of K at a time in every block of rows; ``resident`` (the default for K <= 256,
@@ -53,7 +54,7 @@ from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometr
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
                        SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
                        STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
-                       B_UNALIGNED_CHOICES, A_SPLIT_CHOICES,
+                       B_UNALIGNED_CHOICES, A_SPLIT_CHOICES, A_UNALIGNED_CHOICES,
                        Config, StageSpec)
 from .wgmma_launch import wgmma_prepare
 
@@ -94,6 +95,11 @@ def _options(spec: StageSpec) -> tuple:
                                  "rows padded by a copy first where K % 4 != 0 or A is not 16-byte aligned) or copy "
                                  "(one copy writes both parts first: A read, written twice, read twice); default: "
                                  f"smem where N <= {A_SPLIT_SMEM_MAX_N}, else copy", A_SPLIT_CHOICES))
+        out.append(Option.choice("a_unaligned", "tf32x3's split in shared memory (a_split=smem): how A is read where "
+                                 "TMA can't (K % 4 != 0 or A not 16-byte aligned): cp_async (the producer warpgroup "
+                                 "loads the raw tiles from A's rows as given, 4 bytes a cp.async, no copy of A; the "
+                                 "default) or pad (a copy pads A's rows to 16 bytes first, then TMA)",
+                                 A_UNALIGNED_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_")
                       and not c.label.endswith((".cpasync", ".bulk", ".sk")) and ".asplit" not in c.label)
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
@@ -405,7 +411,7 @@ def _stream_k_prepare(spec: StageSpec):
 
 
 # Stage 13's options that shape its tensor-core launch (the ``path`` option's ``tile``).
-WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split", "mode", "grid")
+WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split", "a_unaligned", "mode", "grid")
 # Why stage 13 hands a product to stage 11's bandwidth-bound paths, in its rows' config.
 BANDWIDTH_PRECISION = ("fp32 FFMA on stage 11's bandwidth-bound path, not the tensor cores: the product is a stream "
                        "of one operand (at most 4 flops per byte of it), so time is DRAM bandwidth, not multiply "

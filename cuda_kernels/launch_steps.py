@@ -66,6 +66,7 @@ def launcher(*steps):
                 fn(grid, block, args, shared_mem=smem[0], stream=stream)
             else:
                 fn(grid, block, args, stream=stream)
+    launch.steps = steps   # for probes that time each step (reproduce/probe_launch_steps.py)
     return launch
 
 
