@@ -11,15 +11,15 @@
 //    a copy, one bulk copy per K tile (N <= 128, B_BULK) or the producer's cp.async (B_ASYNC).
 //    sgemm_wgmma_tma (b_transpose=copy): a K-major copy of B.
 //  * A to TMA as given, else copied (K % 4 != 0, unaligned, tf32x3's split); tf32x3 with N <=
-//    384 (A_RAW, a_split=smem): the producer splits A's raw tile in shared memory instead, the
-//    tile loaded by its own cp.async where TMA can't read A's rows (A_RAW = 2: no pad copy).
+//    384 (A_RAW, a_split=smem): the producer splits A's raw tile in shared memory instead.
 //  * tf32x3: big = tf32(x), small = tf32(x - big); 12 wgmma per 32-wide K tile (b_s a_b, b_b
 //    a_s, b_b a_b per k8) into a temporary added by FADD, so the tensor cores' truncating
 //    accumulation stays on partial sums of 32.
 //  * Split-K where tiles leave SMs idle (the shared split-K model), summed in split order; the
 //    stream-K build (SK, option mode) for tf32x3 tiles filling <= 3/4 of the SMs, its split
 //    tiles summed in block order: deterministic either way.
-// Not here: a single row or N <= 8 goes to stage 11's bandwidth paths (launch.py, option path).
+// Not here: a single row or N <= 8 goes to stage 11's bandwidth paths, tf32x3 with N <= 64 and
+// M >= 65 to stage 11's tile plan (heuristics.py WGMMA_PATH_RULE, option path).
 // Still there: the operand copies where they run; tf32x3's wait_group 0 per K tile and register
 // stores (tf32 stores C through shared memory).
 // Measured (docs/results.md, stage 13): tf32 97% / 101% of cuBLAS tf32 at 4096^3 / 8192^3,
@@ -274,27 +274,21 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
 // producer warpgroup writes the 0-3 floats left and zeros for the rows past K (A's are zero there
 // too, but a 0 x inf or 0 x NaN would poison D). Fragment loads read rows of N floats (a 2-4 way
 // bank conflict, against the cp.async build's 33 instructions per row of the tile).
-// A_RAW (tf32x3): A's raw tile by TMA (1), split in shared memory by the producer warpgroup (below);
+// A_RAW (tf32x3): A's raw tile by TMA, split in shared memory by the producer warpgroup (below);
 // its 48 KiB of shared-memory traffic per K tile slows a main loop near shared memory's bandwidth
 // on wide products, so the launch takes it where N <= 384 (heuristics.py A_SPLIT_SMEM_MAX_N).
-// A_RAW = 2 (A's rows not 16-byte multiples, K % 4 != 0, or A not 16-byte aligned: TMA can't read
-// them): the producer's 128 threads copy the raw tile from a_rows (M x K as given) with 4-byte
-// cp.async into TMA's swizzled layout, lane = k (a warp reads 128 contiguous bytes of a row), zeros
-// past M and K, and arrive on landed[s] when their copies land. No pad copy of A before the GEMM:
-// that pass read and wrote all of A (4307x137x4489: 45 of 204 us).
-template <int TM, int STAGES, bool SPLIT3, int B_LOAD, int A_RAW, bool SK>
+template <int TM, int STAGES, bool SPLIT3, int B_LOAD, bool A_RAW, bool SK>
 __global__ void __launch_bounds__(wgmma13::THREADS, 1)
 sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_constant__ wgmma13::TensorMap tB,
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
                  int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                  int kt_per_split, float* __restrict__ partials, float* __restrict__ ws, int sk_tiles,
-                 int sk_blocks, int ipb, int extra, const float* __restrict__ a_rows) {
+                 int sk_blocks, int ipb, int extra) {
     using namespace wgmma13;
     constexpr int TN = 128;                        // C columns per block
     constexpr int PARTS = SPLIT3 ? 2 : 1;
     constexpr int A_BYTES = TM * BK * 4;           // TM rows of A, 128 bytes each
-    constexpr int A_LOADED = A_RAW == 2 ? 0 : (SPLIT3 && !A_RAW ? 2 : 1) * A_BYTES;   // A bytes TMA brings per stage
-    constexpr bool A_ASYNC = A_RAW == 2;
+    constexpr int A_LOADED = (SPLIT3 && !A_RAW ? 2 : 1) * A_BYTES;   // A bytes TMA brings per stage
     constexpr int B_BOX = 32 * 128;                // one 32 k x 32 n box of B, 4 KiB
     constexpr int BP = 136;                        // B_ASYNC: floats per k row (128 + 8: 16-byte chunks, 8 banks apart)
     constexpr int CHUNKS = TN / 4 + 1;             // B_ASYNC: 16-byte chunks covering 128 columns at any offset
@@ -307,7 +301,6 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     static_assert(TM == 256 || TM == 128 || TM == 64, "wgmma n256 / n128 / n64");
     static_assert(!SPLIT3 || TM <= 128, "tf32x3 keeps a temporary beside the accumulators");
     static_assert(!A_RAW || SPLIT3, "A_RAW splits A for tf32x3");
-    static_assert(A_RAW >= 0 && A_RAW <= 2, "A_RAW: 0 (no split here), 1 (raw tile by TMA), 2 (by cp.async)");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = smem_u32(smem_raw);
@@ -354,8 +347,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     // The loads' barrier's count: TMA's expect_tx, + each cp.async thread (B_ASYNC), + the other 127
     // producer threads (B_BULK without A_RAW: their last-tile stores ordered by it). With A_RAW the
     // producer's 128 threads arrive on full after their split.
-    // A_ASYNC: thread 0's arrival (its expect_tx for B) + each producer thread's cp.async arrival.
-    constexpr unsigned LOADS = B_ASYNC || A_ASYNC ? 1 + 128 : (B_BULK && !A_RAW) ? 128 : 1;
+    constexpr unsigned LOADS = B_ASYNC ? 1 + 128 : (B_BULK && !A_RAW) ? 128 : 1;
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
@@ -371,27 +363,17 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         // K tile kt's loads into its stage, counted on bar: A by TMA (big and small parts from the
-        // split copy, or with A_RAW the raw tile; A_ASYNC: the raw tile by every producer thread's
-        // cp.async), B by the build's B_LOAD. Called by all 128 producer threads (the TMA build
-        // without A_ASYNC: thread 0 only).
+        // split copy, or with A_RAW the raw tile), B by the build's B_LOAD. Called by all 128 producer
+        // threads (the TMA build without A_RAW: thread 0 only).
         auto load = [&](int it, int tile, int kq, unsigned bar) {
             const int s = it % STAGES, k_first = kq * BK;
             int m0 = m0_first, n0 = n0_first;
             if constexpr (SK) origin(tile, m0, n0);
             const unsigned st = base + s * STAGE;
-            if constexpr (A_ASYNC) {   // word (r, k) of the tile: row r's 16-byte chunk k / 4 at chunk (k / 4) ^ (r % 8)
-                const int lane = threadIdx.x % 32, k = k_first + lane;
-#pragma unroll 4
-                for (int r = threadIdx.x / 32; r < TM; r += 4) {
-                    const bool in = m0 + r < M && k < K;
-                    cp_async4(st + 4 * (r * 32 + (((lane >> 2) ^ (r & 7)) << 2) + (lane & 3)),
-                              in ? a_rows + (size_t)(m0 + r) * K + k : a_rows, in ? 4u : 0u);
-                }
-            }
             if constexpr (B_ASYNC) {
                 if (threadIdx.x == 0) {
                     mbar_expect_tx(bar, A_LOADED);
-                    if (!A_ASYNC) tma_load(st, tA, bar, k_first, m0);
+                    tma_load(st, tA, bar, k_first, m0);
                     if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
                 }
                 const size_t total = (size_t)K * N;  // B's floats: no chunk reads past them
@@ -416,13 +398,12 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 }
                 if (threadIdx.x == 0) {
                     mbar_expect_tx(bar, A_LOADED + bulk);
-                    if (!A_ASYNC) tma_load(st, tA, bar, k_first, m0);
+                    tma_load(st, tA, bar, k_first, m0);
                     if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
                     if (bulk) bulk_load(st + PARTS * A_BYTES, src, bulk, bar);
                 } else if (!A_RAW) {
                     mbar_arrive(bar);
                 }
-                if (A_ASYNC) cp_async_arrive(bar);
             } else {
                 // B's boxes wholly past N are not loaded: their columns reach only D's rows n >= N,
                 // never stored, and loading them held tiny outputs (the 64-row tile's) to 60% of
@@ -430,15 +411,12 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 // build skips them: with the skip ptxas scheduled the other builds' consumer loops
                 // differently, 0.82-0.94x on 128-row products with no box to skip (docs/findings.md).
                 const int boxes = SPLIT3 || TM != 64 ? TN / 32 : min(TN / 32, (N - n0 + 31) / 32);
-                if (!A_ASYNC || threadIdx.x == 0) {   // A_ASYNC: all 128 threads are here
-                    mbar_expect_tx(bar, A_LOADED + boxes * B_BOX);
-                    if (!A_ASYNC) tma_load(st, tA, bar, k_first, m0);
-                    if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
+                mbar_expect_tx(bar, A_LOADED + boxes * B_BOX);
+                tma_load(st, tA, bar, k_first, m0);
+                if (SPLIT3 && !A_RAW) tma_load(st + A_BYTES, tAs, bar, k_first, m0);
 #pragma unroll
-                    for (int j = 0; j < TN / 32; ++j)
-                        if (j < boxes) tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, bar, n0 + 32 * j, k_first);
-                }
-                if (A_ASYNC) cp_async_arrive(bar);
+                for (int j = 0; j < TN / 32; ++j)
+                    if (j < boxes) tma_load(st + PARTS * A_BYTES + j * B_BOX, tB, bar, n0 + 32 * j, k_first);
             }
         };
         if constexpr (!A_RAW) {
@@ -462,7 +440,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
             int tile = tile0, kq = kq0;   // the next load's iteration
             const int ahead = min(STAGES - 1, n_iters);
             for (int j = 0; j < ahead; ++j) {
-                if (B_LOAD != 0 || A_ASYNC || threadIdx.x == 0) load(j, tile, kq, bars + 8 * (2 * STAGES + j));
+                if (B_LOAD != 0 || threadIdx.x == 0) load(j, tile, kq, bars + 8 * (2 * STAGES + j));
                 if (++kq == ipt) { kq = 0; ++tile; }
             }
             for (int kt = 0; kt < n_iters; ++kt) {
@@ -484,7 +462,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                 mbar_arrive(bars + 8 * s);
                 const int j = kt + STAGES - 1, sj = j % STAGES;
                 if (j < n_iters) {
-                    if (B_LOAD != 0 || A_ASYNC || threadIdx.x == 0) {
+                    if (B_LOAD != 0 || threadIdx.x == 0) {
                         if (j >= STAGES) mbar_wait(bars + 8 * (STAGES + sj), ((j / STAGES) - 1) & 1);
                         load(j, tile, kq, bars + 8 * (2 * STAGES + sj));
                     }
@@ -725,33 +703,17 @@ __global__ void __launch_bounds__(128) regb_stream_k_fixup(int M, int N, int K, 
     int tm, tn;
     tile_grouped_at<8>(t, (M + TM - 1) / TM, (N + TN - 1) / TN, tm, tn);
     const int e = (blockIdx.y * 128 + threadIdx.x) * 4;  // tile-local element
-    const int row = tm * TM + e / TN, col = tn * TN + e % TN;
-    if (row >= M || col >= N) return;
-    // Two blocks' partials loaded before either is added (one at a time, each waited for the
-    // load before it), summed in block order as before: the same bits.
-    auto part = [&](int b) {
-        return *reinterpret_cast<const float4*>(ws + ((size_t)b * 2 + range.slot(b, t)) * (TM * TN) + e);
-    };
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    int b = b0;
-    for (; b < b1; b += 2) {
-        const float4 v = part(b), w = part(b + 1);
-        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
-        s.x += w.x; s.y += w.y; s.z += w.z; s.w += w.w;
-    }
-    if (b == b1) {
-        const float4 v = part(b);
+    for (int b = b0; b <= b1; ++b) {
+        const float4 v = *reinterpret_cast<const float4*>(ws + ((size_t)b * 2 + range.slot(b, t)) * (TM * TN) + e);
         s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
     }
-    float* const p = C + (size_t)row * N + col;
-    if ((N & 3) == 0 && (reinterpret_cast<size_t>(p) & 15) == 0) {   // col + 3 < N: N % 4 == 0
-        *reinterpret_cast<float4*>(p) = axpby4(s, alpha, beta, p);
-        return;
-    }
+    const int row = tm * TM + e / TN, col = tn * TN + e % TN;
+    if (row >= M) return;
     const float v[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-        if (col + j < N) p[j] = axpby(v[j], alpha, beta, p + j);
+        if (col + j < N) C[(size_t)row * N + col + j] = axpby(v[j], alpha, beta, C + (size_t)row * N + col + j);
 }
 
 // Split-K's second pass: C = alpha * (sum of the S partial tiles, in split order) + beta * C.

@@ -88,6 +88,30 @@ def stream_k_path(M: int, N: int, K: int) -> str:
     return "tile"
 
 
+# Stage 13's paths: stage 11's, plus ffma (stage 11's tile plan, fp32 FFMA) for tf32x3 where N <= 64
+# and M > 64. The register-operand tile gives each consumer warpgroup 64 columns of C (the wgmma M
+# side) and a tile 128, so with N <= 64 it computes at least twice the columns N has, 3 wgmma each,
+# where stage 11's tiles are 32 or 64 columns wide; with M <= 64 stage 11's 128-row tiles would be
+# mostly empty where stage 13's 64-row tile is not. Both forced on tuning shapes (H200,
+# results/h200/tensor-core/narrow-n/): 32 with N in 9..127 (reproduce/shapes/narrow_n_tune.txt)
+# 80.9 -> 99.3% of cuBLAS fp32 geomean (worst 41.6 -> 59.3%); 16 tiny outputs
+# (tiny_outputs_tf32.txt) 107.0 -> 116.3% (worst 75.4 -> 93.3%; stage 11 at M <= 64: 9x10x67432
+# 52.5%). Summary: python reproduce/cublas_ratio_summary.py FILE --rule cuda.13_wgmma_tma.
+WGMMA_PATHS = PATHS + ("ffma",)
+WGMMA_FFMA_MAX_N, WGMMA_FFMA_MIN_M = 64, 65
+WGMMA_PATH_RULE = (PATH_RULE + f"; tf32x3 with N <= {WGMMA_FFMA_MAX_N} and M >= {WGMMA_FFMA_MIN_M} (a tile problem): "
+                   "ffma (stage 11's tile plan)")
+
+
+def wgmma_path(M: int, N: int, K: int, precision: str) -> str:
+    """Stage 13's path (``WGMMA_PATH_RULE``; the ``path`` option's ``auto``): stage 11's rule, and
+    tf32x3's narrow tile problems to stage 11's FFMA tile kernel (fp32 is exact, within tf32x3's
+    error); tf32 keeps the tensor cores its label promises."""
+    path = stream_k_path(M, N, K)
+    narrow = N <= WGMMA_FFMA_MAX_N and M >= WGMMA_FFMA_MIN_M
+    return "ffma" if path == "tile" and precision == "tf32x3" and narrow else path
+
+
 def skinny_nb(N: int) -> int:
     """The skinny_n build for N columns: N rounded up to 1, 2, 4 or 8."""
     return next(b for b in SKINNY_NB if b >= N)

@@ -25,8 +25,7 @@ launch reports the resolved values in ``launch.config``):
   bandwidth-bound, the tensor cores would idle; the row's config says so).
 * ``a_split`` (cuda.13_wgmma_tma, tf32x3 on the swap path): ``smem`` | ``copy``: A split into big +
   small TF32 parts by the GEMM's producer warpgroup in shared memory, or by a copy first; default
-  ``regb_a_split`` (smem where N <= ``A_SPLIT_SMEM_MAX_N``). ``a_unaligned``: ``cp_async`` (the
-  default) | ``pad``: with a_split=smem, how A's rows are read where TMA can't stride them.
+  ``regb_a_split`` (smem where N <= ``A_SPLIT_SMEM_MAX_N``).
 * ``skinny_b`` (cuda.11_stream_k): ``chunked`` | ``resident``: skinny_n's build. ``chunked`` (the
   default from K = 257 on, or where ``k_splits`` is set) copies B through shared memory 256 rows
   of K at a time in every block of rows; ``resident`` (the default for K <= 256,
@@ -48,13 +47,13 @@ from compare.harness.registry import Kernel, Option, register
 
 from . import loader
 from .heuristics import (A_SPLIT_SMEM_MAX_N, WGMMA_SK_MAX_FILL, MAX_SPLITS, PATH_RULE, PATHS, REGB_BULK_MAX_N, SKINNY_MAX_N, cdiv, skinny_build, skinny_nb, skinny_plan,
-                         skinny_short_plan, split_plan, stream_k_path, stream_k_tile)
+                         skinny_short_plan, split_plan, stream_k_path, stream_k_tile, WGMMA_PATH_RULE, WGMMA_PATHS, wgmma_path)
 from .launch_steps import (aligned_rows, chosen_by, function, gemm_args, geometry, launcher, needs_arch, operands,
                            tiles, with_config)
 from .registry import (FAMILY, FIXUP_LANES, FIXUP_MANY_PARTIALS, FIXUP_THREADS, PIPELINE_TILES, SINGLE, SKINNY_SUM,
                        SKINNY_B, SKINNY_SHORT_MAX_K, SKINNY_SUM_MANY_RANGES, SPECS, SPLIT_K, STREAM_K,
                        STREAM_K_TILES, TF32_DEFAULT_TILE, TF32_PRECISIONS, TF32_TILES, WGMMA, B_TRANSPOSE_CHOICES,
-                       B_UNALIGNED_CHOICES, A_SPLIT_CHOICES, A_UNALIGNED_CHOICES,
+                       B_UNALIGNED_CHOICES, A_SPLIT_CHOICES,
                        Config, StageSpec)
 from .wgmma_launch import wgmma_prepare
 
@@ -95,11 +94,6 @@ def _options(spec: StageSpec) -> tuple:
                                  "rows padded by a copy first where K % 4 != 0 or A is not 16-byte aligned) or copy "
                                  "(one copy writes both parts first: A read, written twice, read twice); default: "
                                  f"smem where N <= {A_SPLIT_SMEM_MAX_N}, else copy", A_SPLIT_CHOICES))
-        out.append(Option.choice("a_unaligned", "tf32x3's split in shared memory (a_split=smem): how A is read where "
-                                 "TMA can't (K % 4 != 0 or A not 16-byte aligned): cp_async (the producer warpgroup "
-                                 "loads the raw tiles from A's rows as given, 4 bytes a cp.async, no copy of A; the "
-                                 "default) or pad (a copy pads A's rows to 16 bytes first, then TMA)",
-                                 A_UNALIGNED_CHOICES))
         gemms = tuple(c.label for c in spec.configs if c.kernel.startswith("sgemm_")
                       and not c.label.endswith((".cpasync", ".bulk", ".sk")) and ".asplit" not in c.label)
         out.append(Option.choice("tile", "block tile of the GEMM (default: the register-operand path's tile the split-K "
@@ -114,9 +108,10 @@ def _options(spec: StageSpec) -> tuple:
                                   "the rest data-parallel); default: sk where tf32x3 splits nothing and its tiles fill "
                                   f"at most {WGMMA_SK_MAX_FILL} of the SMs, else dp (wgmma_decomposition)", decompose.MODES))
         out.append(Option.count("grid", "stream-K blocks, >= 1 (default: one per SM, fewer where K is short)"))
-        out.append(Option.choice("path", f"auto ({PATH_RULE}, the stage 11 kernels' bandwidth-bound paths in fp32, "
-                                  "no tensor cores; tile where a tensor-core option is set), tile (the wgmma "
-                                  f"launch), gemv (M == 1 only) or skinny_n (N <= {SKINNY_MAX_N} only)", PATHS))
+        out.append(Option.choice("path", f"auto ({WGMMA_PATH_RULE}: the stage 11 kernels in fp32, no tensor cores; "
+                                  "tile where a tensor-core option is set), tile (the wgmma launch), gemv (M == 1 "
+                                  f"only), skinny_n (N <= {SKINNY_MAX_N} only) or ffma (stage 11's tile plan, "
+                                  "fp32 FFMA)", WGMMA_PATHS))
     if spec.plan == STREAM_K:
         out.append(Option.choice("mode", "dp (no stream-K), sk (every tile stream-K) or hybrid (two-tile stream-K + "
                                   "data-parallel waves); default from the wave count", decompose.MODES))
@@ -239,15 +234,16 @@ def _split_k_prepare(spec: StageSpec):
 STREAM_K_TILE_OPTIONS = ("tile", "mode", "grid")
 
 
-def _resolve_path(spec: StageSpec, problem, opts: dict, tile_options: tuple = STREAM_K_TILE_OPTIONS) -> str:
+def _resolve_path(spec: StageSpec, problem, opts: dict, tile_options: tuple = STREAM_K_TILE_OPTIONS,
+                  rule=None) -> str:
     """The path the ``path`` option (or its auto rule) gives this problem; a UsageError where the
     option asks for one that can't take it or combines a skinny path with the tile plan's options
-    (``tile_options``: the kernel's)."""
+    (``tile_options``: the kernel's; ``rule``: its auto rule, (M, N, K) -> path, stage 11's by default)."""
     M, N = problem.M, problem.N
     path = opts.get("path", "auto")
     tile_opts = [o for o in tile_options if o in opts]
     if path == "auto":
-        path = "tile" if tile_opts else stream_k_path(M, N, problem.K)
+        path = "tile" if tile_opts else (rule or stream_k_path)(M, N, problem.K)
         if path == "tile" and "k_splits" in opts:
             raise UsageError(f"{spec.name}: k_splits sets the K split of the gemv / skinny_n paths; this problem "
                              f"takes the tile path ({PATH_RULE}" + (f"; {', '.join(tile_opts)} set" if tile_opts else "")
@@ -411,36 +407,49 @@ def _stream_k_prepare(spec: StageSpec):
 
 
 # Stage 13's options that shape its tensor-core launch (the ``path`` option's ``tile``).
-WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split", "a_unaligned", "mode", "grid")
+WGMMA_TILE_OPTIONS = ("tile", "split_k", "b_transpose", "b_unaligned", "a_split", "mode", "grid")
 # Why stage 13 hands a product to stage 11's bandwidth-bound paths, in its rows' config.
 BANDWIDTH_PRECISION = ("fp32 FFMA on stage 11's bandwidth-bound path, not the tensor cores: the product is a stream "
                        "of one operand (at most 4 flops per byte of it), so time is DRAM bandwidth, not multiply "
                        "rate; fp32 is exact, within {precision}'s error")
+# Why stage 13 hands tf32x3's narrow tile problems to stage 11's tile plan (heuristics.WGMMA_PATH_RULE).
+FFMA_PRECISION = ("fp32 FFMA on stage 11's tile plan, not the tensor cores: with N <= 64 a wgmma tile (64 columns a "
+                  "consumer warpgroup, 128 a tile) computes at least twice the columns N has, three wgmma each in "
+                  "tf32x3, where stage 11's tiles are 32 or 64 wide; fp32 is exact, within {precision}'s error")
 
 
 def _wgmma_paths_prepare(spec: StageSpec):
     """Stage 13 as the family's general tensor-core kernel: the tile plan (wgmma_prepare) for tile
-    problems; a single row or N <= 8 (``PATH_RULE``, the ``path`` option's ``auto``) go to stage 11's
-    bandwidth-bound paths, as cuBLAS runs GEMV-class kernels there in TF32 mode too, and the row's
-    config says so (``precision_path``)."""
+    problems; a single row or N <= 8 (``WGMMA_PATH_RULE``, the ``path`` option's ``auto``) go to stage
+    11's bandwidth-bound paths, as cuBLAS runs GEMV-class kernels there in TF32 mode too, and tf32x3
+    with N <= 64 to stage 11's tile plan (ffma); the row's config says so (``precision_path``)."""
     tensor = wgmma_prepare(spec)
     stream_k = next(s for s in SPECS if s.plan == STREAM_K and s.variant == "deterministic")
+    stream_k_tile = _stream_k_prepare(stream_k)
 
     def prepare(problem, inputs, options=None):
         opts = dict(options or {})
         why = needs_arch(spec)(problem)
         if why:
             raise UsageError(f"{spec.name}: {why}")
-        path = _resolve_path(spec, problem, opts, WGMMA_TILE_OPTIONS)
+        path = _resolve_path(spec, problem, opts, WGMMA_TILE_OPTIONS,
+                             rule=lambda M, N, K: wgmma_path(M, N, K, problem.precision))
         opts.pop("path", None)
         if path == "tile":
             launch = tensor(problem, inputs, opts)
-            launch.config = {"path": "tile", "path_rule": PATH_RULE, **launch.config}
+            launch.config = {"path": "tile", "path_rule": WGMMA_PATH_RULE, **launch.config}
+            return launch
+        if path == "ffma":
+            launch = stream_k_tile(problem, inputs, {"path": "tile"})
+            launch.config = {**launch.config, "path": "ffma", "path_rule": WGMMA_PATH_RULE,
+                             "runs": f"{stream_k.name}'s tile path", "chosen_by": chosen_by(dict(options or {})),
+                             "precision_path": FFMA_PRECISION.format(precision=problem.precision)}
             return launch
         build = _resolve_skinny_b(stream_k, path, problem, {})
         launch = (_skinny_short_launch(stream_k, problem, inputs, {}) if build == "resident" else
                   _skinny_launch(stream_k, path, problem, inputs, {}))
-        launch.config = {**launch.config, "runs": f"{stream_k.name}'s {path} path", "chosen_by": chosen_by(dict(options or {})),
+        launch.config = {**launch.config, "path_rule": WGMMA_PATH_RULE, "runs": f"{stream_k.name}'s {path} path",
+                         "chosen_by": chosen_by(dict(options or {})),
                          "precision_path": BANDWIDTH_PRECISION.format(precision=problem.precision)}
         return launch
     return prepare

@@ -309,12 +309,6 @@ B_LOADS = {"tma": (0, ""), "cp_async": (1, ".cpasync"), "bulk": (2, ".bulk")}
 # aligned; the producer warpgroup splits it in shared memory, the kernel's A_RAW) or copy (one
 # copy writes both parts to global memory first: A read once, written twice, read twice).
 A_SPLIT_CHOICES = ("smem", "copy")
-# The option a_unaligned: how tf32x3's split in shared memory (a_split=smem) reads A where TMA
-# can't (K % 4 != 0 or A not 16-byte aligned): cp_async (the producer warpgroup copies the raw tile
-# from A's rows as given, 4 bytes a cp.async; the kernel's A_RAW = 2) or pad (a copy pads A's rows
-# to 16 bytes first, then TMA: A_RAW = 1). The kernel's A_RAW: 0 no split in the GEMM, 1, 2.
-A_UNALIGNED_CHOICES = ("cp_async", "pad")
-A_RAW_BUILDS = {"": 0, "tma": 1, "cp_async": 2}
 PREPARE_BLOCK = (32, 8, 1)
 
 
@@ -333,14 +327,13 @@ def regb_smem_bytes(tm: int, stages: int, split3: bool, b_load: str = "tma") -> 
     return stages * ((2 if split3 else 1) * tm * 32 + b_floats) * 4 + 1024 + 24 * stages
 
 
-def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma", a_raw: int = 0, sk: bool = False) -> str:
+def regb_label(tm: int, stages: int, split3: bool, b_load: str = "tma", a_raw: bool = False, sk: bool = False) -> str:
     """The register-operand tile's label; for a build that loads B's rows itself (option
     b_unaligned=cp_async or bulk) the label plus ``.cpasync`` or ``.bulk``, for tf32x3's build that
-    splits A in shared memory (option a_split=smem; ``a_raw`` 1 or 2, A_RAW_BUILDS) plus ``.asplit``
-    before it (``.asplit.acpasync`` where its cp.async loads A's rows), for the stream-K build
-    (option mode) ``.sk`` last (the ``tile`` option takes the label without any)."""
-    return (f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.asplit' if a_raw else ''}"
-            f"{'.acpasync' if a_raw == A_RAW_BUILDS['cp_async'] else ''}{B_LOADS[b_load][1]}{'.sk' if sk else ''}")
+    splits A in shared memory (option a_split=smem) plus ``.asplit`` before it, for the stream-K
+    build (option mode) ``.sk`` last (the ``tile`` option takes the label without any)."""
+    return (f"{tm}x128x32s{stages}.regb{'.x3' if split3 else ''}{'.asplit' if a_raw else ''}{B_LOADS[b_load][1]}"
+            f"{'.sk' if sk else ''}")
 
 
 def _wgmma_configs():
@@ -351,7 +344,7 @@ def _wgmma_configs():
     for pr, tiles in REGB_TILES.items():
         split3 = pr == "tf32x3"
         for tm, stages in tiles:
-            for a_raw in (tuple(A_RAW_BUILDS.values()) if split3 else (0,)):
+            for a_raw in ((False, True) if split3 else (False,)):
                 for b_load, (code, _) in B_LOADS.items():
                     for sk in (False, True):
                         out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code, a_raw, sk),

@@ -61,10 +61,3 @@ def tensor_map(address: int, rows: int, cols: int, ld: int, box_rows: int) -> np
     if len(raw) != MAP_BYTES:
         raise RuntimeError(f"CUtensorMap is {len(raw)} bytes, expected {MAP_BYTES}")
     return np.frombuffer(raw, dtype=np.dtype((np.void, MAP_BYTES)))[0]
-
-
-def unread_map() -> np.void:
-    """128 zero bytes in a tensor-map argument the kernel's build never reads (its loads of that
-    operand are not TMA's): a launch passes every argument, and no map of an operand whose rows
-    TMA can't stride exists."""
-    return np.zeros((), dtype=np.dtype((np.void, MAP_BYTES)))[()]

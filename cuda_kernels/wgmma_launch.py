@@ -10,10 +10,10 @@ import numpy as np
 from compare.harness.errors import UsageError
 
 from . import loader, tma
-from .heuristics import (A_SPLIT_SMEM_MAX_N, REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_a_split, regb_b_unaligned,
-                         regb_tile, wgmma_decomposition)
+from .heuristics import (REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_a_split, regb_b_unaligned, regb_tile,
+                         wgmma_decomposition)
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
-from .registry import A_RAW_BUILDS, B_LOADS, REGB_TILES, WGMMA_TILES, StageSpec, regb_label
+from .registry import B_LOADS, REGB_TILES, WGMMA_TILES, StageSpec, regb_label
 
 
 def wgmma_prepare(spec: StageSpec):
@@ -67,13 +67,8 @@ def wgmma_prepare(spec: StageSpec):
         if b_path == "copy":
             bt, bts = copy(B, K, N, True, split3)
         a_aligned = K % 4 == 0 and be.address(A) % 16 == 0
-        a_raw = (A_RAW_BUILDS["tma" if a_aligned or opts.get("a_unaligned") == "pad" else "cp_async"]
-                 if split3 and b_path == "swap" and (opts.get("a_split") or regb_a_split(N)) == "smem" else 0)
-        a_rows = np.uint64(0)
-        if a_raw == A_RAW_BUILDS["cp_async"]:   # the GEMM loads A's raw tiles from its rows as given
-            copied_a = ""
-            a, a_s, lda, a_rows = A, A, K, A
-        elif a_raw:   # the GEMM splits A's raw tiles, TMA loads them (rows padded first where TMA can't read them)
+        a_raw = split3 and b_path == "swap" and (opts.get("a_split") or regb_a_split(N)) == "smem"
+        if a_raw:   # the GEMM splits A's raw tiles in shared memory
             copied_a = "" if a_aligned else "padded"
             a, lda = (A, K) if a_aligned else pad(A, M, K)
             a_s = a
@@ -91,26 +86,22 @@ def wgmma_prepare(spec: StageSpec):
         if b_path == "swap":
             cfg = spec.config(regb_label(cfg.targs[0], cfg.targs[1], split3, b_load, a_raw))
         b_rows = np.uint64(0)
-        tm = cfg.tile[0]
-
-        def a_map(buf):   # A's tile map (buf: A, or its copy's big or small part); none where the GEMM loads A's rows
-            if a_raw == A_RAW_BUILDS["cp_async"]:
-                return tma.unread_map()
-            return tma.tensor_map(be.address(buf), M, K, lda, tm)
         if b_load != "tma":   # the GEMM loads B's rows itself, from B as given
+            tm = cfg.targs[0]
             b_rows = B
-            a_big = a_map(a)
-            maps = (a_big, a_big, a_map(a_s))   # tB unread: A's map fills it
+            a_map = tma.tensor_map(be.address(a), M, K, lda, tm)
+            maps = (a_map, a_map, tma.tensor_map(be.address(a_s), M, K, lda, tm))   # tB unread: A's map fills it
         elif b_path == "swap":
-            a_big = a_map(a)
+            tm = cfg.tile[0]
             b, ldb = (B, N) if b_as_stored else pad(B, K, N)
-            maps = (a_big, tma.tensor_map(be.address(b), K, N, ldb, 32), a_map(a_s))
+            maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(b), K, N, ldb, 32),
+                    tma.tensor_map(be.address(a_s), M, K, lda, tm))
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
         plan, sk, grid, cfg = _gemm_steps(spec, problem, cfg, maps, C, split3, opts,
                                           cfg.tile[0] if b_path == "swap" else 256, steps, held,
-                                          (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else (), a_rows)
+                                          (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())
         launch = launcher(*steps)
         launch.workspaces = held  # the tensor maps point into these: they live as long as the launch
         launch.plan = plan  # for tests
@@ -135,12 +126,6 @@ def _check_options(spec: StageSpec, problem, opts: dict, split3: bool, b_path: s
     if a_split and not (split3 and b_path == "swap"):
         raise UsageError(f"{spec.name}: a_split={a_split} is an option of tf32x3 on the swap path; "
                          f"this launch is {problem.precision} with b_transpose={b_path}")
-    a_unaligned = opts.get("a_unaligned")
-    if a_unaligned and not (split3 and b_path == "swap" and (a_split or regb_a_split(N)) == "smem"):
-        raise UsageError(f"{spec.name}: a_unaligned={a_unaligned} is an option of tf32x3's split in shared memory "
-                         f"(a_split=smem, the default where N <= {A_SPLIT_SMEM_MAX_N}); this launch is "
-                         f"{problem.precision} with b_transpose={b_path}"
-                         + (f", a_split={a_split or regb_a_split(N)}" if split3 and b_path == "swap" else ""))
     if opts.get("split_k", 1) > 1 and opts.get("mode") in ("sk", "hybrid"):
         raise UsageError(f"{spec.name}: split_k={opts['split_k']} and mode={opts['mode']} are two ways to split "
                          f"K; set one")
@@ -153,14 +138,13 @@ def _check_options(spec: StageSpec, problem, opts: dict, split3: bool, b_path: s
 
 
 def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opts: dict, regb_rows: int,
-                steps: list, held: list, extra: tuple = (), a_rows=np.uint64(0)) -> tuple:
+                steps: list, held: list, extra: tuple = ()) -> tuple:
     """(plan, stream-K plan or None, grid, the GEMM's configuration): appends the GEMM to
     ``steps`` and its second pass: over (tiles, K splits) and, with more than one split, the
     fixed-order sum of the partials (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
     stream-K blocks then data-parallel tiles, and the fixup summing split tiles' partials in block
     order. Workspaces go to ``held``. ``extra``: the
-    GEMM's arguments after the tensor maps (the register-operand path's B rows); ``a_rows``: A
-    where the register-operand GEMM loads its rows itself (its last argument), else 0."""
+    GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
     be = loader.backend()
     M, N, K = problem.M, problem.N, problem.K
     regb = cfg.kernel == "sgemm_wgmma_regb"
@@ -182,8 +166,7 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
     steps.append((function(spec, cfg), grid, cfg.block,
                   (*maps, *extra, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
                    np.float32(problem.beta), C, np.int32(cdiv(plan.chunk, cfg.bk)),
-                   partials if partials is not None else null, *((*sk_args, a_rows) if regb else ())),
-                  cfg.smem_dynamic))
+                   partials if partials is not None else null, *(sk_args if regb else ())), cfg.smem_dynamic))
     if partials is not None:
         r_cfg = spec.config("splitk_reduce")
         r_grid = (min(cdiv(M * N, r_cfg.block[0]), 16 * be.sm_count()), 1, 1)
@@ -222,7 +205,7 @@ def _wgmma_tile(spec: StageSpec, problem, opts: dict, split3: bool, cfg, b_path:
 
 
 def _wgmma_config(cfg, grid, plan, sk, opts: dict, *, kp: int, N: int, split3: bool, b_path: str, b_as_stored: bool,
-                  b_load: str, copied_a: str, a_raw: int) -> dict:
+                  b_load: str, copied_a: str, a_raw: bool) -> dict:
     """The row's config of a stage 13 launch: tile, geometry, split-K and how each operand is read."""
     return {"tile": cfg.label, **geometry(cfg, grid), "stages": cfg.targs[1], "smem_bytes": cfg.smem_dynamic,
             "split_k": plan.splits, "k_chunk": plan.chunk,
@@ -243,8 +226,7 @@ def _wgmma_config(cfg, grid, plan, sk, opts: dict, *, kp: int, N: int, split3: b
                                  + "; C^T = B^T A^T with B^T's fragments loaded from shared memory into "
                                    "registers, rounded to TF32" + (" and split into big + small there" if split3 else "")),
             "a_operand": ((f"rows padded to {kp} floats (a copy each launch), " if copied_a == "padded" else
-                           "rows loaded as given by the producer warpgroup (4-byte cp.async, no copy), "
-                           if a_raw == A_RAW_BUILDS["cp_async"] else "read by TMA as given, ")
+                           "read by TMA as given, ")
                           + "split into big + small TF32 parts in shared memory by the producer warpgroup"
                           if a_raw else
                           f"copied (M x {kp}), {'split' if copied_a == 'split' else 'rounded to TF32'}" if copied_a

@@ -51,10 +51,6 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap& map, uns
 __device__ __forceinline__ void cp_async16(unsigned dst, const float* src, unsigned src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
-// 4 bytes (src_bytes 4, or 0: a zero written), through L1, asynchronous; counted as cp_async16's.
-__device__ __forceinline__ void cp_async4(unsigned dst, const float* src, unsigned src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
 // bytes (a multiple of 16) from global src to shared dst (both 16-byte aligned) by the copy engine,
 // one instruction, counted on bar as TMA's loads are (the caller's expect_tx includes them).
 __device__ __forceinline__ void bulk_load(unsigned dst, const float* src, unsigned bytes, unsigned bar) {

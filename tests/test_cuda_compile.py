@@ -11,10 +11,7 @@ import sys
 
 import pytest
 
-import numpy as np
-
 import cuda_kernels
-from compare.harness.errors import UsageError
 from compare.harness.problem import Problem
 from compare.harness.registry import STAGES, _REGISTRY
 from cuda_kernels import heuristics
@@ -648,14 +645,12 @@ class _Inputs:
     ((256, 255, 256), "tf32", {}, (["256x128x32s4.regb.cpasync"], "swap", "")),
     ((256, 255, 256), "tf32", {"b_unaligned": "pad"}, (["pad_rows", "256x128x32s4.regb"], "swap", "")),
     # tf32x3 on the swap path splits A in shared memory (.asplit) where N <= 384 (a_split=smem), A's
-    # rows padded by a copy first where K % 4 != 0 with a_unaligned=pad (the GEMM's cp.async loads
-    # them otherwise: test_wgmma_gemm_loads_a_rows_tma_cant_read), read as given where aligned;
-    # else by the split copy.
+    # rows padded by a copy first where K % 4 != 0, read as given otherwise; else by the split copy.
     ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async"},
      (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
-    ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async", "a_split": "smem", "a_unaligned": "pad"},
+    ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async", "a_split": "smem"},
      (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
-    ((300, 1003, 997), "tf32x3", {"a_split": "smem", "a_unaligned": "pad"},
+    ((300, 1003, 997), "tf32x3", {"a_split": "smem"},
      (["pad_rows", "pad_rows", "64x128x32s6.regb.x3.asplit"], "swap", "padded")),
     ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", "copied")),
     ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
@@ -666,10 +661,10 @@ class _Inputs:
     ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", "copied")),
     # N <= 128: one bulk copy per K tile, whatever the rows of tiles (no copy of B).
     ((256, 127, 256), "tf32", {}, (["256x128x32s4.regb.bulk"], "swap", "")),
-    ((300, 61, 997), "tf32x3", {"a_unaligned": "pad"}, (["pad_rows", "64x128x32s6.regb.x3.asplit.bulk"], "swap", "padded")),
+    ((300, 61, 997), "tf32x3", {}, (["pad_rows", "64x128x32s6.regb.x3.asplit.bulk"], "swap", "padded")),
     ((300, 61, 997), "tf32x3", {"a_split": "copy"},
      (["prepare.copy.split", "64x128x32s6.regb.x3.bulk"], "swap", "copied")),
-    ((300, 61, 997), "tf32x3", {"b_unaligned": "cp_async", "a_unaligned": "pad"},
+    ((300, 61, 997), "tf32x3", {"b_unaligned": "cp_async"},
      (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
      (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", "copied")),
@@ -715,10 +710,9 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     b_async = labels[-1].endswith((".cpasync", ".bulk"))
     # The register-operand kernel's argument after its 3 tensor maps: B's rows where it loads them.
     # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials; the register-operand
-    # kernel's stream-K arguments (workspace, stream-K tiles, blocks, iterations per block, extra): none;
-    # A's rows last where the GEMM loads them (none here).
-    assert len(gemm[3]) == (12 if b_path == "copy" else 18)
-    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0, 0)
+    # kernel's stream-K arguments last (workspace, stream-K tiles, blocks, iterations per block, extra): none.
+    assert len(gemm[3]) == (12 if b_path == "copy" else 17)
+    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0)
     if b_path == "swap":
         assert (gemm[3][3] is inputs.bufs["B"]) if b_async else gemm[3][3] == 0
     a_map = maps[0]
@@ -770,60 +764,6 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
         (".asplit" in labels[-1])
 
 
-@pytest.mark.parametrize("shape, options, label", [
-    ((300, 1003, 997), {"a_split": "smem"}, "64x128x32s6.regb.x3.asplit.acpasync"),                # B padded
-    ((300, 1003, 997), {"a_split": "smem", "b_unaligned": "cp_async"}, "64x128x32s6.regb.x3.asplit.acpasync.cpasync"),
-    ((300, 61, 997), {}, "64x128x32s6.regb.x3.asplit.acpasync.bulk"),
-    ((4307, 137, 4489), {"split_k": 1, "tile": "128x128x32s4.regb.x3"}, "128x128x32s4.regb.x3.asplit.acpasync"),
-    ((300, 260, 1002), {"split_k": 1, "mode": "sk"}, "64x128x32s6.regb.x3.asplit.acpasync.sk"),
-])
-def test_wgmma_gemm_loads_a_rows_tma_cant_read(monkeypatch, shape, options, label):
-    """tf32x3's split in shared memory where K % 4 != 0 (A's rows not 16-byte multiples, which TMA
-    can't stride): by default the GEMM's producer loads A's raw tiles itself (A_RAW = 2, the
-    .acpasync build), so nothing copies or pads A before it; its last argument is A as given and
-    its A map arguments are unread zeros. a_unaligned=pad pads A first (the TMA build)."""
-    from cuda_kernels import tma
-    made = []
-
-    def fake_map(address, rows, cols, ld, box_rows):
-        tma.check_geometry(rows, cols, ld, box_rows)
-        made.append((address, rows, cols, ld))
-        return np.frombuffer(len(made).to_bytes(8, "little") + bytes(120), dtype=np.dtype((np.void, 128)))[0]
-    monkeypatch.setattr(tma, "tensor_map", fake_map)
-    p = Problem(*shape, precision="tf32x3", alpha=0.5, beta=2.0)
-    M, N, K = shape
-    for a_unaligned in ("cp_async", "pad"):
-        dev, inputs = _Sm90Recorder(), _Inputs(p)
-        with loader.use_backend(dev):
-            launch = _REGISTRY["cuda.13_wgmma_tma"].prepare(p, inputs, {**options, "a_unaligned": a_unaligned})
-            launch()
-        gemm = next(l for l in dev.launches if "regb" in l[0])
-        pads_a = [l for l in dev.launches if l[0] == "pad_rows" and l[3][0] is inputs.bufs["A"]]
-        assert not any(l[0].startswith("prepare.") for l in dev.launches), dev.launches
-        assert all(a != inputs.bufs["A"].addr for a, *_ in made)   # no map of A's unaligned rows
-        if a_unaligned == "pad":
-            assert gemm[0] == label.replace(".acpasync", "") and len(pads_a) == 1 and gemm[3][-1] == 0
-            assert launch.config["a_operand"].startswith(f"rows padded to {-(-K // 4) * 4} floats")
-            continue
-        assert gemm[0] == label and not pads_a, dev.launches
-        assert gemm[3][-1] is inputs.bufs["A"] and len(gemm[3]) == 18
-        assert bytes(gemm[3][0]) == bytes(128) and bytes(gemm[3][2]) == bytes(128)   # tA, tAs: unread
-        assert launch.config["a_operand"].startswith("rows loaded as given by the producer warpgroup")
-        assert "split into big + small TF32 parts in shared memory" in launch.config["a_operand"]
-
-
-def test_a_unaligned_is_refused_where_nothing_splits_a_in_shared_memory():
-    """a_unaligned shapes only tf32x3's split in shared memory: with tf32, a_split=copy or b_transpose=copy
-    it is a UsageError naming why, before anything is allocated."""
-    dev = _Sm90Recorder()
-    for shape, precision, options in (((64, 64, 63), "tf32", {}), ((64, 64, 63), "tf32x3", {"a_split": "copy"}),
-                                      ((64, 1000, 63), "tf32x3", {}), ((64, 64, 63), "tf32x3", {"b_transpose": "copy"})):
-        p = Problem(*shape, precision=precision)
-        with loader.use_backend(dev), pytest.raises(UsageError, match="a_unaligned=pad is an option of tf32x3's split"):
-            _REGISTRY["cuda.13_wgmma_tma"].prepare(p, _Inputs(p), {**options, "a_unaligned": "pad"})
-    assert dev.launches == []
-
-
 class _AnyFileRecorder(_Sm90Recorder):
     """_Sm90Recorder that also records stage 11's functions (its bandwidth-bound paths)."""
 
@@ -842,12 +782,25 @@ class _AnyFileRecorder(_Sm90Recorder):
     ((2, 4096, 4096), "tf32x3", {}, "13_wgmma_tma.cu", None, "tile"),               # M = 2 is not a GEMV
     ((1, 4096, 1000), "tf32", {"path": "tile"}, "13_wgmma_tma.cu", None, "tile"),
     ((1, 4096, 1000), "tf32x3", {"split_k": 2}, "13_wgmma_tma.cu", None, "tile"),   # a tensor-core option: tile
+    # tf32x3 with 9 <= N <= 64 and M > 64: stage 11's tile plan (ffma); N = 65, M = 64 (a tiny output),
+    # tf32, or a tensor-core option: wgmma.
+    ((64, 25, 6893), "tf32x3", {}, "13_wgmma_tma.cu", None, "tile"),
+    ((65, 25, 6893), "tf32x3", {}, "11_stream_k.cu", None, "ffma"),
+    ((3074, 25, 6893), "tf32x3", {}, "11_stream_k.cu", None, "ffma"),
+    ((300, 64, 999), "tf32x3", {}, "11_stream_k.cu", None, "ffma"),
+    ((3074, 9, 6893), "tf32x3", {}, "11_stream_k.cu", None, "ffma"),
+    ((300, 65, 999), "tf32x3", {}, "13_wgmma_tma.cu", None, "tile"),
+    ((3074, 25, 6893), "tf32", {}, "13_wgmma_tma.cu", None, "tile"),
+    ((3074, 25, 6893), "tf32x3", {"a_split": "copy"}, "13_wgmma_tma.cu", None, "tile"),
+    ((3074, 25, 6893), "tf32", {"path": "ffma"}, "11_stream_k.cu", None, "ffma"),
 ])
 def test_wgmma_hands_streams_to_the_bandwidth_paths(monkeypatch, shape, precision, options, want_file, want_label,
                                                     want_path):
-    """Stage 13's path rule (PATH_RULE, stage 11's): a single row or N <= 8 is a stream of one
-    operand, so auto takes stage 11's gemv / skinny_n launch (fp32 FFMA, no tensor cores; its
-    config says why); every other shape, or any tensor-core option, the wgmma launch."""
+    """Stage 13's path rule (WGMMA_PATH_RULE): a single row or N <= 8 is a stream of one operand,
+    so auto takes stage 11's gemv / skinny_n launch (fp32 FFMA, no tensor cores; its config says
+    why); tf32x3 with N <= 64 takes stage 11's tile plan (ffma: a wgmma tile would compute at least
+    twice N's columns) where M > 64 (stage 11's 128-row tiles at least half full); every other shape,
+    or any tensor-core option, the wgmma launch."""
     from cuda_kernels import tma
     monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
     p = Problem(*shape, precision=precision)
@@ -859,6 +812,14 @@ def test_wgmma_hands_streams_to_the_bandwidth_paths(monkeypatch, shape, precisio
     assert launch.config["path"] == want_path
     if want_path == "tile":
         assert files == {"13_wgmma_tma.cu"} and "wgmma" in launch.config["precision_path"]
+        return
+    assert launch.config["path_rule"] == heuristics.WGMMA_PATH_RULE
+    assert "tf32x3 with N <= 64 and M >= 65" in launch.config["path_rule"]
+    if want_path == "ffma":   # stage 11's stream-K tile kernel, its own plan, named as stage 11 names it
+        assert files == {"11_stream_k.cu"} and dev.launches[0][1].startswith(launch.config["tile"]), dev.launches
+        assert launch.config["precision_path"].startswith("fp32 FFMA on stage 11's tile plan, not the tensor cores")
+        assert precision in launch.config["precision_path"] and launch.config["runs"] == "cuda.11_stream_k's tile path"
+        assert launch.config["chosen_by"].startswith("user" if options else "heuristic")
         return
     assert files == {"11_stream_k.cu"} and dev.launches[0][1] == want_label
     assert launch.config["precision_path"].startswith("fp32 FFMA on stage 11's bandwidth-bound path, not the tensor "
@@ -915,7 +876,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     assert gemm[0].endswith(".sk") == (want is not None)   # the stream-K build only where it runs
     if want is None:
         assert launch.stream_k is None and launch.config["mode"] == "dp"
-        assert gemm[3][12:] == (0, 0, 0, 0, 0, 0) and not any(l[0].startswith("sk_fixup") for l in dev.launches)
+        assert gemm[3][12:] == (0, 0, 0, 0, 0) and not any(l[0].startswith("sk_fixup") for l in dev.launches)
         return
     sk = launch.stream_k
     assert sk.mode == want and launch.config["mode"] == want and launch.config["split_k"] == 1
@@ -925,7 +886,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     assert sk.tiles == tiles and sk.iters_per_tile == ipt
     if "grid" in options:
         assert sk.sk_blocks == options["grid"]
-    ws, sk_tiles, sk_blocks, ipb, extra = gemm[3][12:17]
+    ws, sk_tiles, sk_blocks, ipb, extra = gemm[3][12:]
     assert (sk_tiles, sk_blocks, ipb, extra) == (sk.sk_tiles, sk.sk_blocks, sk.iters_per_block, sk.extra_iters)
     assert ws.n == sk_blocks * 2 * tm * 128
     assert gemm[1] == (sk_blocks + tiles - sk_tiles, 1, 1)

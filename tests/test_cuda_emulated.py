@@ -490,6 +490,17 @@ def test_stream_k_path_rule():
     assert heuristics.PATH_RULE.startswith("N <= 8: skinny_n (its resident build where K <= 256); else M == 1: gemv")
 
 
+def test_wgmma_path_rule():
+    """Stage 13's path: stage 11's rule first (N <= 8 skinny_n, one row gemv); then tf32x3 with
+    N <= 64 and M >= 65 on stage 11's tile plan (ffma); tf32, N = 65 or M <= 64: the wgmma tile."""
+    path = heuristics.wgmma_path
+    assert path(4096, 8, 4096, "tf32x3") == "skinny_n" and path(1, 30, 4096, "tf32x3") == "gemv"
+    assert [path(m, n, 999, "tf32x3") for m, n in ((65, 9), (65, 64), (3074, 25), (10**5, 64))] == ["ffma"] * 4
+    assert [path(m, n, 999, "tf32x3") for m, n in ((64, 25), (65, 65), (2, 64), (4096, 4096))] == ["tile"] * 4
+    assert path(3074, 25, 999, "tf32") == "tile"
+    assert heuristics.WGMMA_PATH_RULE.startswith(heuristics.PATH_RULE + "; tf32x3 with N <= 64 and M >= 65")
+
+
 def test_skinny_split_model_by_hand():
     """decompose.skinny_split, the figures worked out here (3 TB/s, 3 us a launch, SMs x
     blocks_per_sm blocks fill the bandwidth)."""

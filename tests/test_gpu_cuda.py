@@ -464,40 +464,46 @@ def _c_of(p, inputs, options):
     ((300, 61, 997), {}), ((130, 1003, 997), {"b_unaligned": "cp_async"}),              # B by bulk copy, cp.async
     ((130, 1002, 1000), {"b_unaligned": "pad"}), ((48, 48, 65_537), {}),                # B padded; long K, split
     ((7, 128, 9000), {"split_k": 3, "tile": "128x128x32s4.regb.x3"}), ((1, 5, 77), {"path": "tile"}),
-    ((257, 513, 1031), {"a_unaligned": "pad"}), ((300, 61, 997), {"a_unaligned": "pad"}),   # A's rows padded
-    ((4307, 137, 4489), {}), ((130, 1003, 997), {"b_unaligned": "cp_async", "mode": "sk"}),
-    ((300, 260, 1002), {"split_k": 2}),
 ], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else None)
 def test_wgmma_a_split_in_shared_memory_gives_the_copys_bits(shape, options):
     """tf32x3's A split by the producer warpgroup in shared memory (a_split=smem, the default)
     computes big = tf32(x) and small = tf32(x - big) as the split copy does, so C is the same bits
-    as a_split=copy's, whatever B's load (TMA, bulk, cp.async, padded), K % 4 (A's raw tiles loaded
-    by the GEMM's cp.async from A's rows, or with a_unaligned=pad its rows padded first), split-K
-    or stream-K; and right against float64 to fp32 class."""
+    as a_split=copy's, whatever B's load (TMA, bulk, cp.async, padded), K % 4 (A's rows padded
+    first) or split-K; and right against float64 to fp32 class."""
     p = Problem(*shape, alpha=0.5, beta=-1.5, seed=sum(shape), precision="tf32x3")
     options = {**options, "a_split": "smem"}   # the default only where N <= 384
     res = check_kernel(KERNELS[WGMMA], p, options=options)
     assert res.ok and res.rel_err < 5e-7, (res.message, res.rel_err)
     inputs = make_inputs(p)
     smem, cfg = _c_of(p, inputs, options)
-    copy, cfg_copy = _c_of(p, inputs, {**{k: v for k, v in options.items() if k != "a_unaligned"}, "a_split": "copy"})
+    copy, cfg_copy = _c_of(p, inputs, {**options, "a_split": "copy"})
     assert ".asplit" in cfg["tile"] and ".asplit" not in cfg_copy["tile"], (cfg, cfg_copy)
     assert "shared memory" in cfg["a_operand"] and cfg_copy["a_operand"].startswith("copied"), (cfg, cfg_copy)
-    rows = shape[2] % 4 != 0 and options.get("a_unaligned") != "pad"
-    assert cfg["a_operand"].startswith("rows padded") == (shape[2] % 4 != 0 and not rows), cfg
-    assert cfg["a_operand"].startswith("rows loaded as given") == rows and cfg["tile"].count(".acpasync") == rows, cfg
+    assert cfg["a_operand"].startswith("rows padded") == (shape[2] % 4 != 0), cfg
     assert torch.equal(smem, copy)
 
 
 @needs_sm90
 def test_wgmma_a_split_on_a_misaligned_a():
-    """A 4 bytes past a 16-byte boundary (TMA can't read it as given): the GEMM's cp.async loads its
-    rows (or with a_unaligned=pad they are padded by a copy), then split in shared memory, and C
-    is right."""
-    p = Problem(300, 260, 1000, alpha=0.5, beta=-1.5, seed=9, precision="tf32x3")   # N <= 384: a_split=smem
-    _right_from_a_misaligned_base(p, "A", {}, kernel=WGMMA, config=("a_operand", "rows loaded as given"))
-    _right_from_a_misaligned_base(p, "A", {"a_unaligned": "pad"}, kernel=WGMMA,
-                                  config=("a_operand", "rows padded to 1000 floats"))
+    """A 4 bytes past a 16-byte boundary (TMA can't read it as given): its rows are padded by a
+    copy, then split in shared memory, and C is right."""
+    _right_from_a_misaligned_base(Problem(300, 260, 1000, alpha=0.5, beta=-1.5, seed=9, precision="tf32x3"), "A", {},  # N <= 384
+                                  kernel=WGMMA, config=("a_operand", "rows padded to 1000 floats"))
+
+
+@needs_sm90
+def test_wgmma_tf32x3_narrow_products_take_stage_11s_tile_plan():
+    """tf32x3 with 9 <= N <= 64 goes to stage 11's tile plan (fp32 FFMA): right to fp32 class on odd
+    shapes, beta != 0, K % 4 != 0; its config names the path and why; N = 65, M = 64 and tf32 stay on wgmma."""
+    for shape in ((3074, 25, 6893), (300, 64, 999), (257, 9, 1001), (1000, 33, 4097)):
+        p = Problem(*shape, alpha=0.5, beta=-1.5, seed=sum(shape), precision="tf32x3")
+        res = check_kernel(KERNELS[WGMMA], p)
+        assert res.ok and res.rel_err < 5e-7, (shape, res.message, res.rel_err)
+        cfg = KERNELS[WGMMA].prepare(p, make_inputs(p), {}).config
+        assert cfg["path"] == "ffma" and cfg["precision_path"].startswith("fp32 FFMA on stage 11's tile plan"), cfg
+    for shape, precision in (((300, 65, 999), "tf32x3"), ((64, 25, 999), "tf32x3"), ((300, 25, 999), "tf32")):
+        p = Problem(*shape, precision=precision)
+        assert KERNELS[WGMMA].prepare(p, make_inputs(p), {}).config["path"] == "tile"
 
 
 @needs_sm90
