@@ -77,11 +77,13 @@ __global__ void __launch_bounds__(256) tf32_prepare(const float* __restrict__ sr
 // A warp copies 256 columns of a row, 8 coalesced loads a lane in flight before its stores; a warp
 // keeps its chunk and steps over rows, so no index needs a division. A flat grid-stride loop with
 // a 64-bit division per element moved 2.7 TB/s (A of 4307x137x4489: 57 us; docs/findings.md).
-__global__ void __launch_bounds__(256) pad_rows(const float* __restrict__ src, int R, int Cn,
-                                                float* __restrict__ dst, int ldd) {
+// Two matrices in one launch where both need it (A's rows where K % 4 != 0, B's where N % 4 != 0:
+// src2 not null), the warps shared in proportion to their floats: a launch of its own cost ~2 us
+// more than the copy in it on short-K products (docs/findings.md).
+__device__ __forceinline__ void pad_rows_part(const float* __restrict__ src, int R, int Cn, float* __restrict__ dst,
+                                              int ldd, int warp, int warps) {
     constexpr int PER = 8, SPAN = 32 * PER;   // floats a lane, a warp's chunk of a row
     const int chunks = (Cn + SPAN - 1) / SPAN, lane = threadIdx.x % 32;
-    const int warp = blockIdx.x * 8 + threadIdx.x / 32, warps = gridDim.x * 8;
     auto copy = [&](int r, int chunk) {
         const float* s = src + (size_t)r * Cn;
         float* d = dst + (size_t)r * ldd;
@@ -101,6 +103,20 @@ __global__ void __launch_bounds__(256) pad_rows(const float* __restrict__ src, i
         for (int chunk = warp; chunk < chunks; chunk += warps)
             for (int r = 0; r < R; ++r) copy(r, chunk);
     }
+}
+
+__global__ void __launch_bounds__(256) pad_rows(const float* __restrict__ src, int R, int Cn,
+                                                float* __restrict__ dst, int ldd,
+                                                const float* __restrict__ src2, int R2, int Cn2,
+                                                float* __restrict__ dst2, int ldd2) {
+    const int warp = blockIdx.x * 8 + threadIdx.x / 32, warps = gridDim.x * 8;
+    // The first matrix's share of the warps, at least one each where there are two.
+    const double first = (double)R * Cn / ((double)R * Cn + (src2 ? (double)R2 * Cn2 : 0.0));
+    const int w1 = src2 ? min(warps - 1, max(1, (int)(first * warps))) : warps;
+    if (warp < w1)
+        pad_rows_part(src, R, Cn, dst, ldd, warp, w1);
+    else
+        pad_rows_part(src2, R2, Cn2, dst2, ldd2, warp - w1, warps - w1);
 }
 
 // C = alpha * A @ B + beta * C with A through tA (M x K, K-major) and B through tB (its

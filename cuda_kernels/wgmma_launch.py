@@ -48,14 +48,27 @@ def wgmma_prepare(spec: StageSpec):
                           (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
             return big, small
 
+        pads = []   # (src, rows, cols, out, ld): A's and B's, one pad_rows launch for both
+
         def pad(src, rows, cols):   # rows padded to a multiple of 4 floats (TMA's 16-byte stride), values unchanged
             ld = cdiv(cols, 4) * 4
             out = be.empty(rows * ld)
             held.append(out)
-            p_cfg = spec.config("pad_rows")
-            steps.append((function(spec, p_cfg), (min(cdiv(rows * cols, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
-                          (src, np.int32(rows), np.int32(cols), out, np.int32(ld))))
+            if not pads:
+                steps.append(None)   # the launch's place, filled once every pad is known (pad_launch)
+                pads.append(len(steps) - 1)
+            pads.append((src, np.int32(rows), np.int32(cols), out, np.int32(ld)))
             return out, ld
+
+        def pad_launch():
+            if not pads:
+                return
+            at, *jobs = pads
+            p_cfg = spec.config("pad_rows")
+            floats = sum(int(r) * int(c) for _, r, c, _, _ in jobs)
+            none = (np.uint64(0), np.int32(0), np.int32(0), np.uint64(0), np.int32(0))
+            steps[at] = (function(spec, p_cfg), (min(cdiv(floats, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
+                         (*jobs[0], *(jobs[1] if len(jobs) > 1 else none)))
 
         b_as_stored = N % 4 == 0 and be.address(B) % 16 == 0
         b_path = opts.get("b_transpose") or "swap"
@@ -99,6 +112,7 @@ def wgmma_prepare(spec: StageSpec):
         else:
             maps = (tma.tensor_map(be.address(a), M, K, lda, 128), tma.tensor_map(be.address(bt), N, K, kp, bn),
                     tma.tensor_map(be.address(a_s), M, K, lda, 128), tma.tensor_map(be.address(bts), N, K, kp, bn))
+        pad_launch()
         plan, sk, grid, cfg = _gemm_steps(spec, problem, cfg, maps, C, split3, opts,
                                           cfg.tile[0] if b_path == "swap" else 256, steps, held,
                                           (b_rows,) if cfg.kernel == "sgemm_wgmma_regb" else ())

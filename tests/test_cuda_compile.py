@@ -638,6 +638,18 @@ class _Inputs:
         return self.bufs[name]
 
 
+def _pad_jobs(launches):
+    """The (src, rows, cols, out, ld) of each matrix stage 13's pad_rows launches pad: its first five
+    arguments, and the next five where they name a second matrix (a null source otherwise)."""
+    for label, _, _, args, _ in launches:
+        if label == "pad_rows":
+            yield args[:5]
+            if isinstance(args[5], _Buf):
+                yield args[5:10]
+            else:
+                assert args[5:] == (0, 0, 0, 0, 0), args
+
+
 @pytest.mark.parametrize("shape, precision, options, want", [
     ((256, 256, 256), "tf32", {}, (["256x128x32s4.regb"], "swap", "")),
     ((300, 260, 4096), "tf32", {"b_transpose": "copy"}, (["prepare.transpose", "128x256x32s4"], "copy", "")),
@@ -651,7 +663,7 @@ class _Inputs:
     ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async", "a_split": "smem"},
      (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
     ((300, 1003, 997), "tf32x3", {"a_split": "smem"},
-     (["pad_rows", "pad_rows", "64x128x32s6.regb.x3.asplit"], "swap", "padded")),
+     (["pad_rows", "64x128x32s6.regb.x3.asplit"], "swap", "padded")),   # A's and B's rows: one launch
     ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", "copied")),
     ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
     ((256, 384, 256), "tf32x3", {}, (["128x128x32s4.regb.x3.asplit"], "swap", "")),
@@ -720,7 +732,7 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     assert (a_map[0] == inputs.bufs["A"].addr) == (not a_copied)
     if b_async:
         # No copy of B: the GEMM loads its rows (its fourth argument, above); no tensor map of B.
-        assert not any(l[0] == "pad_rows" and l[3][0] is inputs.bufs["B"] for l in dev.launches)
+        assert not any(job[0] is inputs.bufs["B"] for job in _pad_jobs(dev.launches))
         assert all(m[0] != inputs.bufs["B"].addr for m in maps)
         assert launch.config["b_transpose"].startswith(
             "B's rows loaded as stored, one bulk copy" if labels[-1].endswith(".bulk") else
@@ -728,9 +740,9 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     elif b_path == "swap" and N % 4:
         # Rows padded to a multiple of 4 floats first (one pass over B), TMA reads the padded copy.
         ldb = -(-N // 4) * 4
-        pad = next(l for l in dev.launches if l[0] == "pad_rows" and l[3][0] is inputs.bufs["B"])
-        assert pad[0] == "pad_rows" and pad[3][0] is inputs.bufs["B"] and pad[3][1:3] == (K, N) and pad[3][4] == ldb
-        assert pad[3][3].n == K * ldb and maps[1] == (pad[3][3].addr, K, N, ldb, 32)
+        pad = next(job for job in _pad_jobs(dev.launches) if job[0] is inputs.bufs["B"])
+        assert pad[1:3] == (K, N) and pad[4] == ldb
+        assert pad[3].n == K * ldb and maps[1] == (pad[3].addr, K, N, ldb, 32)
         assert launch.config["b_transpose"].startswith(f"B's rows padded to {ldb} floats")
     elif b_path == "swap":
         assert maps[1] == (inputs.bufs["B"].addr, K, N, N, 32)
@@ -748,11 +760,17 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     # A (or its copy's big part) first, A's small part third (A again unsplit); the list of maps
     # made says nothing of which goes where (A's big and small swapped: tf32x3 loses b_s * a_b).
     cp = next((l for l in dev.launches if l[0].startswith("prepare.copy")), None)
-    pad_a = next((l for l in dev.launches if l[0] == "pad_rows" and l[3][0] is inputs.bufs["A"]), None)
+    pad_a = next((job for job in _pad_jobs(dev.launches) if job[0] is inputs.bufs["A"]), None)
     assert (pad_a is not None) == (a_copied == "padded")
     if pad_a:   # A's rows padded to kp floats, values unchanged (the GEMM splits them)
-        assert pad_a[3][1:3] == (M, K) and pad_a[3][4] == kp and pad_a[3][3].n == M * kp
-    want_a, want_as = ((cp[3][3].addr, cp[3][4].addr) if cp else (pad_a[3][3].addr,) * 2 if pad_a
+        assert pad_a[1:3] == (M, K) and pad_a[4] == kp and pad_a[3].n == M * kp
+    # One pad launch at most (A's and B's rows in it), its grid over both matrices' floats.
+    pad_launches = [l for l in dev.launches if l[0] == "pad_rows"]
+    assert len(pad_launches) <= 1
+    if pad_launches:
+        floats = sum(int(j[1]) * int(j[2]) for j in _pad_jobs(dev.launches))
+        assert pad_launches[0][1] == (min(-(-floats // 256), 16 * 132), 1, 1)
+    want_a, want_as = ((cp[3][3].addr, cp[3][4].addr) if cp else (pad_a[3].addr,) * 2 if pad_a
                        else (inputs.bufs["A"].addr,) * 2)
     slots = [maps[i - 1][0] for i in gemm[3][:4 if b_path == "copy" else 3]]
     assert slots[0] == want_a and slots[2] == want_as and (b_async or slots[1] == maps[1][0])
