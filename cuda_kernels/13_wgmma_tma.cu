@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(256) tf32_prepare(const float* __restrict__ sr
 // keeps its chunk and steps over rows, so no index needs a division. A flat grid-stride loop with
 // a 64-bit division per element moved 2.7 TB/s (A of 4307x137x4489: 57 us; docs/findings.md).
 // Two matrices in one launch where both need it (A's rows where K % 4 != 0, B's where N % 4 != 0:
-// src2 not null), the warps shared in proportion to their floats: a launch of its own cost ~2 us
-// more than the copy in it on short-K products (docs/findings.md).
+// src2 not null), the warps shared in proportion to their floats: one launch fewer ran the held-out
+// rows with both pads 1.028x (docs/findings.md).
 __device__ __forceinline__ void pad_rows_part(const float* __restrict__ src, int R, int Cn, float* __restrict__ dst,
                                               int ldd, int warp, int warps) {
     constexpr int PER = 8, SPAN = 32 * PER;   // floats a lane, a warp's chunk of a row

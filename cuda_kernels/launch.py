@@ -422,7 +422,7 @@ def _wgmma_paths_prepare(spec: StageSpec):
     """Stage 13 as the family's general tensor-core kernel: the tile plan (wgmma_prepare) for tile
     problems; a single row or N <= 8 (``WGMMA_PATH_RULE``, the ``path`` option's ``auto``) go to stage
     11's bandwidth-bound paths, as cuBLAS runs GEMV-class kernels there in TF32 mode too, and tf32x3
-    with N <= 64 to stage 11's tile plan (ffma); the row's config says so (``precision_path``)."""
+    with N <= 64 and M >= 65 to stage 11's tile plan (ffma); the row's config says so (``precision_path``)."""
     tensor = wgmma_prepare(spec)
     stream_k = next(s for s in SPECS if s.plan == STREAM_K and s.variant == "deterministic")
     stream_k_tile = _stream_k_prepare(stream_k)

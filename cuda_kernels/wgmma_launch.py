@@ -64,6 +64,7 @@ def wgmma_prepare(spec: StageSpec):
             if not pads:
                 return
             at, *jobs = pads
+            assert len(jobs) <= 2, "pad_rows takes two matrices (A's rows and B's)"
             p_cfg = spec.config("pad_rows")
             floats = sum(int(r) * int(c) for _, r, c, _, _ in jobs)
             none = (np.uint64(0), np.int32(0), np.int32(0), np.uint64(0), np.int32(0))
