@@ -350,14 +350,10 @@ def _wgmma_configs():
                         out.append(Config("sgemm_wgmma_regb", (tm, stages, split3, code, a_raw, sk),
                                           (WGMMA_THREADS, 1, 1), (tm, 128), regb_smem_bytes(tm, stages, split3, b_load),
                                           regb_label(tm, stages, split3, b_load, a_raw, sk), 32))
-    for trans in (True, False):
-        for split in (False, True):
-            out.append(Config("tf32_prepare", (trans, split), PREPARE_BLOCK,
-                              label=f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}"))
+    for split in (False, True):
+        out.append(Config("tf32_transpose", (split,), PREPARE_BLOCK, label=f"prepare.transpose{'.split' if split else ''}"))
     out.append(Config("splitk_reduce", (), (256, 1, 1), label="splitk_reduce"))
     out.append(Config("pad_rows", (), (256, 1, 1), label="pad_rows"))
-    for tm in sorted({tm for tiles in REGB_TILES.values() for tm, _ in tiles}, reverse=True):
-        out.append(Config("regb_stream_k_fixup", (tm,), (128, 1, 1), label=f"sk_fixup.{tm}"))
     return tuple(out)
 
 

@@ -1,7 +1,8 @@
 """Stage 13 launched (13_wgmma_tma.cu): the operand copies (B's rows padded where N % 4 != 0 and
 b_unaligned=pad, or B^T with b_transpose=copy; A where K % 4 != 0, its address is not 16-byte
-aligned, or for the tf32x3 split), their TMA tensor maps, the GEMM (tile and K splits from the shared split-K model:
-cuda_kernels/heuristics.py) and the split-K reduction, all in one timed launch.
+aligned, or for the tf32x3 split: A's and B's row copies in one pad_rows launch), their TMA tensor
+maps, the GEMM (tile and K splits from the shared split-K model: cuda_kernels/heuristics.py) and
+the split-K reduction, all in one timed launch.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from .heuristics import (REGB_BULK_MAX_N, WGMMA_MAX_SPLITS, cdiv, regb_a_split, 
                          wgmma_decomposition)
 from .launch_steps import chosen_by, function, geometry, launcher, needs_arch, operands, tiles, with_config
 from .registry import B_LOADS, REGB_TILES, WGMMA_TILES, StageSpec, regb_label
+
+# pad_rows' modes (13_wgmma_tma.cu, PadMode): values as they are, rounded to TF32, split into big + small.
+PAD_AS_IS, PAD_ROUND, PAD_SPLIT = 0, 1, 2
 
 
 def wgmma_prepare(spec: StageSpec):
@@ -37,28 +41,31 @@ def wgmma_prepare(spec: StageSpec):
                              f"M={M}, K={K}")
         steps, held = [], []
 
-        def copy(src, rows, cols, trans, split):
-            out_rows = cols if trans else rows
-            big = be.empty(out_rows * kp)
-            small = be.empty(out_rows * kp) if split else big
+        def transpose(src, rows, cols, split):   # B^T (cols x kp), rounded to TF32 (and split)
+            big = be.empty(cols * kp)
+            small = be.empty(cols * kp) if split else big
             held.extend((big, small))
-            p_cfg = spec.config(f"prepare.{'transpose' if trans else 'copy'}{'.split' if split else ''}")
+            p_cfg = spec.config(f"prepare.transpose{'.split' if split else ''}")
             grid = (cdiv(cols, 32), cdiv(rows, 32), 1)
             steps.append((function(spec, p_cfg), grid, p_cfg.block,
                           (src, np.int32(rows), np.int32(cols), big, small, np.int32(kp))))
             return big, small
 
-        pads = []   # (src, rows, cols, out, ld): A's and B's, one pad_rows launch for both
+        pads = []   # (src, rows, cols, out, ld, out_small, mode): A's and B's, one pad_rows launch for both
 
-        def pad(src, rows, cols):   # rows padded to a multiple of 4 floats (TMA's 16-byte stride), values unchanged
+        def pad(src, rows, cols, mode=PAD_AS_IS):
+            """Rows padded to a multiple of 4 floats (TMA's 16-byte stride): values as they are, rounded
+            to TF32 (PAD_ROUND) or split into big + small TF32 parts (PAD_SPLIT): (out, small, ld)."""
             ld = cdiv(cols, 4) * 4
             out = be.empty(rows * ld)
-            held.append(out)
+            small = be.empty(rows * ld) if mode == PAD_SPLIT else None
+            held.extend(x for x in (out, small) if x is not None)
             if not pads:
                 steps.append(None)   # the launch's place, filled once every pad is known (pad_launch)
                 pads.append(len(steps) - 1)
-            pads.append((src, np.int32(rows), np.int32(cols), out, np.int32(ld)))
-            return out, ld
+            pads.append((src, np.int32(rows), np.int32(cols), out, np.int32(ld),
+                         np.uint64(0) if small is None else small, np.int32(mode)))
+            return out, (out if small is None else small), ld
 
         def pad_launch():
             if not pads:
@@ -66,8 +73,8 @@ def wgmma_prepare(spec: StageSpec):
             at, *jobs = pads
             assert len(jobs) <= 2, "pad_rows takes two matrices (A's rows and B's)"
             p_cfg = spec.config("pad_rows")
-            floats = sum(int(r) * int(c) for _, r, c, _, _ in jobs)
-            none = (np.uint64(0), np.int32(0), np.int32(0), np.uint64(0), np.int32(0))
+            floats = sum(int(job[1]) * int(job[2]) for job in jobs)
+            none = (np.uint64(0), np.int32(0), np.int32(0), np.uint64(0), np.int32(0), np.uint64(0), np.int32(0))
             steps[at] = (function(spec, p_cfg), (min(cdiv(floats, 256), 16 * be.sm_count()), 1, 1), p_cfg.block,
                          (*jobs[0], *(jobs[1] if len(jobs) > 1 else none)))
 
@@ -79,17 +86,15 @@ def wgmma_prepare(spec: StageSpec):
         b_unaligned = opts.get("b_unaligned") if be.address(B) % 16 == 0 else "pad"
         cfg = _wgmma_tile(spec, problem, opts, split3, cfg, b_path, be.sm_count(), b_unaligned)
         if b_path == "copy":
-            bt, bts = copy(B, K, N, True, split3)
+            bt, bts = transpose(B, K, N, split3)
         a_aligned = K % 4 == 0 and be.address(A) % 16 == 0
         a_raw = split3 and b_path == "swap" and (opts.get("a_split") or regb_a_split(N)) == "smem"
         if a_raw:   # the GEMM splits A's raw tiles in shared memory
             copied_a = "" if a_aligned else "padded"
-            a, lda = (A, K) if a_aligned else pad(A, M, K)
-            a_s = a
+            a, a_s, lda = (A, A, K) if a_aligned else pad(A, M, K)
         elif split3 or not a_aligned:
             copied_a = "split" if split3 else "rounded"
-            a, a_s = copy(A, M, K, False, split3)
-            lda = kp
+            a, a_s, lda = pad(A, M, K, PAD_SPLIT if split3 else PAD_ROUND)
         else:
             copied_a = ""
             a, a_s, lda = A, A, K
@@ -107,7 +112,7 @@ def wgmma_prepare(spec: StageSpec):
             maps = (a_map, a_map, tma.tensor_map(be.address(a_s), M, K, lda, tm))   # tB unread: A's map fills it
         elif b_path == "swap":
             tm = cfg.tile[0]
-            b, ldb = (B, N) if b_as_stored else pad(B, K, N)
+            b, _, ldb = (B, B, N) if b_as_stored else pad(B, K, N)
             maps = (tma.tensor_map(be.address(a), M, K, lda, tm), tma.tensor_map(be.address(b), K, N, ldb, 32),
                     tma.tensor_map(be.address(a_s), M, K, lda, tm))
         else:
@@ -157,8 +162,8 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
     """(plan, stream-K plan or None, grid, the GEMM's configuration): appends the GEMM to
     ``steps`` and its second pass: over (tiles, K splits) and, with more than one split, the
     fixed-order sum of the partials (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
-    stream-K blocks then data-parallel tiles, and the fixup summing split tiles' partials in block
-    order. Workspaces go to ``held``. ``extra``: the
+    stream-K blocks then data-parallel tiles, each split tile's partials summed in block order by
+    its last block to arrive (in the GEMM, counted in ``arrivals``). Workspaces go to ``held``. ``extra``: the
     GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
     be = loader.backend()
     M, N, K = problem.M, problem.N, problem.K
@@ -174,10 +179,12 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
     grid = (sk.grid, 1, 1) if sk else (tiles(problem, cfg), plan.splits, 1)
     partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
     ws = be.empty(sk.sk_blocks * 2 * cfg.tile[0] * cfg.tile[1]) if sk else None
-    held.extend(x for x in (partials, ws) if x is not None)
+    arrivals = be.counters(2 * sk.sk_tiles) if sk else None   # per split tile and consumer warpgroup
+    held.extend(x for x in (partials, ws, arrivals) if x is not None)
     null = np.uint64(0)
     sk_args = ((ws, np.int32(sk.sk_tiles), np.int32(sk.sk_blocks), np.int32(sk.iters_per_block),
-                np.int32(sk.extra_iters)) if sk else (null, np.int32(0), np.int32(0), np.int32(0), np.int32(0)))
+                np.int32(sk.extra_iters), arrivals) if sk else
+               (null, np.int32(0), np.int32(0), np.int32(0), np.int32(0), null))
     steps.append((function(spec, cfg), grid, cfg.block,
                   (*maps, *extra, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
                    np.float32(problem.beta), C, np.int32(cdiv(plan.chunk, cfg.bk)),
@@ -188,12 +195,6 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
         steps.append((function(spec, r_cfg), r_grid, r_cfg.block,
                       (np.int32(M * N), np.int32(plan.splits), np.float32(problem.alpha), partials,
                        np.float32(problem.beta), C)))
-    if sk:
-        tm = cfg.tile[0]
-        f_cfg = spec.config(f"sk_fixup.{tm}")
-        steps.append((function(spec, f_cfg), (sk.sk_tiles, tm * cfg.tile[1] // (4 * f_cfg.block[0]), 1), f_cfg.block,
-                      (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta),
-                       C, ws, np.int32(sk.iters_per_block), np.int32(sk.extra_iters))))
     return plan, sk, grid, cfg
 
 
@@ -226,7 +227,8 @@ def _wgmma_config(cfg, grid, plan, sk, opts: dict, *, kp: int, N: int, split3: b
             "split_k": plan.splits, "k_chunk": plan.chunk,
             "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
                           if plan.splits > 1 else
-                          "stream-K tiles' partials in a workspace, summed in block order (regb_stream_k_fixup)"
+                          "stream-K tiles' partials in a workspace, summed in block order by each tile's last block "
+                          "to arrive (in the GEMM)"
                           if sk else "none (one split)"),
             **({"mode": sk.mode, "sk_tiles": sk.sk_tiles, "sk_blocks": sk.sk_blocks, "iters_per_block": sk.iters_per_block,
                 "waves": sk.waves} if sk else {"mode": "dp"}),

@@ -614,6 +614,11 @@ class _Sm90Recorder(_FakeDevice):
     def empty(self, n):
         return _Buf(n)
 
+    def counters(self, n):
+        b = _Buf(n)
+        b.dtype, b.zeroed = "int32", True
+        return b
+
     @staticmethod
     def address(b):
         return b.addr
@@ -638,16 +643,22 @@ class _Inputs:
         return self.bufs[name]
 
 
+PAD_AS_IS, PAD_ROUND, PAD_SPLIT = 0, 1, 2   # pad_rows' modes, as 13_wgmma_tma.cu's PadMode numbers them
+
+
 def _pad_jobs(launches):
-    """The (src, rows, cols, out, ld) of each matrix stage 13's pad_rows launches pad: its first five
-    arguments, and the next five where they name a second matrix (a null source otherwise)."""
+    """The (src, rows, cols, out, ld, out_small, mode) of each matrix stage 13's pad_rows launches
+    copy: its first seven arguments, and the next seven where they name a second matrix (a null
+    source otherwise); out_small is null unless mode is PAD_SPLIT."""
     for label, _, _, args, _ in launches:
         if label == "pad_rows":
-            yield args[:5]
-            if isinstance(args[5], _Buf):
-                yield args[5:10]
-            else:
-                assert args[5:] == (0, 0, 0, 0, 0), args
+            assert len(args) == 14, args
+            for job in (args[:7], args[7:]):
+                if not isinstance(job[0], _Buf):
+                    assert job == (0, 0, 0, 0, 0, 0, 0), args
+                    continue
+                assert isinstance(job[5], _Buf) == (job[6] == PAD_SPLIT), job
+                yield job
 
 
 @pytest.mark.parametrize("shape, precision, options, want", [
@@ -659,29 +670,29 @@ def _pad_jobs(launches):
     # tf32x3 on the swap path splits A in shared memory (.asplit) where N <= 384 (a_split=smem), A's
     # rows padded by a copy first where K % 4 != 0, read as given otherwise; else by the split copy.
     ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async"},
-     (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
+     (["pad_rows", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
     ((300, 1003, 997), "tf32x3", {"b_unaligned": "cp_async", "a_split": "smem"},
      (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
     ((300, 1003, 997), "tf32x3", {"a_split": "smem"},
      (["pad_rows", "64x128x32s6.regb.x3.asplit"], "swap", "padded")),   # A's and B's rows: one launch
-    ((300, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "pad_rows", "64x128x32s6.regb.x3"], "swap", "copied")),
-    ((60, 1003, 997), "tf32x3", {}, (["prepare.copy.split", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
+    ((300, 1003, 997), "tf32x3", {}, (["pad_rows", "64x128x32s6.regb.x3"], "swap", "copied")),
+    ((60, 1003, 997), "tf32x3", {}, (["pad_rows", "64x128x32s6.regb.x3.cpasync"], "swap", "copied")),
     ((256, 384, 256), "tf32x3", {}, (["128x128x32s4.regb.x3.asplit"], "swap", "")),
-    ((256, 388, 256), "tf32x3", {}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", "copied")),
+    ((256, 388, 256), "tf32x3", {}, (["pad_rows", "128x128x32s4.regb.x3"], "swap", "copied")),
     # M = 100 > 64: two rows of 64-row tiles read B twice, so pad (on a 256-row tile it would be cp_async).
-    ((100, 1003, 997), "tf32", {}, (["prepare.copy", "pad_rows", "64x128x32s8.regb"], "swap", "copied")),
-    ((256, 256, 255), "tf32", {}, (["prepare.copy", "256x128x32s4.regb"], "swap", "copied")),
+    ((100, 1003, 997), "tf32", {}, (["pad_rows", "64x128x32s8.regb"], "swap", "copied")),
+    ((256, 256, 255), "tf32", {}, (["pad_rows", "256x128x32s4.regb"], "swap", "copied")),
     # N <= 128: one bulk copy per K tile, whatever the rows of tiles (no copy of B).
     ((256, 127, 256), "tf32", {}, (["256x128x32s4.regb.bulk"], "swap", "")),
     ((300, 61, 997), "tf32x3", {}, (["pad_rows", "64x128x32s6.regb.x3.asplit.bulk"], "swap", "padded")),
     ((300, 61, 997), "tf32x3", {"a_split": "copy"},
-     (["prepare.copy.split", "64x128x32s6.regb.x3.bulk"], "swap", "copied")),
+     (["pad_rows", "64x128x32s6.regb.x3.bulk"], "swap", "copied")),
     ((300, 61, 997), "tf32x3", {"b_unaligned": "cp_async"},
      (["pad_rows", "64x128x32s6.regb.x3.asplit.cpasync"], "swap", "padded")),
     ((1000, 1003, 997), "tf32x3", {"b_transpose": "copy"},
-     (["prepare.transpose.split", "prepare.copy.split", "128x128x32s3.x3"], "copy", "copied")),
+     (["prepare.transpose.split", "pad_rows", "128x128x32s3.x3"], "copy", "copied")),
     ((256, 256, 256), "tf32x3", {}, (["128x128x32s4.regb.x3.asplit"], "swap", "")),
-    ((256, 256, 256), "tf32x3", {"a_split": "copy"}, (["prepare.copy.split", "128x128x32s4.regb.x3"], "swap", "copied")),
+    ((256, 256, 256), "tf32x3", {"a_split": "copy"}, (["pad_rows", "128x128x32s4.regb.x3"], "swap", "copied")),
     ((300, 260, 256), "tf32x3", {}, (["64x128x32s6.regb.x3.asplit"], "swap", "")),
 ])
 def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, options, want):
@@ -722,9 +733,10 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     b_async = labels[-1].endswith((".cpasync", ".bulk"))
     # The register-operand kernel's argument after its 3 tensor maps: B's rows where it loads them.
     # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials; the register-operand
-    # kernel's stream-K arguments last (workspace, stream-K tiles, blocks, iterations per block, extra): none.
-    assert len(gemm[3]) == (12 if b_path == "copy" else 17)
-    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0)
+    # kernel's stream-K arguments last (workspace, stream-K tiles, blocks, iterations per block, extra,
+    # arrival counters): none.
+    assert len(gemm[3]) == (12 if b_path == "copy" else 18)
+    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0, 0)
     if b_path == "swap":
         assert (gemm[3][3] is inputs.bufs["B"]) if b_async else gemm[3][3] == 0
     a_map = maps[0]
@@ -759,18 +771,21 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     # The GEMM's map arguments in the kernel's order (tA, tB, tAs[, tBs]), by the buffer each reads:
     # A (or its copy's big part) first, A's small part third (A again unsplit); the list of maps
     # made says nothing of which goes where (A's big and small swapped: tf32x3 loses b_s * a_b).
-    cp = next((l for l in dev.launches if l[0].startswith("prepare.copy")), None)
+    # A's rows to kp floats: values unchanged where the GEMM splits them, else rounded to TF32, or
+    # for tf32x3 split into big and small parts (two outputs), all in the one pad launch.
     pad_a = next((job for job in _pad_jobs(dev.launches) if job[0] is inputs.bufs["A"]), None)
-    assert (pad_a is not None) == (a_copied == "padded")
-    if pad_a:   # A's rows padded to kp floats, values unchanged (the GEMM splits them)
+    assert (pad_a is not None) == bool(a_copied)
+    if pad_a:
         assert pad_a[1:3] == (M, K) and pad_a[4] == kp and pad_a[3].n == M * kp
+        assert pad_a[6] == (PAD_AS_IS if a_copied == "padded" else PAD_SPLIT if precision == "tf32x3" else PAD_ROUND)
+        assert pad_a[6] != PAD_SPLIT or (pad_a[5].n == M * kp and pad_a[5] is not pad_a[3])
     # One pad launch at most (A's and B's rows in it), its grid over both matrices' floats.
     pad_launches = [l for l in dev.launches if l[0] == "pad_rows"]
     assert len(pad_launches) <= 1
     if pad_launches:
         floats = sum(int(j[1]) * int(j[2]) for j in _pad_jobs(dev.launches))
         assert pad_launches[0][1] == (min(-(-floats // 256), 16 * 132), 1, 1)
-    want_a, want_as = ((cp[3][3].addr, cp[3][4].addr) if cp else (pad_a[3].addr,) * 2 if pad_a
+    want_a, want_as = ((pad_a[3].addr, (pad_a[5] if pad_a[6] == PAD_SPLIT else pad_a[3]).addr) if pad_a
                        else (inputs.bufs["A"].addr,) * 2)
     slots = [maps[i - 1][0] for i in gemm[3][:4 if b_path == "copy" else 3]]
     assert slots[0] == want_a and slots[2] == want_as and (b_async or slots[1] == maps[1][0])
@@ -880,8 +895,8 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     """Stage 13's stream-K: taken by default only for tf32x3 tiles filling at most 3/4 of the SMs
     with no K split, or as forced; then the GEMM's grid is the stream-K blocks plus the
     data-parallel tiles, its last five arguments the workspace (two TM x 128 slots per stream-K
-    block), the stream-K tiles and blocks and the iterations per block, the blocks' ranges cover
-    the stream-K tiles' K tiles exactly once, and the fixup runs over the stream-K tiles."""
+    block), the stream-K tiles and blocks, the iterations per block and the arrival counters, the
+    blocks' ranges cover the stream-K tiles' K tiles exactly once, and no fixup launch follows."""
     from cuda_kernels import tma
     monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
     M, N, K = shape
@@ -894,7 +909,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     assert gemm[0].endswith(".sk") == (want is not None)   # the stream-K build only where it runs
     if want is None:
         assert launch.stream_k is None and launch.config["mode"] == "dp"
-        assert gemm[3][12:] == (0, 0, 0, 0, 0) and not any(l[0].startswith("sk_fixup") for l in dev.launches)
+        assert gemm[3][12:] == (0, 0, 0, 0, 0, 0)
         return
     sk = launch.stream_k
     assert sk.mode == want and launch.config["mode"] == want and launch.config["split_k"] == 1
@@ -904,7 +919,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     assert sk.tiles == tiles and sk.iters_per_tile == ipt
     if "grid" in options:
         assert sk.sk_blocks == options["grid"]
-    ws, sk_tiles, sk_blocks, ipb, extra = gemm[3][12:]
+    ws, sk_tiles, sk_blocks, ipb, extra, arrivals = gemm[3][12:]
     assert (sk_tiles, sk_blocks, ipb, extra) == (sk.sk_tiles, sk.sk_blocks, sk.iters_per_block, sk.extra_iters)
     assert ws.n == sk_blocks * 2 * tm * 128
     assert gemm[1] == (sk_blocks + tiles - sk_tiles, 1, 1)
@@ -914,8 +929,10 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
         start = b * ipb + min(b, extra)
         covered += range(start, start + ipb + (1 if b < extra else 0))
     assert covered == list(range(sk_tiles * ipt))
-    fix = dev.launches[-1]
-    assert fix[0] == f"sk_fixup.{tm}" and fix[1] == (sk_tiles, tm * 128 // 512, 1) and fix[3][6] is ws
+    # No fixup launch: the GEMM is the last step; each split tile's last block to arrive sums its
+    # partials, counted per tile and consumer warpgroup in zeroed int32 counters.
+    assert dev.launches[-1] is gemm
+    assert arrivals.n == 2 * sk_tiles and arrivals.dtype == "int32" and arrivals.zeroed
     assert launch.config["reduction"].startswith("stream-K tiles' partials")
 
 
