@@ -17,7 +17,7 @@
 //    accumulation stays on partial sums of 32.
 //  * Split-K where tiles leave SMs idle (the shared split-K model), summed in split order; the
 //    stream-K build (SK, option mode) for tf32x3 tiles filling <= 3/4 of the SMs, its split
-//    tiles summed in block order by the tile's last block to arrive: deterministic either way.
+//    tiles summed in block order: deterministic either way.
 // Not here: a single row or N <= 8 goes to stage 11's bandwidth paths, tf32x3 with N <= 64 and
 // M >= 65 to stage 11's tile plan (heuristics.py WGMMA_PATH_RULE, option path).
 // Still there: the operand copies where they run; tf32x3's wait_group 0 per K tile and register
@@ -281,65 +281,6 @@ sgemm_wgmma_tma(const __grid_constant__ wgmma13::TensorMap tA, const __grid_cons
     }
 }
 
-// Stream-K's fixup, in the GEMM (the register-operand kernel's SK build): a split tile's blocks
-// count their arrivals per consumer warpgroup (its 64 columns) in arrivals[2 tile + cw]; the last
-// to arrive, whichever it is, resets the count for the next launch and sums the tile's partials
-// from the workspace in block order (the same order every run: bit-identical), then C = alpha *
-// sum + beta * C. No block waits for another. Ordering as cooperative groups' grid sync: the
-// warpgroup's barrier, then one thread's fence and atomic; the partials read through L2
-// (ld.global.cg). Not inlined: the main loop it is called from stays the size it was. A fixup
-// kernel after the GEMM cost a launch (9-11 us alone, docs/findings.md).
-template <int TM>
-__device__ __noinline__ void regb_sk_finish(float* __restrict__ C, const float* __restrict__ ws,
-                                            int* __restrict__ arrivals, int M, int N, int tile, int m0, int n0,
-                                            int cw, StreamKRange range, float alpha, float beta) {
-    constexpr int TN = 128;
-    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");   // the warpgroup's partial stores
-    int b0, b1;
-    range.owners(tile, b0, b1);
-    unsigned last = 0;
-    if (threadIdx.x % 128 == 0) {
-        __threadfence();
-        int* count = arrivals + 2 * tile + cw;
-        last = atomicAdd(count, 1) == b1 - b0;
-        if (last) *count = 0;
-        __threadfence();
-    }
-    asm volatile("{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, 128, p;\n"
-                 "selp.u32 %0, 1, 0, q;\n}\n" : "=r"(last) : "r"(last), "r"(2 + cw) : "memory");
-    if (!last) return;
-    // Thread ct sums rows ct / 16 + 8q of 4 columns, BATCH rows' loads of each block in flight at
-    // once (one row at a time, each load waited for before the next, took the GEMM at 415x2315x540
-    // from 24 to 40 us; 16 rows spilled the 256-row tile's registers).
-    constexpr int BATCH = TM == 256 ? 8 : TM / 8;
-    const int ct = threadIdx.x % 128, c = 64 * cw + 4 * (ct % 16), col = n0 + c, r0 = ct / 16;
-    if (col >= N) return;
-#pragma unroll 1
-    for (int q0 = 0; q0 < TM / 8 && m0 + r0 + 8 * q0 < M; q0 += BATCH) {
-        float4 sum[BATCH];
-#pragma unroll
-        for (int q = 0; q < BATCH; ++q) sum[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int b = b0; b <= b1; ++b) {
-            const float* part = ws + ((size_t)b * 2 + range.slot(b, tile)) * (TM * TN) + (r0 + 8 * q0) * TN + c;
-#pragma unroll
-            for (int q = 0; q < BATCH; ++q) {
-                const float4 v = __ldcg(reinterpret_cast<const float4*>(part + 8 * q * TN));
-                sum[q].x += v.x; sum[q].y += v.y; sum[q].z += v.z; sum[q].w += v.w;
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < BATCH; ++q) {
-            const int row = m0 + r0 + 8 * (q0 + q);
-            if (row >= M) return;
-            float* p = C + (size_t)row * N + col;
-            const float v[4] = {sum[q].x, sum[q].y, sum[q].z, sum[q].w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-                if (col + j < N) p[j] = axpby(v[j], alpha, beta, p + j);
-        }
-    }
-}
-
 // C^T = B^T A^T without a copy of B (N % 4 == 0, B 16-byte aligned): wgmma's register operand
 // (rows n, K-major by construction) is read from the B tile as TMA stored it (k rows of 32-float
 // boxes, 128-byte swizzle), and its shared-memory operand is the A tile (rows m, K-major as
@@ -374,7 +315,7 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
                  const __grid_constant__ wgmma13::TensorMap tAs, const float* __restrict__ b_rows,
                  int M, int N, int K, float alpha, float beta, float* __restrict__ C,
                  int kt_per_split, float* __restrict__ partials, float* __restrict__ ws, int sk_tiles,
-                 int sk_blocks, int ipb, int extra, int* __restrict__ arrivals) {
+                 int sk_blocks, int ipb, int extra) {
     using namespace wgmma13;
     constexpr int TN = 128;                        // C columns per block
     constexpr int PARTS = SPLIT3 ? 2 : 1;
@@ -592,13 +533,12 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
         // acc[4j + 2h + e] = D[n][m]: n = 64 cw + 16 warp + g + 8h, m = 8j + 2t + e. dst: C (alpha,
         // beta), split-K's slice of the partials (alpha 1, beta 0: C untouched; splitk_reduce sums the
         // slices in split order), or a stream-K block's workspace slot (0: its first tile, 1: its last)
-        // holding the whole TM x TN partial tile-local (rows and columns past M, N hold zeros; finish
+        // holding the whole TM x TN partial tile-local (rows and columns past M, N hold zeros; the fixup
         // reads what exists): bit-identical run to run either way.
         auto store = [&](int tile, bool whole) {
             int m0 = m0_first, n0 = n0_first;
             if constexpr (SK) origin(tile, m0, n0);
             if (SK && !partials && !whole) {
-                if (n0 + 64 * cw >= N) return;   // this warpgroup's 64 columns are past N: nothing to sum
                 float* w = ws + ((size_t)blockIdx.x * 2 + (tile == tile0 ? 0 : 1)) * (TM * TN);
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
@@ -607,7 +547,6 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
 #pragma unroll
                         for (int e = 0; e < 2; ++e)
                             w[(8 * j + 2 * t + e) * TN + 64 * cw + 16 * warp + g + 8 * h] = acc[4 * j + 2 * h + e];
-                regb_sk_finish<TM>(C, ws, arrivals, M, N, tile, m0, n0, cw, StreamKRange{ipt, ipb, extra}, alpha, beta);
                 return;
             }
             float* const out = partials ? partials + (size_t)blockIdx.y * M * N : C;
@@ -776,6 +715,37 @@ sgemm_wgmma_regb(const __grid_constant__ wgmma13::TensorMap tA, const __grid_con
             store(tile0, true);   // split-K: the slice (zeros for an empty split); else C
         }
     }
+}
+
+// Stream-K's second pass, as stage 11's stream_k_fixup: grid (stream-K tiles, TM x 128 / 512); a
+// thread owns four elements of one split tile and adds that tile's partials from its blocks'
+// workspace slots in block order (the same order every run: bit-identical), then C = alpha * sum +
+// beta * C once. A tile one block computed whole is already in C. Tiles split here are few (the
+// plan takes stream-K only for a partial wave of unsplit tiles), so one lane per element.
+template <int TM>
+__global__ void __launch_bounds__(128) regb_stream_k_fixup(int M, int N, int K, float alpha, float beta,
+                                                           float* __restrict__ C, const float* __restrict__ ws,
+                                                           int ipb, int extra) {
+    constexpr int TN = 128;
+    const int t = blockIdx.x;
+    const StreamKRange range{(K + wgmma13::BK - 1) / wgmma13::BK, ipb, extra};
+    int b0, b1;
+    range.owners(t, b0, b1);
+    if (b0 == b1) return;  // uniform over the block
+    int tm, tn;
+    tile_grouped_at<8>(t, (M + TM - 1) / TM, (N + TN - 1) / TN, tm, tn);
+    const int e = (blockIdx.y * 128 + threadIdx.x) * 4;  // tile-local element
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int b = b0; b <= b1; ++b) {
+        const float4 v = *reinterpret_cast<const float4*>(ws + ((size_t)b * 2 + range.slot(b, t)) * (TM * TN) + e);
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+    const int row = tm * TM + e / TN, col = tn * TN + e % TN;
+    if (row >= M) return;
+    const float v[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if (col + j < N) C[(size_t)row * N + col + j] = axpby(v[j], alpha, beta, C + (size_t)row * N + col + j);
 }
 
 // Split-K's second pass: C = alpha * (sum of the S partial tiles, in split order) + beta * C.

@@ -354,6 +354,8 @@ def _wgmma_configs():
         out.append(Config("tf32_transpose", (split,), PREPARE_BLOCK, label=f"prepare.transpose{'.split' if split else ''}"))
     out.append(Config("splitk_reduce", (), (256, 1, 1), label="splitk_reduce"))
     out.append(Config("pad_rows", (), (256, 1, 1), label="pad_rows"))
+    for tm in sorted({tm for tiles in REGB_TILES.values() for tm, _ in tiles}, reverse=True):
+        out.append(Config("regb_stream_k_fixup", (tm,), (128, 1, 1), label=f"sk_fixup.{tm}"))
     return tuple(out)
 
 

@@ -162,8 +162,8 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
     """(plan, stream-K plan or None, grid, the GEMM's configuration): appends the GEMM to
     ``steps`` and its second pass: over (tiles, K splits) and, with more than one split, the
     fixed-order sum of the partials (splitk_reduce); or, on the register-operand path where ``wgmma_decomposition`` takes stream-K,
-    stream-K blocks then data-parallel tiles, each split tile's partials summed in block order by
-    its last block to arrive (in the GEMM, counted in ``arrivals``). Workspaces go to ``held``. ``extra``: the
+    stream-K blocks then data-parallel tiles, and the fixup summing split tiles' partials in block
+    order. Workspaces go to ``held``. ``extra``: the
     GEMM's arguments after the tensor maps (the register-operand path's B rows)."""
     be = loader.backend()
     M, N, K = problem.M, problem.N, problem.K
@@ -179,12 +179,10 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
     grid = (sk.grid, 1, 1) if sk else (tiles(problem, cfg), plan.splits, 1)
     partials = be.empty(plan.splits * M * N) if plan.splits > 1 else None
     ws = be.empty(sk.sk_blocks * 2 * cfg.tile[0] * cfg.tile[1]) if sk else None
-    arrivals = be.counters(2 * sk.sk_tiles) if sk else None   # per split tile and consumer warpgroup
-    held.extend(x for x in (partials, ws, arrivals) if x is not None)
+    held.extend(x for x in (partials, ws) if x is not None)
     null = np.uint64(0)
     sk_args = ((ws, np.int32(sk.sk_tiles), np.int32(sk.sk_blocks), np.int32(sk.iters_per_block),
-                np.int32(sk.extra_iters), arrivals) if sk else
-               (null, np.int32(0), np.int32(0), np.int32(0), np.int32(0), null))
+                np.int32(sk.extra_iters)) if sk else (null, np.int32(0), np.int32(0), np.int32(0), np.int32(0)))
     steps.append((function(spec, cfg), grid, cfg.block,
                   (*maps, *extra, np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha),
                    np.float32(problem.beta), C, np.int32(cdiv(plan.chunk, cfg.bk)),
@@ -195,6 +193,12 @@ def _gemm_steps(spec: StageSpec, problem, cfg, maps: tuple, C, split3: bool, opt
         steps.append((function(spec, r_cfg), r_grid, r_cfg.block,
                       (np.int32(M * N), np.int32(plan.splits), np.float32(problem.alpha), partials,
                        np.float32(problem.beta), C)))
+    if sk:
+        tm = cfg.tile[0]
+        f_cfg = spec.config(f"sk_fixup.{tm}")
+        steps.append((function(spec, f_cfg), (sk.sk_tiles, tm * cfg.tile[1] // (4 * f_cfg.block[0]), 1), f_cfg.block,
+                      (np.int32(M), np.int32(N), np.int32(K), np.float32(problem.alpha), np.float32(problem.beta),
+                       C, ws, np.int32(sk.iters_per_block), np.int32(sk.extra_iters))))
     return plan, sk, grid, cfg
 
 
@@ -227,8 +231,7 @@ def _wgmma_config(cfg, grid, plan, sk, opts: dict, *, kp: int, N: int, split3: b
             "split_k": plan.splits, "k_chunk": plan.chunk,
             "reduction": ("partial tiles in a workspace, summed in split order (splitk_reduce)"
                           if plan.splits > 1 else
-                          "stream-K tiles' partials in a workspace, summed in block order by each tile's last block "
-                          "to arrive (in the GEMM)"
+                          "stream-K tiles' partials in a workspace, summed in block order (regb_stream_k_fixup)"
                           if sk else "none (one split)"),
             **({"mode": sk.mode, "sk_tiles": sk.sk_tiles, "sk_blocks": sk.sk_blocks, "iters_per_block": sk.iters_per_block,
                 "waves": sk.waves} if sk else {"mode": "dp"}),

@@ -614,11 +614,6 @@ class _Sm90Recorder(_FakeDevice):
     def empty(self, n):
         return _Buf(n)
 
-    def counters(self, n):
-        b = _Buf(n)
-        b.dtype, b.zeroed = "int32", True
-        return b
-
     @staticmethod
     def address(b):
         return b.addr
@@ -733,10 +728,9 @@ def test_wgmma_prepare_chooses_the_operand_paths(monkeypatch, shape, precision, 
     b_async = labels[-1].endswith((".cpasync", ".bulk"))
     # The register-operand kernel's argument after its 3 tensor maps: B's rows where it loads them.
     # 3 maps + B's rows, or 4 maps; then M, N, K, alpha, beta, C, K tiles, partials; the register-operand
-    # kernel's stream-K arguments last (workspace, stream-K tiles, blocks, iterations per block, extra,
-    # arrival counters): none.
-    assert len(gemm[3]) == (12 if b_path == "copy" else 18)
-    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0, 0)
+    # kernel's stream-K arguments last (workspace, stream-K tiles, blocks, iterations per block, extra): none.
+    assert len(gemm[3]) == (12 if b_path == "copy" else 17)
+    assert b_path == "copy" or gemm[3][12:] == (0, 0, 0, 0, 0)
     if b_path == "swap":
         assert (gemm[3][3] is inputs.bufs["B"]) if b_async else gemm[3][3] == 0
     a_map = maps[0]
@@ -895,8 +889,8 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     """Stage 13's stream-K: taken by default only for tf32x3 tiles filling at most 3/4 of the SMs
     with no K split, or as forced; then the GEMM's grid is the stream-K blocks plus the
     data-parallel tiles, its last five arguments the workspace (two TM x 128 slots per stream-K
-    block), the stream-K tiles and blocks, the iterations per block and the arrival counters, the
-    blocks' ranges cover the stream-K tiles' K tiles exactly once, and no fixup launch follows."""
+    block), the stream-K tiles and blocks and the iterations per block, the blocks' ranges cover
+    the stream-K tiles' K tiles exactly once, and the fixup runs over the stream-K tiles."""
     from cuda_kernels import tma
     monkeypatch.setattr(tma, "tensor_map", lambda address, rows, cols, ld, box_rows: address)
     M, N, K = shape
@@ -909,7 +903,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     assert gemm[0].endswith(".sk") == (want is not None)   # the stream-K build only where it runs
     if want is None:
         assert launch.stream_k is None and launch.config["mode"] == "dp"
-        assert gemm[3][12:] == (0, 0, 0, 0, 0, 0)
+        assert gemm[3][12:] == (0, 0, 0, 0, 0) and not any(l[0].startswith("sk_fixup") for l in dev.launches)
         return
     sk = launch.stream_k
     assert sk.mode == want and launch.config["mode"] == want and launch.config["split_k"] == 1
@@ -919,7 +913,7 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
     assert sk.tiles == tiles and sk.iters_per_tile == ipt
     if "grid" in options:
         assert sk.sk_blocks == options["grid"]
-    ws, sk_tiles, sk_blocks, ipb, extra, arrivals = gemm[3][12:]
+    ws, sk_tiles, sk_blocks, ipb, extra = gemm[3][12:]
     assert (sk_tiles, sk_blocks, ipb, extra) == (sk.sk_tiles, sk.sk_blocks, sk.iters_per_block, sk.extra_iters)
     assert ws.n == sk_blocks * 2 * tm * 128
     assert gemm[1] == (sk_blocks + tiles - sk_tiles, 1, 1)
@@ -929,10 +923,8 @@ def test_wgmma_stream_k_plan_launch_and_cover(monkeypatch, shape, precision, opt
         start = b * ipb + min(b, extra)
         covered += range(start, start + ipb + (1 if b < extra else 0))
     assert covered == list(range(sk_tiles * ipt))
-    # No fixup launch: the GEMM is the last step; each split tile's last block to arrive sums its
-    # partials, counted per tile and consumer warpgroup in zeroed int32 counters.
-    assert dev.launches[-1] is gemm
-    assert arrivals.n == 2 * sk_tiles and arrivals.dtype == "int32" and arrivals.zeroed
+    fix = dev.launches[-1]
+    assert fix[0] == f"sk_fixup.{tm}" and fix[1] == (sk_tiles, tm * 128 // 512, 1) and fix[3][6] is ws
     assert launch.config["reduction"].startswith("stream-K tiles' partials")
 
 

@@ -431,9 +431,8 @@ WGMMA_SK_SHAPES = [((300, 1000, 2000), {"mode": "sk"}), ((129, 131, 4100), {"mod
 @pytest.mark.parametrize("i", range(len(WGMMA_SK_SHAPES)), ids=lambda i: "x".join(map(str, WGMMA_SK_SHAPES[i][0])))
 def test_wgmma_stream_k_on_odd_shapes_and_bit_identical(i, precision):
     """Stream-K blocks covering the end of one tile, whole tiles and the start of another, their
-    partials summed in block order by each tile's last block to arrive: right against float64
-    (tf32x3 fp32-class) for alpha / beta pairs, the same bits on a second run (the arrival counts
-    back at zero)."""
+    partials summed in block order by the fixup: right against float64 (tf32x3 fp32-class) for
+    alpha / beta pairs, the same bits on a second run."""
     shape, opts = WGMMA_SK_SHAPES[i]
     alpha, beta = AB[(i + 1) % len(AB)]
     p = Problem(*shape, alpha=alpha, beta=beta, seed=60 + i, precision=precision)
