@@ -641,6 +641,16 @@ class _Inputs:
 PAD_AS_IS, PAD_ROUND, PAD_SPLIT = 0, 1, 2   # pad_rows' modes, as 13_wgmma_tma.cu's PadMode numbers them
 
 
+def test_pad_modes_are_numbered_as_the_kernel_numbers_them():
+    """The launch's pad modes and 13_wgmma_tma.cu's PadMode: one numbering (a mode read as another
+    rounds A where it should split it, or copies it unrounded)."""
+    from cuda_kernels import wgmma_launch
+    enum = re.search(r"enum PadMode \{([^}]*)\}", loader.source("13_wgmma_tma.cu")).group(1)
+    kernel = {name: int(v) for name, v in re.findall(r"(PAD_\w+) = (\d+)", enum)}
+    launch = {name: getattr(wgmma_launch, name) for name in ("PAD_AS_IS", "PAD_ROUND", "PAD_SPLIT")}
+    assert kernel == launch == {"PAD_AS_IS": PAD_AS_IS, "PAD_ROUND": PAD_ROUND, "PAD_SPLIT": PAD_SPLIT}
+
+
 def _pad_jobs(launches):
     """The (src, rows, cols, out, ld, out_small, mode) of each matrix stage 13's pad_rows launches
     copy: its first seven arguments, and the next seven where they name a second matrix (a null
