@@ -15,8 +15,7 @@
 // is split over blocks (compare.families.decompose.skinny_split) when the output alone gives too
 // few blocks to fill the SMs.
 // Still there: the second launch that sums the K ranges' partials (skinny_sum_splits: fixed split
-// order, bit-identical run to run, as the stream-K fixup is; gemv_row's last range to finish sums
-// them itself where they are few), and the shared-memory reduction of a
+// order, bit-identical run to run, as the stream-K fixup is), and the shared-memory reduction of a
 // block's warps / lanes at the end (no warp shuffles: the CPU emulator runs threads as fibers that
 // meet only at __syncthreads, and it must run these kernels).
 // Cost: a workspace of splits x (output) floats when K is split (written and read once: 2 words
@@ -34,16 +33,11 @@
 // l+96, each warp load 128 contiguous bytes), UNROLL rows in flight per thread (8 warps x 4 rows x
 // 16 bytes = 16 KiB a block). a[k] is the same address for the whole warp (one broadcast load).
 // The warps' partial sums meet in shared memory and are added in warp order; with one K range the
-// result goes to C, else the raw range sum to ws[range][n]. With arrivals (fewer than
-// SKINNY_SUM_MANY_RANGES ranges: registry.py) the column block's last range to finish, whichever
-// it is, sums ws's ranges in range order (skinny_sum_splits' order: the same bits) into C and resets
-// its count in arrivals[blockIdx.x] for the next launch: no second launch. Otherwise
-// skinny_sum_splits follows. Ordering as cooperative groups' grid sync: the block's barrier, then
-// one thread's fence and atomic; the ranges read through L2 (ld.global.cg).
+// result goes to C, else the raw range sum to ws[range][n] for skinny_sum_splits.
 template <int WARPS, int UNROLL, bool VEC>
 __global__ void __launch_bounds__(32 * WARPS)
 gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a, const float* __restrict__ B,
-         float beta, float* __restrict__ C, float* __restrict__ ws, int* __restrict__ arrivals) {
+         float beta, float* __restrict__ C, float* __restrict__ ws) {
     constexpr int COLS = 128;
     __shared__ float red[WARPS * COLS];
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
@@ -96,34 +90,15 @@ gemv_row(int N, int K, int k_per_split, float alpha, const float* __restrict__ a
 #pragma unroll
     for (int j = 0; j < 4; ++j) red[w * COLS + cl[j]] = acc[j];
     __syncthreads();
-    const int t = threadIdx.x, n = n0 + t;
-    const bool mine = t < COLS && n < N;
-    float s = 0.f;
-    if (mine) {
-        s = red[t];
-        for (int i = 1; i < WARPS; ++i) s += red[i * COLS + t];  // warp order: fixed
-    }
-    if (gridDim.y == 1) {
-        if (mine) C[n] = axpby(s, alpha, beta, C + n);
-        return;
-    }
-    if (mine) ws[(size_t)blockIdx.y * N + n] = s;
-    if (!arrivals) return;  // skinny_sum_splits sums the ranges
-    __shared__ int last;
-    __syncthreads();  // every thread's ws store before thread 0's fence and count
-    if (t == 0) {
-        __threadfence();
-        const int old = atomicAdd(arrivals + blockIdx.x, 1);
-        last = old == (int)gridDim.y - 1;
-        if (last) arrivals[blockIdx.x] = 0;
-        __threadfence();
-    }
-    __syncthreads();
-    if (!last || !mine) return;
-    float sum = 0.f;
-#pragma unroll 8  // loads in flight; the adds stay in range order
-    for (int r = 0; r < (int)gridDim.y; ++r) sum += __ldcg(ws + (size_t)r * N + n);
-    C[n] = axpby(sum, alpha, beta, C + n);
+    const int t = threadIdx.x;
+    if (t >= COLS || n0 + t >= N) return;  // after the block's only barrier
+    float s = red[t];
+    for (int i = 1; i < WARPS; ++i) s += red[i * COLS + t];  // warp order: fixed
+    const int n = n0 + t;
+    if (gridDim.y > 1)
+        ws[(size_t)blockIdx.y * N + n] = s;
+    else
+        C[n] = axpby(s, alpha, beta, C + n);
 }
 
 // A matrix times NB-wide vectors (N <= NB <= 8): C[m, n] = alpha * sum_k A[m, k] * B[k, n] + beta * C.

@@ -328,13 +328,8 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
     ws = be.empty(splits * count) if splits > 1 else C  # allocated once per prepare; every launch reuses it
     alpha, beta = np.float32(problem.alpha), np.float32(problem.beta)
     dims = (np.int32(N), np.int32(K)) if path == "gemv" else (np.int32(M), np.int32(N), np.int32(K))
-    # gemv: a column block's last K range to finish sums the few ranges itself (arrival counts per
-    # column block); many ranges, and skinny_n's, are summed by skinny_sum_splits after it.
-    in_kernel = path == "gemv" and 1 < splits < SKINNY_SUM_MANY_RANGES
-    arrivals = be.counters(blocks) if in_kernel else None
-    extra = (arrivals if in_kernel else np.uint64(0),) if path == "gemv" else ()
-    steps = [(function(spec, cfg), grid, cfg.block, (*dims, np.int32(kps), alpha, A, B, beta, C, ws, *extra))]
-    if splits > 1 and not in_kernel:
+    steps = [(function(spec, cfg), grid, cfg.block, (*dims, np.int32(kps), alpha, A, B, beta, C, ws))]
+    if splits > 1:
         sum_label = "skinny.sum.l32" if splits >= SKINNY_SUM_MANY_RANGES else "skinny.sum.l1"
         s_cfg = spec.config(sum_label)
         steps.append((function(spec, s_cfg), (cdiv(count, SKINNY_SUM[sum_label][0]), 1, 1), s_cfg.block,
@@ -348,8 +343,6 @@ def _skinny_launch(spec: StageSpec, path: str, problem, inputs, opts: dict):
               **({"lanes_per_row": cfg.targs[2]} if path == "skinny_n" else {}),
               "variant": spec.variant, "k_splits": splits, "k_per_split": kps,
               "fixup": ("none (one K range)" if splits == 1 else
-                        "workspace, K ranges summed in range order by each column block's last range to finish "
-                        "(in gemv_row)" if in_kernel else
                         f"workspace, K ranges summed in a fixed order by a second kernel "
                         f"({SKINNY_SUM[sum_label][1]} lane{'s' if SKINNY_SUM[sum_label][1] > 1 else ''} per output)"),
               "chosen_by": chosen_by(opts)}

@@ -98,11 +98,6 @@ class CupyBackend:
         import cupy
         return cupy.empty((n,), dtype=cupy.float32)
 
-    def counters(self, n: int):
-        """n int32 zeros (arrival counts a kernel leaves at zero when it ends)."""
-        import cupy
-        return cupy.zeros((n,), dtype=cupy.int32)
-
     def sm_count(self) -> int:
         import cupy
         return int(cupy.cuda.Device().attributes["MultiProcessorCount"])

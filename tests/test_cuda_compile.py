@@ -614,9 +614,6 @@ class _Sm90Recorder(_FakeDevice):
     def empty(self, n):
         return _Buf(n)
 
-    def counters(self, n):   # int32 zeros
-        return _Buf(n)
-
     @staticmethod
     def address(b):
         return b.addr

@@ -115,11 +115,9 @@ class EmuFunction:
                 keep.append(ctypes.c_int32(int(a)))
             elif isinstance(a, np.float32):
                 keep.append(ctypes.c_float(float(a)))
-            elif isinstance(a, np.uint64) and int(a) == 0:   # a null pointer: an argument the launch leaves unused
-                keep.append(ctypes.c_void_p(None))
             else:
                 raise TypeError(f"{self.name}: kernel argument of type {type(a).__name__}; pass numpy.int32, "
-                                f"numpy.float32, an array or numpy.uint64(0) (null)")
+                                f"numpy.float32 or an array")
         ptrs = (ctypes.c_void_p * max(len(keep), 1))(*[ctypes.cast(ctypes.pointer(k), ctypes.c_void_p) for k in keep])
         with _LAUNCH_LOCK:  # emu.hpp's scheduler state is global: one launch at a time (see atomicAdd there)
             rc = self._fn(dims, ptrs)
@@ -151,12 +149,6 @@ class EmuBackend:
     def empty(self, n: int) -> GuardedArray:
         g = GuardedArray(n, place=self.place)
         g.array[:] = np.nan  # a workspace element nobody writes shows up in the result
-        return g
-
-    def counters(self, n: int) -> GuardedArray:
-        """n int32 zeros (4-byte words whose bits are all zero: an int 0 where the kernel reads int*)."""
-        g = GuardedArray(n, place=self.place)
-        g.array[:] = 0.0
         return g
 
     @staticmethod

@@ -223,14 +223,6 @@ inline float atomicAdd(float* p, float v) {
     *p = old + v;
     return old;
 }
-inline int atomicAdd(int* p, int v) {
-    const int old = *p;
-    *p = old + v;
-    return old;
-}
-// One OS thread runs every block in turn: each store is seen by every later load.
-inline void __threadfence() {}
-inline float __ldcg(const float* p) { return *p; }
 inline void gemm_emu_check_aligned16(const void* p) {
     if (reinterpret_cast<uintptr_t>(p) % 16) {
         char msg[96];
