@@ -66,6 +66,18 @@ def test_measure_ab_fails_when_a_run_fails(tmp_path):
     assert (tmp_path / "ab" / "runs.txt").read_text().count("exit 2") == 2
 
 
+def test_measure_ab_alternates_which_tree_runs_first(tmp_path):
+    """ABBA: round 1 runs prev then new, round 2 new then prev, so a drift that favours a round's
+    second run lands on both trees (a fixed order read 1.038x on rows a change left alone)."""
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(["bash", str(root / "reproduce" / "measure-ab"), str(root), str(tmp_path / "ab"),
+                    "--shape", "0x5x5", "--kernel", "cublas"], capture_output=True, text=True,
+                   env={**__import__("os").environ, "ROUNDS": "3", "PYTHON": sys.executable}, timeout=600)
+    runs = [line.split()[0] for line in (tmp_path / "ab" / "runs.txt").read_text().splitlines()]
+    assert runs == ["prev-1", "new-1", "new-2", "prev-2", "prev-3", "new-3"], runs
+
+
 def test_the_bandwidth_paths_k_ranges_read_as_the_split(tmp_path):
     # stage 11's gemv / skinny_n name their K ranges k_splits, not split_k
     for name, splits in (("prev-1", 1), ("new-1", 3)):
