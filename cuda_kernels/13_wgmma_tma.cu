@@ -63,10 +63,7 @@ __global__ void __launch_bounds__(256) tf32_transpose(const float* __restrict__ 
         const float b = wgmma13::tf32_round(x);
         const size_t at = (size_t)orow * ldd + ocol;
         big[at] = b;
-        if (SPLIT) {
-            const float s = x - b;
-            small[at] = wgmma13::tf32_round(s == s ? s : 0.f);
-        }
+        if (SPLIT) small[at] = wgmma13::tf32_small(x, b);
     }
 }
 
@@ -103,10 +100,7 @@ __device__ __forceinline__ void pad_rows_part(const float* __restrict__ src, int
             } else {
                 const float b = wgmma13::tf32_round(v[j]);
                 dst[row + c] = b;
-                if (mode == PAD_SPLIT) {
-                    const float sm = v[j] - b;
-                    dst_s[row + c] = wgmma13::tf32_round(sm == sm ? sm : 0.f);
-                }
+                if (mode == PAD_SPLIT) dst_s[row + c] = wgmma13::tf32_small(v[j], b);
             }
         }
     };

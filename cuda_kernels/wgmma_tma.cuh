@@ -228,6 +228,13 @@ __device__ __forceinline__ float tf32_round(float x) {
     return __uint_as_float(b & 0xffffe000u);
 }
 
+// tf32x3's small part of x beside big = tf32_round(x): tf32(x - big), 0 where x is inf or NaN (inf -
+// inf would poison the sum).
+__device__ __forceinline__ float tf32_small(float x, float big) {
+    const float s = x - big;
+    return tf32_round(s == s ? s : 0.f);
+}
+
 }  // namespace wgmma13
 
 #endif  // GEMM_WGMMA_TMA_CUH
