@@ -3,7 +3,10 @@ precision the best time over the rounds of each tree, prev / new (> 1: the new t
 each tree's A/A spread (round 1 / round 2), and the best % of cuBLAS of each. Prints the summary
 line and the shapes that moved most.
 
-    python reproduce/ab_rows_summary.py OUTDIR KERNEL [> summary.md]
+    python reproduce/ab_rows_summary.py OUTDIR KERNEL [--shapes-file FILE] [--precision P] [> summary.md]
+
+``--shapes-file``: only the rows of the shapes that file lists (e.g. the held-out part of a run that
+also timed tuning shapes or controls; repeatable); ``--precision``: only that precision's rows.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
 from compare.harness.files import open_text  # noqa: E402
+from compare.harness.shapes import load_shapes_file, shape_text  # noqa: E402
 
 
 def geomean(xs) -> float:
@@ -37,17 +41,21 @@ def _split(config: dict):
     return config.get("split_k", config.get("k_splits"))
 
 
-def summarize(outdir: str, kernel: str) -> list[str]:
+def summarize(outdir: str, kernel: str, only=None, precision=None) -> list[str]:
+    """``only``: a set of shape texts (MxNxK) to keep; None keeps every row. ``precision``: keep
+    that precision's rows only."""
     prev, new = _runs(outdir, "prev", kernel), _runs(outdir, "new", kernel)
     if not prev or not new:
         return [f"{outdir}: no prev-N.json / new-N.json of {kernel}"]
-    keys = sorted(set.intersection(*(set(r) for r in prev + new)))
+    keys = sorted(k for k in set.intersection(*(set(r) for r in prev + new)) if (only is None or k[0] in only) and precision in (None, k[1]))
+    if not keys:
+        return [f"{outdir}: no {kernel} row in every round" + (" of the listed shapes" if only is not None else "")]
     best = lambda runs, k: min(r[k]["median_ms"] for r in runs)   # noqa: E731
     pct = lambda runs, k: max(r[k]["pct_cublas"] for r in runs)   # noqa: E731
     ratio = {k: best(prev, k) / best(new, k) for k in keys}
     aa = {t: [runs[0][k]["median_ms"] / runs[1][k]["median_ms"] for k in keys] for t, runs in (("prev", prev), ("new", new))
           if len(runs) > 1}
-    out = [f"{outdir}: {kernel}, {len(keys)} rows, {len(prev)} + {len(new)} rounds",
+    out = [f"{outdir}: {kernel}, {len(keys)} rows, {len(prev)} + {len(new)} rounds" + (", listed shapes only" if only is not None else "") + (f", {precision} only" if precision else ""),
            f"- prev / new time (best of each tree's rounds): geomean {geomean(ratio.values()):.4f}, "
            f"min {min(ratio.values()):.3f}, max {max(ratio.values()):.3f}; {sum(v < 0.97 for v in ratio.values())} rows "
            f"> 3% slower, {sum(v > 1.03 for v in ratio.values())} > 3% faster"]
@@ -64,6 +72,12 @@ def summarize(outdir: str, kernel: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    print("\n".join(summarize(sys.argv[1], sys.argv[2])))
+    import argparse
+    ap = argparse.ArgumentParser(description="one kernel's rows of a reproduce/measure-ab folder")
+    ap.add_argument("outdir")
+    ap.add_argument("kernel")
+    ap.add_argument("--shapes-file", action="append", help="only the shapes these files list (repeatable)")
+    ap.add_argument("--precision", help="only this precision's rows")
+    a = ap.parse_args()
+    only = {shape_text(s) for f in a.shapes_file for s in load_shapes_file(f)} if a.shapes_file else None
+    print("\n".join(summarize(a.outdir, a.kernel, only, a.precision)))

@@ -40,6 +40,32 @@ def test_ratios_spread_and_percent(tmp_path):
     assert "| c |" not in text
 
 
+def test_shapes_file_and_precision_filters(tmp_path):
+    """--shapes-file keeps the listed shapes, --precision one precision: each alone and both."""
+    def write(name, rows):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": [
+            {"kernel": K, "shape": s, "precision": p, "status": "ok", "median_ms": ms, "pct_cublas": 100.0 / ms,
+             "config": {"tile": "64"}} for s, p, ms in rows]}))
+    # prev / new: a tf32 2.0, a fp32 0.5, b tf32 4.0.
+    write("prev-1", [("1x2x3", "tf32", 2.0), ("1x2x3", "fp32", 1.0), ("4x5x6", "tf32", 4.0)])
+    write("new-1", [("1x2x3", "tf32", 1.0), ("1x2x3", "fp32", 2.0), ("4x5x6", "tf32", 1.0)])
+    listed = tmp_path / "shapes.txt"
+    listed.write_text("# one shape\n1x2x3\n")
+    only = {"1x2x3"}
+    text = "\n".join(ab_rows_summary.summarize(str(tmp_path), K, only))
+    assert "2 rows, 1 + 1 rounds, listed shapes only" in text and "geomean 1.0000" in text, text  # sqrt(2 * 0.5)
+    text = "\n".join(ab_rows_summary.summarize(str(tmp_path), K, precision="tf32"))
+    assert "2 rows, 1 + 1 rounds, tf32 only" in text and "geomean 2.8284" in text, text        # sqrt(2 * 4)
+    text = "\n".join(ab_rows_summary.summarize(str(tmp_path), K, only, "fp32"))
+    assert "1 rows" in text and "geomean 0.5000" in text, text
+    assert "no " in "\n".join(ab_rows_summary.summarize(str(tmp_path), K, {"9x9x9"}))
+    import subprocess
+    script = Path(__file__).resolve().parents[1] / "reproduce" / "ab_rows_summary.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path), K, "--shapes-file", str(listed),
+                          "--precision", "tf32"], capture_output=True, text=True)
+    assert out.returncode == 0 and "1 rows, 1 + 1 rounds, listed shapes only, tf32 only" in out.stdout, out
+
+
 def test_gzipped_runs_read_as_plain_ones(tmp_path):
     import gzip
     _write(tmp_path, "prev-1", [("a", 2.0, 50.0, "64", "ok")])

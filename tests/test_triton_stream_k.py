@@ -175,13 +175,15 @@ def test_heuristic_table():
     t, d = sk.choose_plan(4096, 4096, 4096, "tf32", 132)
     assert (t.bm, t.bn, d.mode) == (128, 256, "dp")
     # tf32 below a wave of 128x256 tiles, 513+ rows, not long-K: 128x64 tiles, data-parallel
-    # (docs/findings.md#tf32-mid-size-outputs-tf32_mid_tile); a 64-column output keeps stream-K.
+    # (docs/findings.md#tf32-mid-size-outputs-tf32_mid_tile); a 64-column output takes the narrow
+    # tiles: 64x64 would give 64 x 128 = 8192 tile-iterations < 48 x 264, so 32x64, 128 tiles, a wave.
     t, d = sk.choose_plan(1024, 1024, 1024, "tf32", 132)
     assert (t.bm, t.bn, t.warps, d.mode, d.tiles) == (128, 64, 4, "dp", 128)
     assert sk.choose_plan(1024, 1024, 16384, "tf32", 132)[0].bn == 128      # long K
     assert sk.choose_plan(512, 1024, 1024, "tf32", 132)[0].bn == 128        # few rows: swapped
     assert sk.choose_plan(2048, 2048, 2048, "tf32", 132)[0].bn == 256       # a wave of 128x256
-    assert sk.choose_plan(4096, 64, 4096, "tf32", 132)[1].mode == "hybrid"
+    t, d = sk.choose_plan(4096, 64, 4096, "tf32", 132)
+    assert (t.bm, t.bn, d.mode) == (32, 64, "dp")
     # Skinny outputs get skinny tiles.
     assert sk.choose_plan(16, 8192, 8192, "fp32", 132)[0].bm == 16
     assert sk.choose_plan(8192, 16, 8192, "fp32", 132)[0].bn == 16
@@ -263,6 +265,40 @@ def test_forced_split_cases_compile_for_sm90():
     assert "_scale_tiles_kernel: ok" in results[names.index("tiny_n stream_k_atomic")]
 
 
+# M > 64 and N <= 127 in fp32, <= 64 in tf32 (NARROW_N_TILES): the width that pads N least, then the most rows
+# whose tiles x K-iterations reach 48 per program slot. At 8 SMs a slot is one of 16 (4-warp tiles
+# run two an SM), so the bar is 48 * 16 = 768 tile-iterations; each case's sum by hand.
+NARROW_N_8_SMS = [
+    ((300, 11, 1000), "64x16x32"),      # I = 32; 128 rows: 3 tiles x 32 = 96 < 768
+    ((1000, 13, 3100), "128x16x32"),    # I = 97; 128 rows: 8 x 97 = 776 >= 768
+    ((77, 27, 300), "32x32x32"),        # I = 10; 64 rows: 2 x 10 = 20
+    ((1000, 30, 1600), "64x32x32"),     # I = 50; 64 rows: 16 x 50 = 800; 128 rows: 8 x 50 = 400
+    ((1000, 25, 3100), "128x32x32"),    # 128 rows: 8 x 97 = 776
+    ((255, 59, 895), "32x64x32"),       # I = 28; 64 rows: 4 x 28 = 112
+    ((1000, 45, 1600), "64x64x32"),     # 64 rows: 800; 128 rows: 400
+    ((1000, 61, 3100), "128x64x32"),    # 128 rows: 776
+    ((1000, 100, 1600), "128x64x32"),   # 100 columns pad to 128 either way: 64 wide; 8 x 2 x 50 = 800
+    ((300, 67, 1000), "32x32x32"),      # 67 columns: 96 at 32 wide, 128 at 64; 64 rows: 5 x 3 x 32 = 480
+]
+_ids = lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v  # noqa: E731
+
+
+@pytest.mark.parametrize("shape,tile", NARROW_N_8_SMS, ids=_ids)
+def test_fp32_narrow_n_tile(shape, tile):
+    assert _plan_config(*shape, "fp32", {"sms": 8})["tile"] == tile
+
+
+def test_fp32_narrow_n_tile_scope():
+    """Only M > 64, and N <= 127 in fp32, <= 64 in tf32: at 132 SMs (264 slots, 12672 tile-iterations)."""
+    assert _plan_config(1200, 59, 895, "fp32")["tile"] == "32x64x32"         # 19 x 28 = 532 at 64 rows
+    assert _plan_config(13550, 41, 15980, "fp32")["tile"] == "128x64x32"     # 106 x 500 = 53000
+    assert _plan_config(3409, 38, 14834, "fp32")["tile"] == "64x64x32"       # 128 rows: 27 x 464 = 12528
+    assert _plan_config(1200, 59, 895, "tf32")["tile"] == "32x64x32"         # tf32 up to 64 columns too
+    assert _plan_config(1200, 65, 895, "tf32")["tile"] == "128x128x32"       # but not past them
+    assert _plan_config(1200, 128, 895, "fp32")["tile"] != "32x64x32"        # 128 columns: the general table
+    assert _plan_config(40, 59, 5000, "fp32")["tile"] == "64x64x32"          # M <= 64: the few-rows tile
+
+
 # --- GPU ------------------------------------------------------------------------------------
 
 GPU_SHAPES = [(1000, 1000, 1000), (1021, 1021, 1021), (3001, 2999, 3003), (16, 8192, 8192), (4096, 64, 4096),
@@ -302,6 +338,21 @@ def test_gpu_forced_splits(case):
     shape, options = CASES[case]
     for kernel in KERNELS:
         _ok(kernel, Problem(*shape, precision="fp32", alpha=0.5, beta=-1.5), "cuda", **options)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,tile", NARROW_N_8_SMS, ids=_ids)
+def test_gpu_narrow_n_tiles(shape, tile, precision):
+    """Each narrow-N tile compiled and checked on odd shapes (8 SMs assumed: stream-K splits too):
+    fp32, tf32 up to 64 columns, tf32x3 at 33-64 columns through fp32's plan."""
+    if precision != "fp32" and shape[1] > 64:
+        pytest.skip("past 64 columns only fp32 takes the narrow tiles")
+    if precision == "tf32x3" and shape[1] < 33:
+        pytest.skip("tf32x3 keeps the tensor cores' plan under 33 columns")
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda", sms=8)
+    assert r.config["tile"] == tile, r.config
+    assert r.config["tf32x3_split"] == ("ffma" if precision == "tf32x3" else "n/a")
 
 
 @pytest.mark.gpu
@@ -427,8 +478,9 @@ def _plan(M, N, K, precision, **options):
     ((4096, 4096, 4096), "tf32", "k_major"),
     ((16, 4096, 4096), "tf32", "load"),           # M <= 32: mma.sync tiles keep their path
     ((127, 8191, 1021), "tf32", "load"),          # N % 4 != 0: no 16-byte loads of B to swap
-    ((4096, 64, 4096), "tf32x3", "swap"),         # 33..64 columns on 128x64 tiles: any M
-    ((4096, 64, 4096), "tf32", "swap"),
+    ((4096, 64, 4096), "tf32x3", "n/a"),          # <= 64 columns: fp32's plan (tf32x3_split=ffma)
+    ((4096, 64, 4096), "tf32", "k_major"),        # the narrow 32x64 tile: no swap (128x64 tiles only)
+    ((4096, 64, 16384), "tf32", "swap"),          # 33..64 columns on 128x64 tiles: 32 x 512 tile-iterations
     ((64, 64, 1048576), "tf32", "swap"),          # a tiny output of <= 64 columns (TINY_SWAP_MAX_N)
     ((40, 40, 400000), "tf32", "swap"),
     ((128, 32, 200000), "tf32", "swap"),
@@ -436,7 +488,7 @@ def _plan(M, N, K, precision, **options):
     ((64, 64, 1000), "tf32", "load"),             # K < 16 max(M, N): not a tiny output
     ((64, 64, 1048576), "tf32x3", "swap"),        # tf32x3 too on tiny outputs of <= 64 x 64 (x3_tiny_swap)
     ((64, 64, 1000), "tf32x3", "n/a"),            # K < 16 max(M, N): fp32's plan (tf32x3_split=ffma)
-    ((128, 32, 200000), "tf32x3", "load"),        # 128 rows: the tensor cores' plan already, unswapped
+    ((128, 32, 200000), "tf32x3", "load"),        # 128 rows, a tiny output: the tensor cores, unswapped
     ((4096, 16, 4096), "tf32", "k_major"),        # 16 columns: no swap (B^T would fill a quarter of a wgmma)
     ((128, 4096, 11008), "fp32", "n/a"),
 ])
@@ -588,7 +640,7 @@ X3_SPLITS = ("in_loop", "a", "b", "ab", "ffma")
     ((512, 12288, 4096), "a"),         # swapped product: A^T split by a copy (0.748 -> 0.636 ms)
     ((128, 4096, 11008), "a"),
     ((64, 4096, 65536), "in_loop"),    # swapped, long K: a lost (0.561 -> 0.636)
-    ((4096, 64, 4096), "in_loop"),     # swapped, 64 columns: a lost (0.057 -> 0.149)
+    ((4096, 64, 4096), "ffma"),        # <= 64 columns: fp32's plan (the swapped "a" lost: 0.057 -> 0.149)
     ((16, 8192, 8192), "in_loop"),     # mma.sync tiles: both operands in registers already
 ])
 def test_tf32x3_split_heuristic(shape, want):
@@ -596,21 +648,21 @@ def test_tf32x3_split_heuristic(shape, want):
     assert plan.config["tf32x3_split"] == want, plan.config
     assert ("+split" in plan.config["operands"].split(", ")[1]) == (want in ("b", "ab"))
     assert ("+split" in plan.config["operands"].split(", ")[0]) == (want in ("a", "ab"))
-    assert (plan.config["b_transpose"] == "swap") == (want == "a" or shape == (64, 4096, 65536) or shape[1] == 64)
+    assert (plan.config["b_transpose"] == "swap") == (want == "a" or shape == (64, 4096, 65536))
     assert _plan(*shape, "tf32").config["tf32x3_split"] == "n/a"
 
 
 @pytest.mark.parametrize("shape,ffma", [
     ((64, 64, 1023), True), ((1, 1, 1), True), ((33, 29, 600000), True), ((8, 64, 100000), True),
     ((48, 48, 262144), False), ((16, 40, 600000), False), ((64, 64, 1024), False), ((9, 64, 100000), False),
-    ((65, 64, 100000), False), ((64, 65, 100000), False), ((8, 32768, 8192), False), ((4096, 4096, 4096), False),
+    ((65, 64, 100000), True), ((64, 65, 100000), False), ((8, 32768, 8192), False), ((4096, 4096, 4096), False),
 ])
 def test_tf32x3_on_tiny_outputs_runs_fp32s_plan(shape, ffma):
-    """Outputs of at most 64x64 (<= 16 flops per byte): tf32x3 takes fp32's plan with IEEE dots,
-    and the config says so, except the tiny outputs (K >= 16 max(M, N), more than 8 columns) whose
+    """At most 64 columns (outputs of at most 64x64: <= 16 flops per byte; more rows: fp32's narrow
+    tiles, NARROW_N_TILES): tf32x3 takes fp32's plan with IEEE dots, and the config says so, except the tiny outputs (K >= 16 max(M, N), more than 8 columns) whose
     B can be read N-major for the swapped product (N % 4 == 0): those swap on the tensor cores
     (x3_tiny_swap, from 9 rows; 33x29x600000 can't swap; K = 1023 < 16 x 64 is not a tiny output);
-    larger ones keep the tensor cores."""
+    wider ones keep the tensor cores."""
     plan = _plan(*shape, "tf32x3")
     assert (plan.config["tf32x3_split"] == "ffma") == ffma, plan.config
     assert (plan.config["input_precision"] == "ieee") == ffma
@@ -833,6 +885,19 @@ def test_tiles_for_few_tiles_and_padding(shape, precision, tile):
     # the rules measured on tunable shapes (scratch exploration, docs/findings.md "Few tiles")
     t, _ = sk.choose_plan(*shape, precision, 132)
     assert t == tile
+
+
+def test_tf32x3_takes_fp32s_plan_at_33_to_64_columns():
+    """tf32x3 with 33-64 columns runs fp32's plan (FFMA, no split) at any row count, its narrow
+    tile included; 32 or 65 columns keep the split on the tensor cores."""
+    c = _plan_config(1200, 59, 895, "tf32x3")
+    assert (c["tf32x3_split"], c["input_precision"], c["tile"]) == ("ffma", "ieee", "32x64x32")
+    c = _plan_config(20000, 33, 4000, "tf32x3")
+    assert (c["tf32x3_split"], c["tile"]) == ("ffma", "128x64x32")       # 157 x 125 = 19625 >= 12672
+    for n in (32, 65):
+        c = _plan_config(1200, n, 895, "tf32x3")
+        assert c["tf32x3_split"] != "ffma" and c["input_precision"] == "tf32x3"
+    assert _plan_config(1200, 59, 895, "tf32x3", {"tile": "128x64x32"})["tf32x3_split"] != "ffma"  # a user tile
 
 
 def test_copy_a_and_copy_b():

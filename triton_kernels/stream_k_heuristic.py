@@ -4,7 +4,10 @@ choice (``choose_plan`` and the rules below it). Every entry can be overridden b
 (stream_k_plan.OPTIONS); what was measured behind each number is in docs/findings.md.
 
 ===============  ==========================================================================
-tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 32, 4 warps.
+tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 32, 4 warps;
+                 but M > 64 and 8 < N <= NARROW_N_MAX (fp32 127, tf32 64), not a tiny output:
+                 NARROW_N_TILES (16/32/64 wide, the most rows that leave each program
+                 NARROW_N_MIN_ITERS K-iterations).
                  fp32: long K (K >= 4*max(M, N)) 128x128x32/8/3 or FP32_FEW_ROWS_TILE where
                  64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
                  a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
@@ -17,8 +20,9 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
                  less lost on held-out shapes: docs/findings.md), X3_FEW_TILES_TILE (64x64)
                  under half a wave of 128x128 with both sides over 128 and K <= 2048;
-                 outputs of at most 64x64: fp32's plan (tf32x3_split=ffma), but tiny ones
-                 of 9-64 rows and at most 64 columns (x3_tiny_swap) the swapped product.
+                 outputs of at most 64x64 and 33-64 columns (not tiny outputs) of more rows:
+                 fp32's plan (tf32x3_split=ffma), but tiny outputs of 9-64 rows and at most 64
+                 columns (x3_tiny_swap) the swapped product.
 decomposition    "dp" when the data-parallel waves are >= 90% full (one or programs_per_sm
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "hybrid"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
@@ -29,8 +33,8 @@ operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M,
                  tf32 tiny outputs of at most 64 columns, tf32x3 ones x3_tiny_swap takes.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
-tf32x3_split     x3_split_plan; outputs of at most 64x64 (but x3_tiny_swap's: "in_loop"),
-                 single rows and N <= 8: "ffma", fp32's plan (x3_uses_ffma).
+tf32x3_split     x3_split_plan; outputs of at most 64x64 and 33-64 columns (x3_uses_ffma says
+                 which; x3_tiny_swap's: "in_loop"), single rows and N <= 8: "ffma", fp32's plan.
 gemv             M = 1 in fp32 (tf32x3 through ffma) and tf32 (TF32_ON_GEMV_PATH: TF32-truncated
                  inputs on FFMA): the GEMV of stream_k_gemv.py, not a tile.
 skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
@@ -227,12 +231,44 @@ FP32_PAD_TILE = Tile(64, 256, 16, 8, 4)
 FP32_PAD_MIN_FILL_GAIN = 0.05
 
 
+# fp32 and tf32 products of a matrix and a few dozen vectors (M > 64, SKINNY_MAX_N < N <=
+# NARROW_N_MAX, not a tiny output: the tuning shapes had M >= 256 and N >= 9): the tile
+# of the width that pads N least (16, 32 or 64) with the most rows (32, 64, 128) whose tiles still
+# give each program slot NARROW_N_MIN_ITERS K-iterations of BLOCK_K. Fewer rows a tile spread a
+# small product over more programs (fp32 1200x59x895: 29% -> 86% of cuBLAS with 32x64 tiles
+# against 128x64); more rows are cheaper per flop once the slots are busy (13550x41x15980: 98%
+# with 128x64, 78% with 32x64). Fit on 64 tuning shapes, fp32 geomean 70 -> 90% of cuBLAS (32-64
+# iterations within 1.5 points), tf32 82 -> 89% with the same 48 up to 64 columns (past 64 it
+# lost): docs/findings.md#triton-a-matrix-times-9-127-vectors-h200.
+NARROW_N_MAX = {"fp32": 127, "tf32": 64}
+NARROW_N_MIN_ITERS = 48
+NARROW_N_TILES = {   # tile width -> its row choices, fewest rows first (fp32's stages)
+    16: (Tile(64, 16, 32, 4, 3), Tile(128, 16, 32, 4, 3)),
+    32: (Tile(32, 32, 32, 4, 3), Tile(64, 32, 32, 4, 3), Tile(128, 32, 32, 4, 3)),
+    64: (Tile(32, 64, 32, 4, 3), Tile(64, 64, 32, 4, 4), Tile(128, 64, 32, 4, 3)),
+}
+
+
+def narrow_n_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
+    """The tile for the narrow class (NARROW_N_TILES, heuristic_plan says where); tf32 with its stages."""
+    width = _small(N) if N <= 64 else min((32, 64), key=lambda w: (triton.cdiv(N, w) * w, -w))
+    tiles = NARROW_N_TILES[width]
+    pick = tiles[0]
+    for t in tiles[1:]:
+        slots = programs_per_sm(t) * sms
+        if triton.cdiv(M, t.bm) * triton.cdiv(N, t.bn) * triton.cdiv(K, t.bk) >= NARROW_N_MIN_ITERS * slots:
+            pick = t
+    return pick if precision == "fp32" else Tile(pick.bm, pick.bn, pick.bk, pick.warps, STAGES[precision])
+
+
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
     """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100),
     and the decomposition the tile was measured with ("dp"), or None for decompose's wave rule."""
     if M <= 64:
         t = _small_m_tile(M, precision)
         return (t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)), None
+    if SKINNY_MAX_N < N <= NARROW_N_MAX.get(precision, 0) and not tiny_output(M, N, K):
+        return narrow_n_tile(M, N, K, precision, sms), None
     if N <= 64:
         return Tile(128, _small(N), 32, 4, STAGES[precision]), None
     t128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
@@ -327,11 +363,15 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 # ffma: no split; fp32's plan and IEEE dots on the FFMA pipe, for outputs of at most
 # X3_FFMA_MAX_SIDE on both sides. Such a product does at most 16 flops per byte of A and B read
 # (64*64 / (2*128)), which FFMA sustains at HBM speed, so tf32x3's three TF32 products buy no time
-# and cost the split (docs/findings.md#tf32x3-on-tiny-outputs-fp32s-plan-tf32x3_splitffma). A
-# single row (M <= GEMV_MAX_M) does half a flop per byte: fp32's plan there is the GEMV
-# (stream_k_gemv.py); N <= SKINNY_MAX_N columns at most 4 per byte of A: fp32's plan there is
-# stream_k_skinny.py.
+# and cost the split (docs/findings.md#tf32x3-on-tiny-outputs-fp32s-plan-tf32x3_splitffma). With
+# more rows and X3_FFMA_NARROW_MIN_N..64 columns, fp32's narrow tiles (NARROW_N_TILES) beat the
+# split on 23 of 24 tuning shapes (54.7% -> 86.1% of cuBLAS fp32); at 9-32 columns they won 8 of
+# 16 and lost up to 0.65x where M*K is large, past 64 the split won 17 of 24
+# (docs/findings.md#triton-a-matrix-times-9-127-vectors-h200). A single row (M <= GEMV_MAX_M) does half
+# a flop per byte: fp32's plan there is the GEMV (stream_k_gemv.py); N <= SKINNY_MAX_N columns at
+# most 4 per byte of A: fp32's plan there is stream_k_skinny.py.
 X3_FFMA_MAX_SIDE = 64
+X3_FFMA_NARROW_MIN_N = 33
 # tf32 on the bandwidth-bound paths by default, per class? A single row or N <= SKINNY_MAX_N
 # columns does at most 4 flops per byte, so the tensor cores idle on DRAM either way; mode=gemv /
 # mode=skinny at tf32 multiply TF32-truncated inputs (what the tensor cores read) on the FFMA pipe.
@@ -350,18 +390,20 @@ def x3_tiny_swap(M: int, N: int, K: int) -> bool:
     return SKINNY_MAX_N < M <= X3_FFMA_MAX_SIDE and N <= TINY_SWAP_MAX_N and tiny_output(M, N, K)
 
 
-def x3_uses_ffma(M: int, N: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None,
+def x3_uses_ffma(M: int, N: int, K: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None,
                  B: Optional[torch.Tensor] = None) -> bool:
     """Does tf32x3 run fp32's plan (tf32x3_split=ffma)? As asked, or by the heuristic for an
     output of at most X3_FFMA_MAX_SIDE a side (not a tiny output that x3_tiny_swap takes where
-    ``B`` can be read N-major for the swap; B None: not known, so not one), a single row or at most
-    SKINNY_MAX_N columns, where the user chose no split, B path or tile."""
+    ``B`` can be read N-major for the swap; B None: not known, so not one), X3_FFMA_NARROW_MIN_N to
+    X3_FFMA_MAX_SIDE columns and more rows but not a tiny output (those keep their measured rules),
+    a single row or at most SKINNY_MAX_N columns, where the user chose no split, B path or tile."""
     if x3_split != "auto":
         return x3_split == "ffma"
-    small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N
+    small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N \
+        or (X3_FFMA_NARROW_MIN_N <= N <= X3_FFMA_MAX_SIDE and not tiny_output(M, N, K))
     if b_transpose != "auto" or tile is not None or not small:
         return False
-    return not (B is not None and _n_major_hintable(B) and x3_tiny_swap(M, N, B.shape[0]))
+    return not (B is not None and _n_major_hintable(B) and x3_tiny_swap(M, N, K))
 # The split paths go without the built-in's NaN mask between the small and big products: its
 # wait and selects cost most of the split's gain; an inf input can then give NaN where IEEE
 # gives +-inf (docs/findings.md#tf32x3-the-nan-mask).

@@ -118,7 +118,7 @@ OPTIONS = (
            "tiles at every k-step), b (B once, by its K-major copy; implies b_transpose=copy), ab (A "
            "and B once, by copies), a (A once, by a copy, for the swapped product C^T = B^T A^T; "
            "implies b_transpose=swap), ffma (no split: fp32's plan with IEEE dots on the FFMA pipe; the "
-           "default for outputs of at most 64x64)", X3_SPLIT_CHOICES, default="auto"),
+           "default for outputs of at most 64x64, 33-64 columns of more rows but tiny outputs, single rows and N <= 8)", X3_SPLIT_CHOICES, default="auto"),
 )
 
 
@@ -234,7 +234,7 @@ class _Plan:
         sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
         o = resolve_options(options, precision)
         # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
-        ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, o["tf32x3_split"], o["b_transpose"],
+        ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, self.K, o["tf32x3_split"], o["b_transpose"],
                                                       options.get("tile"), B)
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
