@@ -59,7 +59,8 @@ from triton_kernels import _operands as ops
 from triton_kernels.stream_k import KERNEL, KERNEL_ATOMIC
 from triton_kernels.stream_k_gemv import GEMV_MAX_M
 from triton_kernels.stream_k_gemv import default_tile as gemv_tile
-from triton_kernels.stream_k_heuristic import (STAGES, TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH, X3_MASK_NAN, Tile,
+from triton_kernels.stream_k_decomposition import Tile
+from triton_kernels.stream_k_heuristic import (STAGES, TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH, X3_MASK_NAN,
                                                choose_plan, x3_uses_ffma)
 from triton_kernels.stream_k_kernels import _stream_k_kernel
 from triton_kernels.stream_k_plan import _Plan

@@ -420,3 +420,21 @@ def test_a_result_file_gets_the_mode_any_new_file_would(tmp_path):
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "a.json").st_mode) == 0o644
     assert stat.S_IMODE(os.stat(tmp_path / "b.json").st_mode) == 0o640
+
+
+def test_every_planted_bug_still_applies():
+    """Each bug of .ci/plant-bugs is one textual edit; when the code it edits changes, the edit
+    finds nothing and the bug is STALE (four were, unnoticed, until this test): each bug's text
+    must occur exactly once in its file, and its edit must change that text."""
+    import runpy
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bugs = runpy.run_path(os.path.join(root, ".ci", "plant-bugs"), run_name="plant_bugs_catalog")["BUGS"]
+    assert len(bugs) > 100
+    stale = []
+    for bug in bugs:
+        with open(os.path.join(root, bug.file)) as f:
+            count = f.read().count(bug.old)
+        if count != 1 or bug.old == bug.new:
+            stale.append(f"{bug.name}: {bug.file} holds its text {count} times")
+    assert not stale, "\n".join(stale)
+    assert len({b.name for b in bugs}) == len(bugs), "two planted bugs share a name"

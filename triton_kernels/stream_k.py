@@ -13,6 +13,8 @@ the same bits every run), or ``tl.atomic_add``-ed into a beta-scaled C
 
 One idea per file:
 
+* stream_k_decomposition.py: the plan's types (Tile, Decomposition) and the wave model that shares
+  tiles x K-iterations over a grid;
 * stream_k_heuristic.py: the per-shape table (tile, decomposition, operands, b_transpose,
   sk_align, tf32x3_split);
 * stream_k_kernels.py: the @triton.jit kernels;
@@ -36,7 +38,8 @@ from compare.harness.registry import Kernel, register
 
 from ._common import check_gemm_args
 from ._gemm import plan_prepare
-from .stream_k_heuristic import *  # noqa: F401,F403  (the one stream_k namespace of the tests and docs)
+from .stream_k_decomposition import *  # noqa: F401,F403  (the one stream_k namespace of the tests and docs)
+from .stream_k_heuristic import *  # noqa: F401,F403
 from .stream_k_heuristic import TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH, choose_plan
 from .stream_k_kernels import _fixup_kernel, _scale_tiles_kernel, _stream_k_kernel  # noqa: F401
 from .stream_k_plan import OPTIONS, _Plan, parse_tile  # noqa: F401

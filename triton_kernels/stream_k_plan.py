@@ -16,11 +16,10 @@ from compare.harness.registry import Option
 
 from ._common import check_block, check_stages, check_warps, interpreting, l2_bytes, sm_count
 from ._operands import _aligned, _prepare_a, _prepare_b
-from .stream_k_heuristic import (ALIGN_MAX_IDLE, B_TRANSPOSE_CHOICES, DECOMPOSITIONS,
-                                 INTERPRET_SMS, MIN_SK_ITERS, OPERAND_CHOICES, TF32_ON_GEMV_PATH, TF32_ON_SKINNY_PATH,
-                                 X3_MASK_NAN, X3_SPLIT_CHOICES,
-                                 Tile, _layouts, _swap_pays, choose_plan, fixup_shape,
-                                 worth_copying, x3_split_plan, x3_uses_ffma)
+from .stream_k_decomposition import ALIGN_MAX_IDLE, INTERPRET_SMS, MIN_SK_ITERS, Tile, fixup_shape
+from .stream_k_heuristic import (B_TRANSPOSE_CHOICES, DECOMPOSITIONS, OPERAND_CHOICES, TF32_ON_GEMV_PATH,
+                                 TF32_ON_SKINNY_PATH, X3_MASK_NAN, X3_SPLIT_CHOICES, _layouts, _swap_pays,
+                                 choose_plan, worth_copying, x3_split_plan, x3_uses_ffma)
 from .stream_k_gemv import GEMV_MAX_M, GemvPlan, parse_gemv_tile
 from .stream_k_skinny import SKINNY_MAX_N, SKINNY_ORDERS, SkinnyPlan, parse_skinny_tile
 from .stream_k_gluon import (WS_MAX_SPLITS, WS_MAX_SPLITS_FEW_TILES, WS_SPLITS_LIMIT, WS_TILES, WsPlan, parse_ws_tile,
