@@ -21,7 +21,9 @@ def cdiv(a: int, b: int) -> int:
 def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     """Stage 11's tile: 128x128x16, the fastest per FFMA, unless part of it would idle. A
     128-row tile half empty is half its FFMAs wasted, so skinny outputs get a quarter- or
-    half-height (M <= 32, 64) or width (N <= 32, 64) tile, 32x64 for M <= 32 and N <= 64. Below
+    half-height (M <= 32, 64) or width (N <= 32, 64) tile, 32x64 for M <= 32 and N <= 64; at
+    33-64 columns 64 rows unless the product is large (NARROW_N_MIN_ITERS_128), at 65-127
+    64x128. Below
     one wave of 128x128 tiles (fewer than SMs) and not at long K, 64x128: twice the blocks to
     share the work; likewise where 128-row tiles leave more than PAD_MAX_EMPTY_ROWS of their rows
     empty. Measured: docs/findings.md#stage-11s-tile-h100."""
@@ -32,7 +34,11 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     if N <= 32:
         return "128x32x16"
     if N <= 64:
-        return "128x64x16"
+        # 64 rows, twice the blocks, unless 128-row tiles give every SM NARROW_N_MIN_ITERS_128
+        # K-iterations of 16 (docs/findings.md#stage-11-a-matrix-times-33-127-vectors-h200).
+        return "128x64x16" if cdiv(M, 128) * cdiv(K, 16) >= NARROW_N_MIN_ITERS_128 * sms else "64x64x16"
+    if N < 128:
+        return "64x128x16"      # 128x128 tiles here compute 129-256 columns for 65-127
     if cdiv(M, 128) * cdiv(N, 128) < sms:
         # Long K already has the blocks it needs from the split of K; there the 64-row tile
         # pays only where it pads fewer rows (257: 320 rows of 64 vs 384 of 128).
@@ -42,6 +48,12 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     if pads_many_rows(M, PAD_MAX_EMPTY_ROWS):
         return "64x128x16"
     return "128x128x16"
+
+
+# Stage 11 at 33-64 columns takes 128-row tiles only from this many K-iterations per SM; on 64
+# tuning shapes of 9-127 columns (reproduce/shapes/narrow_n_tune*.txt) 48-256 all read within 0.3
+# points (results/h200/narrow-n-stage11/).
+NARROW_N_MIN_ITERS_128 = 96
 
 
 # 128x128 tiles leaving more than this share of their rows empty lose to 64x128 ones that pad

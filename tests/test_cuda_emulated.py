@@ -221,6 +221,15 @@ def test_stream_k_tile_heuristic():
     assert t(300, 8192, 28672) == t(448, 4096, 14336) == t(960, 8192, 8192) == "64x128x16"  # 22 / 12.5 / 6.25%
     assert t(4097, 4095, 255) == t(768, 5120, 13824) == "128x128x16"    # 1.5% / 0% empty
     assert t(200, 16384, 8192) == "128x128x16"                            # 64-row tiles pad 256 too
+    # A matrix times 9-127 vectors (M > 64): 128x32 up to 32 columns; 33-64: 64x64 unless 128-row
+    # tiles x K-iterations of 16 reach 96 x 132 = 12672; 65-127: 64x128.
+    assert t(1200, 30, 895) == "128x32x16"
+    assert t(1200, 59, 895) == "64x64x16"                  # 10 x 56 = 560
+    assert t(13550, 41, 15980) == "128x64x16"              # 106 x 999 = 105894
+    assert t(3409, 38, 14834) == "128x64x16"               # 27 x 928 = 25056
+    assert t(3409, 38, 7000) == "64x64x16"                 # 27 x 438 = 11826
+    assert t(24057, 99, 1178) == t(1000, 127, 10**5) == "64x128x16"
+    assert t(1000, 128, 1000) == "64x128x16" and t(20000, 128, 1000) == "128x128x16"  # 128 columns: as before
 
 
 def test_pads_many_rows():
