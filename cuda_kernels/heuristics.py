@@ -23,10 +23,9 @@ def stream_k_tile(M: int, N: int, K: int, sms: int = 132) -> str:
     128-row tile half empty is half its FFMAs wasted, so skinny outputs get a quarter- or
     half-height (M <= 32, 64) or width (N <= 32, 64) tile, 32x64 for M <= 32 and N <= 64; at
     33-64 columns 64 rows unless the product is large (NARROW_N_MIN_ITERS_128), at 65-127
-    64x128. Below
-    one wave of 128x128 tiles (fewer than SMs) and not at long K, 64x128: twice the blocks to
-    share the work; likewise where 128-row tiles leave more than PAD_MAX_EMPTY_ROWS of their rows
-    empty. Measured: docs/findings.md#stage-11s-tile-h100."""
+    64x128. Below one wave of 128x128 tiles (fewer than SMs) and not at long K, 64x128: twice
+    the blocks to share the work; likewise where 128-row tiles leave more than
+    PAD_MAX_EMPTY_ROWS of their rows empty. Measured: docs/findings.md#stage-11s-tile-h100."""
     if M <= 32:
         return "32x64x16" if N <= 64 else "32x128x16"
     if M <= 64:

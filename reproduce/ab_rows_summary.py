@@ -47,15 +47,17 @@ def summarize(outdir: str, kernel: str, only=None, precision=None) -> list[str]:
     prev, new = _runs(outdir, "prev", kernel), _runs(outdir, "new", kernel)
     if not prev or not new:
         return [f"{outdir}: no prev-N.json / new-N.json of {kernel}"]
-    keys = sorted(k for k in set.intersection(*(set(r) for r in prev + new)) if (only is None or k[0] in only) and precision in (None, k[1]))
+    scope = (", listed shapes only" if only is not None else "") + (f", {precision} only" if precision else "")
+    keep = lambda k: (only is None or k[0] in only) and precision in (None, k[1])   # noqa: E731
+    keys = sorted(filter(keep, set.intersection(*(set(r) for r in prev + new))))
     if not keys:
-        return [f"{outdir}: no {kernel} row in every round" + (" of the listed shapes" if only is not None else "")]
+        return [f"{outdir}: no {kernel} row in every round{scope}"]
     best = lambda runs, k: min(r[k]["median_ms"] for r in runs)   # noqa: E731
     pct = lambda runs, k: max(r[k]["pct_cublas"] for r in runs)   # noqa: E731
     ratio = {k: best(prev, k) / best(new, k) for k in keys}
     aa = {t: [runs[0][k]["median_ms"] / runs[1][k]["median_ms"] for k in keys] for t, runs in (("prev", prev), ("new", new))
           if len(runs) > 1}
-    out = [f"{outdir}: {kernel}, {len(keys)} rows, {len(prev)} + {len(new)} rounds" + (", listed shapes only" if only is not None else "") + (f", {precision} only" if precision else ""),
+    out = [f"{outdir}: {kernel}, {len(keys)} rows, {len(prev)} + {len(new)} rounds{scope}",
            f"- prev / new time (best of each tree's rounds): geomean {geomean(ratio.values()):.4f}, "
            f"min {min(ratio.values()):.3f}, max {max(ratio.values()):.3f}; {sum(v < 0.97 for v in ratio.values())} rows "
            f"> 3% slower, {sum(v > 1.03 for v in ratio.values())} > 3% faster"]

@@ -48,6 +48,7 @@ ws               tf32 on sm_90 with A and B TMA-readable and N >= 64: 128 < M < 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -144,7 +145,7 @@ def narrow_n_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
         slots = programs_per_sm(t) * sms
         if triton.cdiv(M, t.bm) * triton.cdiv(N, t.bn) * triton.cdiv(K, t.bk) >= NARROW_N_MIN_ITERS * slots:
             pick = t
-    return pick if precision == "fp32" else Tile(pick.bm, pick.bn, pick.bk, pick.warps, STAGES[precision])
+    return pick if precision == "fp32" else replace(pick, stages=STAGES[precision])
 
 
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
