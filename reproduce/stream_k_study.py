@@ -373,7 +373,7 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
     missing = []
     for (prec, M, N, K), rows in sorted(measured.items()):
         # tf32x3_split=ffma runs fp32's plan: its row is the fp32 row of the same tile.
-        ffma = prec == "tf32x3" and x3_uses_ffma(M, N, K)
+        ffma = prec == "tf32x3" and x3_uses_ffma(M, N, K, sms)
         if M <= GEMV_MAX_M and (ffma or prec == "fp32" or (prec == "tf32" and TF32_ON_GEMV_PATH)):
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
             chosen = (gemv_tile(N % 4 == 0, N).dims, "gemv")

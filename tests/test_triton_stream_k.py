@@ -294,9 +294,50 @@ def test_fp32_narrow_n_tile_scope():
     assert _plan_config(13550, 41, 15980, "fp32")["tile"] == "128x64x32"     # 106 x 500 = 53000
     assert _plan_config(3409, 38, 14834, "fp32")["tile"] == "64x64x32"       # 128 rows: 27 x 464 = 12528
     assert _plan_config(1200, 59, 895, "tf32")["tile"] == "32x64x32"         # tf32 up to 64 columns too
-    assert _plan_config(1200, 65, 895, "tf32")["tile"] == "128x128x32"       # but not past them
+    assert _plan_config(1200, 65, 895, "tf32")["tile"] != "32x64x32"         # but not past them (NARROW_WIDE_N)
     assert _plan_config(1200, 128, 895, "fp32")["tile"] != "32x64x32"        # 128 columns: the general table
     assert _plan_config(40, 59, 5000, "fp32")["tile"] == "64x64x32"          # M <= 64: the few-rows tile
+
+
+# tf32 and tf32x3 at 65-127 columns, M > 64, not a tiny output (NARROW_WIDE_N). At 8 SMs a 4-warp
+# tile's slots are 16. tf32: 64x128 once its tile-iterations reach 16 * 16 = 256, else 64x64.
+# tf32x3: 64x64 on the tensor cores once its tile-iterations reach 8 * 16 = 128, else fp32's plan
+# (FFMA: fp32's narrow tile, 48 * 16 = 768 tile-iterations for more rows); "split": a TF32 split on the
+# tensor cores (which one is x3_split_plan's). Each sum by hand. Rows of B not 16-byte aligned
+# (odd N or K) keep tf32 off the Gluon GEMM (mode=ws, which takes other tiles) on the GPU.
+NARROW_WIDE_8_SMS = [
+    ((640, 99, 799), "tf32", "64x64x32", "n/a"),      # 64x128: 10 x 1 x 25 = 250 < 256
+    ((640, 99, 801), "tf32", "64x128x32", "n/a"),     # 10 x 1 x 26 = 260
+    ((333, 127, 2001), "tf32", "64x128x32", "n/a"),   # 6 x 1 x 63 = 378
+    ((300, 70, 500), "tf32x3", "64x64x32", "split"),  # 64x64: 5 x 2 x 16 = 160 >= 128
+    ((300, 70, 380), "tf32x3", "32x32x32", "ffma"),   # 5 x 2 x 12 = 120; fp32: 70 columns 32 wide (96 < 128), 64 rows 5 x 3 x 12 = 180 < 768
+    ((1000, 65, 1601), "tf32x3", "64x64x32", "split"),  # 16 x 2 x 51
+]
+
+
+def _split_kind(config) -> str:
+    return {"n/a": "n/a", "ffma": "ffma"}.get(config["tf32x3_split"], "split")
+
+
+@pytest.mark.parametrize("shape,precision,tile,split", NARROW_WIDE_8_SMS, ids=_ids)
+def test_narrow_wide_tiles(shape, precision, tile, split):
+    c = _plan_config(*shape, precision, {"sms": 8})
+    assert (c["tile"], _split_kind(c)) == (tile, split), c
+
+
+def test_narrow_wide_scope():
+    """Only 65-127 columns, M > 64, not a tiny output; fp32 keeps NARROW_N_TILES; at 132 SMs (264 slots)."""
+    assert _plan_config(1200, 65, 895, "tf32")["tile"] == "64x64x32"        # 64x128: 19 x 28 = 532 < 4224
+    assert _plan_config(16504, 76, 603, "tf32")["tile"] == "64x128x32"      # 258 x 19 = 4902 >= 4224
+    assert _plan_config(20620, 94, 233, "tf32")["tile"] == "64x64x32"       # 323 x 8 = 2584: not 128x256 any more
+    assert _plan_config(1200, 65, 895, "tf32x3")["tf32x3_split"] == "ffma"  # 64x64: 19 x 2 x 28 = 1064 < 2112
+    assert _plan_config(4096, 96, 2048, "tf32x3")["tile"] == "64x64x32"     # 64 x 2 x 64 = 8192
+    assert _plan_config(1200, 64, 895, "tf32")["tile"] == "32x64x32"        # 64 columns: NARROW_N_TILES
+    assert _plan_config(1200, 128, 895, "tf32")["tile"] not in ("64x64x32", "64x128x32")   # the general table
+    assert _plan_config(2000, 100, 1600, "fp32")["tile"] == "32x64x32"      # fp32: NARROW_N_TILES (64 rows: 32 x 2 x 50 < 12672)
+    assert _plan_config(40, 100, 5000, "tf32")["tile"] == "64x128x32"       # M <= 64: the few-rows tile
+    assert _plan_config(40, 100, 1000, "tf32x3")["tf32x3_split"] != "ffma"  # and the split (64x64: 1 x 2 x 32 < 2112)
+    assert _plan_config(60, 66, 5000, "tf32")["tile"] != "64x64x32"         # a tiny output (3960, K >= 16 x 66)
 
 
 # --- GPU ------------------------------------------------------------------------------------
@@ -353,6 +394,17 @@ def test_gpu_narrow_n_tiles(shape, tile, precision):
     r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda", sms=8)
     assert r.config["tile"] == tile, r.config
     assert r.config["tf32x3_split"] == ("ffma" if precision == "tf32x3" else "n/a")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,precision,tile,split", NARROW_WIDE_8_SMS, ids=_ids)
+def test_gpu_narrow_wide_tiles(shape, precision, tile, split):
+    """tf32 and tf32x3 at 65-127 columns on their tiles, odd shapes, 8 SMs assumed (stream-K splits
+    too), against float64 with alpha and beta."""
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cuda", sms=8)
+    assert (r.config["tile"], _split_kind(r.config)) == (tile, split), r.config
+    if precision == "tf32x3":
+        assert r.rel_err <= 1e-6, r.rel_err
 
 
 @pytest.mark.gpu
@@ -894,8 +946,8 @@ def test_tf32x3_takes_fp32s_plan_at_33_to_64_columns():
     assert (c["tf32x3_split"], c["input_precision"], c["tile"]) == ("ffma", "ieee", "32x64x32")
     c = _plan_config(20000, 33, 4000, "tf32x3")
     assert (c["tf32x3_split"], c["tile"]) == ("ffma", "128x64x32")       # 157 x 125 = 19625 >= 12672
-    for n in (32, 65):
-        c = _plan_config(1200, n, 895, "tf32x3")
+    for n, m in ((32, 1200), (65, 4000)):   # 65 columns: 63 x 2 x 28 = 3528 >= 2112 (NARROW_WIDE_N)
+        c = _plan_config(m, n, 895, "tf32x3")
         assert c["tf32x3_split"] != "ffma" and c["input_precision"] == "tf32x3"
     assert _plan_config(1200, 59, 895, "tf32x3", {"tile": "128x64x32"})["tf32x3_split"] != "ffma"  # a user tile
 

@@ -7,7 +7,9 @@ choice (``choose_plan`` and the rules below it). Every entry can be overridden b
 tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 32, 4 warps;
                  but M > 64 and 8 < N <= NARROW_N_MAX (fp32 127, tf32 64), not a tiny output:
                  NARROW_N_TILES (16/32/64 wide, the most rows that leave each program
-                 NARROW_N_MIN_ITERS K-iterations).
+                 NARROW_N_MIN_ITERS K-iterations). tf32 and tf32x3 at 65-127 columns, M > 64,
+                 not a tiny output (NARROW_WIDE_N): 64x64, tf32 64x128 from
+                 NARROW_WIDE_TF32_MIN_ITERS K-iterations a program slot.
                  fp32: long K (K >= 4*max(M, N)) 128x128x32/8/3 or FP32_FEW_ROWS_TILE where
                  64-row tiles pad fewer rows; >= 900 tiles of 128x128: 64x128x32/4/4; less than
                  a wave of 128x128 that 64-row tiles fill data-parallel: FP32_FEW_ROWS_TILE;
@@ -34,7 +36,8 @@ b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_
                  tf32 tiny outputs of at most 64 columns, tf32x3 ones x3_tiny_swap takes.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
 tf32x3_split     x3_split_plan; outputs of at most 64x64 and 33-64 columns (x3_uses_ffma says
-                 which; x3_tiny_swap's: "in_loop"), single rows and N <= 8: "ffma", fp32's plan.
+                 which; x3_tiny_swap's: "in_loop"), single rows and N <= 8, and 65-127 columns
+                 where 64x64 tiles give a slot under X3_FFMA_WIDE_MAX_ITERS: "ffma", fp32's plan.
 gemv             M = 1 in fp32 (tf32x3 through ffma) and tf32 (TF32_ON_GEMV_PATH: TF32-truncated
                  inputs on FFMA): the GEMV of stream_k_gemv.py, not a tile.
 skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
@@ -148,6 +151,41 @@ def narrow_n_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
     return pick if precision == "fp32" else replace(pick, stages=STAGES[precision])
 
 
+# tf32 and tf32x3 products of a matrix and 65-127 vectors (M > 64, not a tiny output): 64-row tiles,
+# not the 128x128 / 128x256 / 128x64 tiles of wide outputs, which computed up to 256 columns for 73
+# (20620x94x233: 53% of cuBLAS tf32) or left a small product's few tiles to a stream-K of 1-2
+# iterations a program. tf32: 64x64, or 64x128 once its tiles give each program slot
+# NARROW_WIDE_TF32_MIN_ITERS K-iterations (8-32 all read 89.6-91.5% of cuBLAS tf32 on the 24
+# tuning shapes of the class, against the old rule's 77.0%). tf32x3: 64x64 (85.4% -> 91.9% of cuBLAS
+# fp32; 64x128 lost there); where those tiles give a slot fewer than X3_FFMA_WIDE_MAX_ITERS,
+# fp32's plan (x3_uses_ffma): 94.4% (6-10 read 94.0-94.9%). Tuning data:
+# results/h200/narrow-wide-n/ (docs/findings.md#triton-a-matrix-times-65-127-vectors-h200).
+NARROW_WIDE_N = (65, 127)
+NARROW_WIDE_TF32_TILES = (Tile(64, 64, 32, 4, 4), Tile(64, 128, 32, 4, 4))
+NARROW_WIDE_TF32_MIN_ITERS = 16
+NARROW_WIDE_X3_TILE = Tile(64, 64, 32, 4, 3)
+X3_FFMA_WIDE_MAX_ITERS = 8
+
+
+def narrow_wide(M: int, N: int, K: int) -> bool:
+    """A matrix times NARROW_WIDE_N vectors: more than 64 rows, not a tiny output."""
+    return NARROW_WIDE_N[0] <= N <= NARROW_WIDE_N[1] and M > 64 and not tiny_output(M, N, K)
+
+
+def iters_per_slot(M: int, N: int, K: int, tile: Tile, sms: int) -> float:
+    """K-iterations of ``tile`` over the product, per program slot (programs_per_sm a SM)."""
+    work = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn) * triton.cdiv(K, tile.bk)
+    return work / (programs_per_sm(tile) * sms)
+
+
+def narrow_wide_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
+    """The tile for narrow_wide at tf32 or tf32x3 (NARROW_WIDE_N says why)."""
+    if precision == "tf32x3":
+        return NARROW_WIDE_X3_TILE
+    small, large = NARROW_WIDE_TF32_TILES
+    return large if iters_per_slot(M, N, K, large, sms) >= NARROW_WIDE_TF32_MIN_ITERS else small
+
+
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
     """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100),
     and the decomposition the tile was measured with ("dp"), or None for decompose's wave rule."""
@@ -156,6 +194,8 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
         return (t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)), None
     if SKINNY_MAX_N < N <= NARROW_N_MAX.get(precision, 0) and not tiny_output(M, N, K):
         return narrow_n_tile(M, N, K, precision, sms), None
+    if precision in ("tf32", "tf32x3") and narrow_wide(M, N, K):
+        return narrow_wide_tile(M, N, K, precision, sms), None
     if N <= 64:
         return Tile(128, _small(N), 32, 4, STAGES[precision]), None
     t128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
@@ -277,17 +317,20 @@ def x3_tiny_swap(M: int, N: int, K: int) -> bool:
     return SKINNY_MAX_N < M <= X3_FFMA_MAX_SIDE and N <= TINY_SWAP_MAX_N and tiny_output(M, N, K)
 
 
-def x3_uses_ffma(M: int, N: int, K: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None,
+def x3_uses_ffma(M: int, N: int, K: int, sms: int, x3_split: str = "auto", b_transpose: str = "auto", tile=None,
                  B: Optional[torch.Tensor] = None) -> bool:
     """Does tf32x3 run fp32's plan (tf32x3_split=ffma)? As asked, or by the heuristic for an
     output of at most X3_FFMA_MAX_SIDE a side (not a tiny output that x3_tiny_swap takes where
     ``B`` can be read N-major for the swap; B None: not known, so not one), X3_FFMA_NARROW_MIN_N to
     X3_FFMA_MAX_SIDE columns and more rows but not a tiny output (those keep their measured rules),
-    a single row or at most SKINNY_MAX_N columns, where the user chose no split, B path or tile."""
+    a single row or at most SKINNY_MAX_N columns, or narrow_wide where NARROW_WIDE_X3_TILE gives a
+    program slot fewer than X3_FFMA_WIDE_MAX_ITERS on ``sms`` SMs; where the user chose no split, B
+    path or tile."""
     if x3_split != "auto":
         return x3_split == "ffma"
     small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N \
-        or (X3_FFMA_NARROW_MIN_N <= N <= X3_FFMA_MAX_SIDE and not tiny_output(M, N, K))
+        or (X3_FFMA_NARROW_MIN_N <= N <= X3_FFMA_MAX_SIDE and not tiny_output(M, N, K)) \
+        or (narrow_wide(M, N, K) and iters_per_slot(M, N, K, NARROW_WIDE_X3_TILE, sms) < X3_FFMA_WIDE_MAX_ITERS)
     if b_transpose != "auto" or tile is not None or not small:
         return False
     return not (B is not None and _n_major_hintable(B) and x3_tiny_swap(M, N, K))

@@ -233,7 +233,7 @@ class _Plan:
         sms = options.get("sms") or (INTERPRET_SMS if interpreting() else sm_count(A.device))
         o = resolve_options(options, precision)
         # The precision the plan is made for: tf32x3_split=ffma plans (and multiplies) as fp32.
-        ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, self.K, o["tf32x3_split"], o["b_transpose"],
+        ffma = precision == "tf32x3" and x3_uses_ffma(self.M, self.N, self.K, sms, o["tf32x3_split"], o["b_transpose"],
                                                       options.get("tile"), B)
         if ffma:
             o["tf32x3_split"], precision = "ffma", "fp32"
