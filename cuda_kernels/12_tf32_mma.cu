@@ -227,42 +227,6 @@ __device__ __forceinline__ void compute_stage(float (&acc)[G::MI][G::NI][4], con
     }
 }
 
-// One k8 step's fragments of this warp's WM x WN tile, rounded to TF32: A's MI 16x8 tiles (one
-// ldmatrix.x4 each) and B's NI 8x8 tiles (two LDS.32 each).
-template <class G>
-struct Fragments {
-    unsigned a[G::MI][4];
-    unsigned b[G::NI][2];
-};
-
-// k8 step kk's fragments from `stage` (tf32 only: tf32x3 splits its operands in compute_stage).
-template <class G>
-__device__ __forceinline__ void load_fragments(Fragments<G>& f, const float* stage, int a_row, int a_col, int b_off,
-                                               int kk) {
-    const unsigned a_base = smem_addr(stage) + 4u * (a_row * G::A_LD + a_col);
-#pragma unroll
-    for (int mi = 0; mi < G::MI; ++mi) {
-        unsigned raw[4];
-        ldmatrix_x4(raw, a_base + 4u * (mi * 16 * G::A_LD + kk));
-#pragma unroll
-        for (int j = 0; j < 4; ++j) f.a[mi][j] = tf32_operand(__uint_as_float(raw[j]));
-    }
-    const float* Bs = stage + G::A_FLOATS + b_off;
-#pragma unroll
-    for (int ni = 0; ni < G::NI; ++ni) {
-        f.b[ni][0] = tf32_operand(Bs[kk * G::B_LD + ni * 8]);
-        f.b[ni][1] = tf32_operand(Bs[(kk + 4) * G::B_LD + ni * 8]);
-    }
-}
-
-template <class G>
-__device__ __forceinline__ void mma_step(float (&acc)[G::MI][G::NI][4], const Fragments<G>& f) {
-#pragma unroll
-    for (int ni = 0; ni < G::NI; ++ni)
-#pragma unroll
-        for (int mi = 0; mi < G::MI; ++mi) mma(acc[mi][ni], f.a[mi], f.b[ni][0], f.b[ni][1]);
-}
-
 }  // namespace tf32mma
 
 // C = alpha * A @ B + beta * C, A: M x K, B: K x N, C: M x N, all row-major fp32.
@@ -277,10 +241,6 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
     // tf32: the next tile's copies a quarter per k8 step (header); tf32x3 keeps them in one burst
     // (its 255 registers leave no room to move them, and it was not measured).
     constexpr int COPY_PARTS = SPLIT3 ? 1 : BK / 8;
-    // tf32 loads each k8 step's fragments a step ahead (below) where a thread may hold 255
-    // registers: the second register set takes 64x64 warp tiles from 190 to 254; under the
-    // 128-register budget of two 256-thread blocks an SM it spilled.
-    constexpr bool FRAGMENTS_AHEAD = !SPLIT3 && G::THREADS * MINB <= 256;
     extern __shared__ __align__(16) float smem[];
     int tm, tn;
     tile_grouped<8>(cdiv(M, BM), cdiv(N, BN), tm, tn);
@@ -310,46 +270,7 @@ sgemm_tf32_mma(int M, int N, int K, float alpha, const float* __restrict__ A, co
         cp_async_commit();
     }
     int read = 0, write = STAGES - 1;
-    if constexpr (FRAGMENTS_AHEAD) {
-        // tf32: each k8 step's fragments are loaded one step ahead, into the register set the
-        // step before last used, so a step's mma never waits on its own shared loads; the next
-        // tile's copies go out a quarter per step after those loads (their address registers no
-        // longer shared with a fragment the next mma needs). The last step waits for tile kt + 1
-        // and the block barrier first, then loads tile kt + 1's first fragments: every warp has
-        // by then read all of tile kt's, so its stage is free for the copies of the tile after.
-        using F = tf32mma::Fragments<G>;
-        F f0, f1;
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        tf32mma::load_fragments<G>(f0, smem, a_row, a_col, b_off, 0);
-        constexpr int STEPS = BK / 8;
-        static_assert(STEPS % 2 == 0 && STEPS == COPY_PARTS, "two register sets, a copy part per step");
-        for (int kt = 0; kt < ktiles; ++kt) {
-            const int next = kt + STAGES - 1;
-            const bool more = next < ktiles;
-            const float* cur = smem + read * G::STAGE;
-            float* dst = smem + write * G::STAGE;
-#pragma unroll
-            for (int s = 0; s < STEPS; ++s) {
-                F& now = s % 2 == 0 ? f0 : f1;
-                F& ahead = s % 2 == 0 ? f1 : f0;
-                if (s + 1 < STEPS) {
-                    tf32mma::load_fragments<G>(ahead, cur, a_row, a_col, b_off, 8 * (s + 1));
-                    if (more) loader.template issue_part<COPY_PARTS>(dst, A, B, K, N, next * BK, s);
-                } else {
-                    if (more) loader.template issue_part<COPY_PARTS>(dst, A, B, K, N, next * BK, s);
-                    cp_async_commit();
-                    cp_async_wait<STAGES - 2>();   // tile kt + 1 has landed ...
-                    __syncthreads();               // ... for everyone; every warp is done with tile kt
-                    read = read == STAGES - 1 ? 0 : read + 1;
-                    write = write == STAGES - 1 ? 0 : write + 1;
-                    if (kt + 1 < ktiles) tf32mma::load_fragments<G>(ahead, smem + read * G::STAGE, a_row, a_col, b_off, 0);
-                }
-                tf32mma::mma_step<G>(acc, now);
-            }
-        }
-    }
-    for (int kt = 0; kt < (FRAGMENTS_AHEAD ? 0 : ktiles); ++kt) {
+    for (int kt = 0; kt < ktiles; ++kt) {
         cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed ...
         __syncthreads();              // ... and everyone's; every warp is done with tile kt-1
         // Tile kt+STAGES-1 goes where tile kt-1 was.
