@@ -201,23 +201,10 @@ __device__ __forceinline__ void compute_stage(float (&acc)[G::MI][G::NI][4], con
                 else a_big[mi][j] = tf32_operand(x);
             }
         }
-        // tf32: the step's B fragments are read before the hook's copies. Read after them, each
-        // LDS waited on the long scoreboard until the copy unit had taken the copies (ptxas gave
-        // it a copy's address register, and it can't move a shared load above a copy into shared
-        // memory).
-        float bx[SPLIT3 ? 1 : G::NI][2];
-        if (!SPLIT3) {
-#pragma unroll
-            for (int ni = 0; ni < G::NI; ++ni) {
-                bx[ni][0] = Bs[kk * G::B_LD + ni * 8];
-                bx[ni][1] = Bs[(kk + 4) * G::B_LD + ni * 8];
-            }
-        }
         between_steps(kk / 8);
 #pragma unroll
         for (int ni = 0; ni < G::NI; ++ni) {
-            const float x0 = SPLIT3 ? Bs[kk * G::B_LD + ni * 8] : bx[ni][0];
-            const float x1 = SPLIT3 ? Bs[(kk + 4) * G::B_LD + ni * 8] : bx[ni][1];
+            const float x0 = Bs[kk * G::B_LD + ni * 8], x1 = Bs[(kk + 4) * G::B_LD + ni * 8];
             if (SPLIT3) {
                 unsigned b0, b1, s0, s1;
                 tf32_split(x0, b0, s0);
