@@ -139,14 +139,19 @@ NARROW_N_TILES = {   # tile width -> its row choices, fewest rows first (fp32's 
 }
 
 
+def iters_per_slot(M: int, N: int, K: int, tile: Tile, sms: int) -> float:
+    """K-iterations of ``tile`` over the product, per program slot (programs_per_sm a SM)."""
+    work = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn) * triton.cdiv(K, tile.bk)
+    return work / (programs_per_sm(tile) * sms)
+
+
 def narrow_n_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
     """The tile for the narrow class (NARROW_N_TILES, heuristic_plan says where); tf32 with its stages."""
     width = _small(N) if N <= 64 else min((32, 64), key=lambda w: (triton.cdiv(N, w) * w, -w))
     tiles = NARROW_N_TILES[width]
     pick = tiles[0]
     for t in tiles[1:]:
-        slots = programs_per_sm(t) * sms
-        if triton.cdiv(M, t.bm) * triton.cdiv(N, t.bn) * triton.cdiv(K, t.bk) >= NARROW_N_MIN_ITERS * slots:
+        if iters_per_slot(M, N, K, t, sms) >= NARROW_N_MIN_ITERS:
             pick = t
     return pick if precision == "fp32" else replace(pick, stages=STAGES[precision])
 
@@ -170,12 +175,6 @@ X3_FFMA_WIDE_MAX_ITERS = 8
 def narrow_wide(M: int, N: int, K: int) -> bool:
     """A matrix times NARROW_WIDE_N vectors: more than 64 rows, not a tiny output."""
     return NARROW_WIDE_N[0] <= N <= NARROW_WIDE_N[1] and M > 64 and not tiny_output(M, N, K)
-
-
-def iters_per_slot(M: int, N: int, K: int, tile: Tile, sms: int) -> float:
-    """K-iterations of ``tile`` over the product, per program slot (programs_per_sm a SM)."""
-    work = triton.cdiv(M, tile.bm) * triton.cdiv(N, tile.bn) * triton.cdiv(K, tile.bk)
-    return work / (programs_per_sm(tile) * sms)
 
 
 def narrow_wide_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
