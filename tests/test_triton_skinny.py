@@ -214,6 +214,37 @@ def test_skinny_default_tile_and_splits_by_hand():
     assert c["k_splits"] == 1 and c["fixup"] == "none"
 
 
+@pytest.mark.parametrize("N", [1, 2, 3, 5, 8])
+def test_skinny_scalar_rows_take_16_row_pieces(N):
+    """A read along K 4 bytes at a time (K % 4 != 0) takes 16x64 pieces at N >= 3 (a 32x64 piece
+    held 16 accumulators a lane a column there); 16-byte loads keep 32x64; N <= 2 keeps 64x64
+    either way; a column-major A (read along M) keeps the 16-byte rule's tile."""
+    want_scalar = "64x{}x64" if N <= 2 else "16x{}x64"
+    want_vector = "64x{}x64" if N <= 2 else "32x{}x64"
+    c = _plan(30460, N, 3170, "fp32").config          # 3170 % 4 == 2
+    assert c["k_group"] == 1 and c["tile"] == want_scalar.format(N), c
+    assert c["tiles"] == -(-30460 // (64 if N <= 2 else 16))
+    c = _plan(30460, N, 3172, "fp32").config          # 16-byte loads
+    assert c["k_group"] == 4 and c["tile"] == want_vector.format(N), c
+    # tf32x3 runs fp32's plan here (tf32x3_split=ffma): the same piece.
+    assert _plan(30460, N, 3170, "tf32x3").config["tile"] == want_scalar.format(N)
+    A = torch.empty(3170, 30460).t()                   # column-major: read along M
+    B, C = torch.empty(3170, N), torch.empty(30460, N)
+    c = sk._Plan(A, B, C, 1.0, 0.0, "fp32", True, {"sms": 132}).config
+    assert c["k_group"] == 1 and c["tile"] == want_vector.format(N), c
+    # A tile the user names is kept.
+    assert _plan(30460, N, 3170, "fp32", skinny_tile="32x64/4").config["tile"] == f"32x{N}x64"
+
+
+@interpreter
+@pytest.mark.parametrize("N", [3, 8])
+def test_skinny_scalar_rows_default_piece_runs_right(N):
+    """The 16x64 piece by default on odd M and K (4-byte loads), checked against float64: 37 rows
+    are 3 row blocks (the last wraps 11 rows), K = 203 is 3 steps + 11."""
+    r = _row(sk.KERNEL, Problem(37, N, 203, precision="fp32", alpha=0.5, beta=-1.5), "cpu")
+    assert r.config["tile"] == f"16x{N}x64" and r.config["k_group"] == 1, r.config
+
+
 @pytest.mark.parametrize("M,N,precision,options,message", [
     (64, 9, "fp32", {"mode": "skinny"}, "at most 8 columns"),
     (64, 8, "fp32", {"skinny_splits": 2, "mode": "dp"}, "contradict"),

@@ -56,20 +56,8 @@ from .stream_k_kernels import _mult4
 
 
 @triton.jit
-def _fold(p, K_GROUP: tl.constexpr, K_FOLD: tl.constexpr):
-    # The product's k summed down to the accumulator's width inside each thread: K_GROUP
-    # consecutive k (one 16-byte load's), or with 4-byte loads K_FOLD k a lane apart by
-    # BLOCK_K / K_FOLD (the layout puts BLOCK_K / K_FOLD lanes along K, each taking every such k).
-    if K_GROUP > 1:
-        p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
-    elif K_FOLD > 1:
-        p = tl.sum(tl.reshape(p, (p.shape[0], K_FOLD, p.shape[1] // K_FOLD)), axis=1)
-    return p
-
-
-@triton.jit
 def _skinny_col(acc, a, b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr,
-                K_FOLD: tl.constexpr, TF32: tl.constexpr):
+                TF32: tl.constexpr):
     # acc (BLOCK_M x BLOCK_K / K_GROUP) += a * column J of B, each thread's K_GROUP consecutive
     # k of the product summed in its registers first (they are one 16-byte load of A). TF32:
     # the column read as the tensor cores would (a is already).
@@ -78,43 +66,23 @@ def _skinny_col(acc, a, b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr
         if TF32:
             b = tf32_truncate(b)
         p = a * b[None, :]
-        p = _fold(p, K_GROUP, K_FOLD)
-        acc += p
-    return acc
-
-
-@triton.jit
-def _skinny_b(b_ptrs, stride_bn, J: tl.constexpr, N_COLS: tl.constexpr, TF32: tl.constexpr, BLOCK_K: tl.constexpr):
-    # Column J of B at this step (a prefetch: loaded one step before _skinny_use multiplies it).
-    if J < N_COLS:
-        b = tl.load(b_ptrs + J * stride_bn)
-        if TF32:
-            b = tf32_truncate(b)
-    else:
-        b = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    return b
-
-
-@triton.jit
-def _skinny_use(acc, a, b, J: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr, K_FOLD: tl.constexpr):
-    # acc += a * column J of B, already loaded (_skinny_b).
-    if J < N_COLS:
-        p = a * b[None, :]
-        p = _fold(p, K_GROUP, K_FOLD)
+        if K_GROUP > 1:
+            p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
         acc += p
     return acc
 
 
 @triton.jit
 def _skinny_tail(acc, a, b_ptrs, stride_bn, kmask, J: tl.constexpr, N_COLS: tl.constexpr,
-                 K_GROUP: tl.constexpr, K_FOLD: tl.constexpr, TF32: tl.constexpr):
+                 K_GROUP: tl.constexpr, TF32: tl.constexpr):
     # The range's partial last step: column J of B masked past the range (A is masked too).
     if J < N_COLS:
         b = tl.load(b_ptrs + J * stride_bn, mask=kmask, other=0.0)
         if TF32:
             b = tf32_truncate(b)
         p = a * b[None, :]
-        p = _fold(p, K_GROUP, K_FOLD)
+        if K_GROUP > 1:
+            p = tl.sum(tl.reshape(p, (p.shape[0], p.shape[1] // K_GROUP, K_GROUP)), axis=2)
         acc += p
     return acc
 
@@ -204,9 +172,9 @@ def _skinny_fixup(c_ptr, w_ptr, g_ptr, lock_ptr, offs_m, M, N, pid_m, pid_k, spl
 def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_split, splits, stride_am, stride_ak,
                    stride_bk, stride_bn, stride_cm, stride_cn, alpha, beta, A_K_CONTIG: tl.constexpr,
                    A_HINT: tl.constexpr, B_K_CONTIG: tl.constexpr, B_HINT: tl.constexpr, SPLIT: tl.constexpr,
-                   HAS_BETA: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr, K_FOLD: tl.constexpr,
-                   TF32: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, GROUP: tl.constexpr, SUM_R: tl.constexpr,
-                   ROTATED: tl.constexpr, PREFETCH: tl.constexpr):
+                   HAS_BETA: tl.constexpr, N_COLS: tl.constexpr, K_GROUP: tl.constexpr, TF32: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, GROUP: tl.constexpr, SUM_R: tl.constexpr,
+                   ROTATED: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     # A's unit stride is written as the constant 1 so its loads are vectors; rows past M wrap
@@ -235,7 +203,7 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
     # int64 rows: M * K passes 2**31 elements from 46341^2 on.
     a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * stride_am + (k_lo + offs_k)[None, :] * stride_ak
     b_ptrs = b_ptr + (k_lo + offs_k).to(tl.int64) * stride_bk
-    zero = tl.zeros((BLOCK_M, BLOCK_K // K_GROUP // K_FOLD), dtype=tl.float32)
+    zero = tl.zeros((BLOCK_M, BLOCK_K // K_GROUP), dtype=tl.float32)
     c0 = zero
     c1 = zero
     c2 = zero
@@ -256,83 +224,28 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
     start = 0
     if ROTATED:
         start = pid_m % tl.maximum(n_full, 1)
-    if PREFETCH > 0:
-        # The next step's A (PREFETCH 1) and B (2) are loaded before this step's FFMAs, so a
-        # program keeps a load in flight while it computes (Triton pipelines only a dot's loads).
-        # The last trip reloads its own step (an L2 hit) instead of branching.
-        some = (tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.int32) + n_full) > 0   # uniform: 16-byte loads stay
-        a_nxt = tl.load(a_first + start * BLOCK_K * stride_ak, mask=some, other=0.0)
-        b_cur = b_first + start * BLOCK_K * stride_bk
-        q0 = _skinny_b(b_cur, stride_bn, 0, N_COLS, TF32, BLOCK_K)
-        q1 = _skinny_b(b_cur, stride_bn, 1, N_COLS, TF32, BLOCK_K)
-        q2 = _skinny_b(b_cur, stride_bn, 2, N_COLS, TF32, BLOCK_K)
-        q3 = _skinny_b(b_cur, stride_bn, 3, N_COLS, TF32, BLOCK_K)
-        q4 = _skinny_b(b_cur, stride_bn, 4, N_COLS, TF32, BLOCK_K)
-        q5 = _skinny_b(b_cur, stride_bn, 5, N_COLS, TF32, BLOCK_K)
-        q6 = _skinny_b(b_cur, stride_bn, 6, N_COLS, TF32, BLOCK_K)
-        q7 = _skinny_b(b_cur, stride_bn, 7, N_COLS, TF32, BLOCK_K)
-        for i in range(0, n_full):
+    for i in range(0, n_full):
+        if ROTATED:
             step = i + start
-            nxt = tl.minimum(i + 1, n_full - 1) + start
-            if ROTATED:
-                step = tl.where(step >= n_full, step - n_full, step)
-                nxt = tl.where(nxt >= n_full, nxt - n_full, nxt)
-            a = a_nxt
-            a_nxt = tl.load(a_first + nxt * BLOCK_K * stride_ak)
-            if TF32:
-                a = tf32_truncate(a)
-            if PREFETCH > 1:
-                b0, b1, b2, b3, b4, b5, b6, b7 = q0, q1, q2, q3, q4, q5, q6, q7
-                b_nxt = b_first + nxt * BLOCK_K * stride_bk
-                q0 = _skinny_b(b_nxt, stride_bn, 0, N_COLS, TF32, BLOCK_K)
-                q1 = _skinny_b(b_nxt, stride_bn, 1, N_COLS, TF32, BLOCK_K)
-                q2 = _skinny_b(b_nxt, stride_bn, 2, N_COLS, TF32, BLOCK_K)
-                q3 = _skinny_b(b_nxt, stride_bn, 3, N_COLS, TF32, BLOCK_K)
-                q4 = _skinny_b(b_nxt, stride_bn, 4, N_COLS, TF32, BLOCK_K)
-                q5 = _skinny_b(b_nxt, stride_bn, 5, N_COLS, TF32, BLOCK_K)
-                q6 = _skinny_b(b_nxt, stride_bn, 6, N_COLS, TF32, BLOCK_K)
-                q7 = _skinny_b(b_nxt, stride_bn, 7, N_COLS, TF32, BLOCK_K)
-            else:
-                b_cur = b_first + step * BLOCK_K * stride_bk
-                b0 = _skinny_b(b_cur, stride_bn, 0, N_COLS, TF32, BLOCK_K)
-                b1 = _skinny_b(b_cur, stride_bn, 1, N_COLS, TF32, BLOCK_K)
-                b2 = _skinny_b(b_cur, stride_bn, 2, N_COLS, TF32, BLOCK_K)
-                b3 = _skinny_b(b_cur, stride_bn, 3, N_COLS, TF32, BLOCK_K)
-                b4 = _skinny_b(b_cur, stride_bn, 4, N_COLS, TF32, BLOCK_K)
-                b5 = _skinny_b(b_cur, stride_bn, 5, N_COLS, TF32, BLOCK_K)
-                b6 = _skinny_b(b_cur, stride_bn, 6, N_COLS, TF32, BLOCK_K)
-                b7 = _skinny_b(b_cur, stride_bn, 7, N_COLS, TF32, BLOCK_K)
-            c0 = _skinny_use(c0, a, b0, 0, N_COLS, K_GROUP, K_FOLD)
-            c1 = _skinny_use(c1, a, b1, 1, N_COLS, K_GROUP, K_FOLD)
-            c2 = _skinny_use(c2, a, b2, 2, N_COLS, K_GROUP, K_FOLD)
-            c3 = _skinny_use(c3, a, b3, 3, N_COLS, K_GROUP, K_FOLD)
-            c4 = _skinny_use(c4, a, b4, 4, N_COLS, K_GROUP, K_FOLD)
-            c5 = _skinny_use(c5, a, b5, 5, N_COLS, K_GROUP, K_FOLD)
-            c6 = _skinny_use(c6, a, b6, 6, N_COLS, K_GROUP, K_FOLD)
-            c7 = _skinny_use(c7, a, b7, 7, N_COLS, K_GROUP, K_FOLD)
-    else:
-        for i in range(0, n_full):
-            if ROTATED:
-                step = i + start
-                step = tl.where(step >= n_full, step - n_full, step)
-                a_ptrs = a_first + step * BLOCK_K * stride_ak
-                b_ptrs = b_first + step * BLOCK_K * stride_bk
-            a = tl.load(a_ptrs)
-            if TF32:
-                # A read as the tensor cores read it for a tf32 product (B: in _skinny_col).
-                a = tf32_truncate(a)
-            c0 = _skinny_col(c0, a, b_ptrs, stride_bn, 0, N_COLS, K_GROUP, K_FOLD, TF32)
-            c1 = _skinny_col(c1, a, b_ptrs, stride_bn, 1, N_COLS, K_GROUP, K_FOLD, TF32)
-            c2 = _skinny_col(c2, a, b_ptrs, stride_bn, 2, N_COLS, K_GROUP, K_FOLD, TF32)
-            c3 = _skinny_col(c3, a, b_ptrs, stride_bn, 3, N_COLS, K_GROUP, K_FOLD, TF32)
-            c4 = _skinny_col(c4, a, b_ptrs, stride_bn, 4, N_COLS, K_GROUP, K_FOLD, TF32)
-            c5 = _skinny_col(c5, a, b_ptrs, stride_bn, 5, N_COLS, K_GROUP, K_FOLD, TF32)
-            c6 = _skinny_col(c6, a, b_ptrs, stride_bn, 6, N_COLS, K_GROUP, K_FOLD, TF32)
-            c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP, K_FOLD, TF32)
-            if not ROTATED:
-                a_ptrs += BLOCK_K * stride_ak
-                b_ptrs += BLOCK_K * stride_bk
-    if ROTATED or PREFETCH > 0:
+            step = tl.where(step >= n_full, step - n_full, step)
+            a_ptrs = a_first + step * BLOCK_K * stride_ak
+            b_ptrs = b_first + step * BLOCK_K * stride_bk
+        a = tl.load(a_ptrs)
+        if TF32:
+            # A read as the tensor cores read it for a tf32 product (B: in _skinny_col).
+            a = tf32_truncate(a)
+        c0 = _skinny_col(c0, a, b_ptrs, stride_bn, 0, N_COLS, K_GROUP, TF32)
+        c1 = _skinny_col(c1, a, b_ptrs, stride_bn, 1, N_COLS, K_GROUP, TF32)
+        c2 = _skinny_col(c2, a, b_ptrs, stride_bn, 2, N_COLS, K_GROUP, TF32)
+        c3 = _skinny_col(c3, a, b_ptrs, stride_bn, 3, N_COLS, K_GROUP, TF32)
+        c4 = _skinny_col(c4, a, b_ptrs, stride_bn, 4, N_COLS, K_GROUP, TF32)
+        c5 = _skinny_col(c5, a, b_ptrs, stride_bn, 5, N_COLS, K_GROUP, TF32)
+        c6 = _skinny_col(c6, a, b_ptrs, stride_bn, 6, N_COLS, K_GROUP, TF32)
+        c7 = _skinny_col(c7, a, b_ptrs, stride_bn, 7, N_COLS, K_GROUP, TF32)
+        if not ROTATED:
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+    if ROTATED:
         a_ptrs = a_first + n_full * BLOCK_K * stride_ak
         b_ptrs = b_first + n_full * BLOCK_K * stride_bk
     k_left = k_hi - k_lo - n_full * BLOCK_K
@@ -341,14 +254,14 @@ def _skinny_kernel(a_ptr, b_ptr, c_ptr, w_ptr, g_ptr, lock_ptr, M, N, K, k_per_s
         a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
         if TF32:
             a = tf32_truncate(a)
-        c0 = _skinny_tail(c0, a, b_ptrs, stride_bn, kmask, 0, N_COLS, K_GROUP, K_FOLD, TF32)
-        c1 = _skinny_tail(c1, a, b_ptrs, stride_bn, kmask, 1, N_COLS, K_GROUP, K_FOLD, TF32)
-        c2 = _skinny_tail(c2, a, b_ptrs, stride_bn, kmask, 2, N_COLS, K_GROUP, K_FOLD, TF32)
-        c3 = _skinny_tail(c3, a, b_ptrs, stride_bn, kmask, 3, N_COLS, K_GROUP, K_FOLD, TF32)
-        c4 = _skinny_tail(c4, a, b_ptrs, stride_bn, kmask, 4, N_COLS, K_GROUP, K_FOLD, TF32)
-        c5 = _skinny_tail(c5, a, b_ptrs, stride_bn, kmask, 5, N_COLS, K_GROUP, K_FOLD, TF32)
-        c6 = _skinny_tail(c6, a, b_ptrs, stride_bn, kmask, 6, N_COLS, K_GROUP, K_FOLD, TF32)
-        c7 = _skinny_tail(c7, a, b_ptrs, stride_bn, kmask, 7, N_COLS, K_GROUP, K_FOLD, TF32)
+        c0 = _skinny_tail(c0, a, b_ptrs, stride_bn, kmask, 0, N_COLS, K_GROUP, TF32)
+        c1 = _skinny_tail(c1, a, b_ptrs, stride_bn, kmask, 1, N_COLS, K_GROUP, TF32)
+        c2 = _skinny_tail(c2, a, b_ptrs, stride_bn, kmask, 2, N_COLS, K_GROUP, TF32)
+        c3 = _skinny_tail(c3, a, b_ptrs, stride_bn, kmask, 3, N_COLS, K_GROUP, TF32)
+        c4 = _skinny_tail(c4, a, b_ptrs, stride_bn, kmask, 4, N_COLS, K_GROUP, TF32)
+        c5 = _skinny_tail(c5, a, b_ptrs, stride_bn, kmask, 5, N_COLS, K_GROUP, TF32)
+        c6 = _skinny_tail(c6, a, b_ptrs, stride_bn, kmask, 6, N_COLS, K_GROUP, TF32)
+        c7 = _skinny_tail(c7, a, b_ptrs, stride_bn, kmask, 7, N_COLS, K_GROUP, TF32)
     offs_c = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     _skinny_out(c0, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 0, N_COLS, SPLIT, HAS_BETA)
     _skinny_out(c1, c_ptr, w_ptr, offs_c, M, N, pid_k, stride_cm, stride_cn, alpha, beta, 1, N_COLS, SPLIT, HAS_BETA)
@@ -401,15 +314,18 @@ class SkinnyTile:
         return f"{self.bm}x{self.bk}/{self.warps}"
 
 
-# Steps loaded ahead of the FFMAs: 0 none, 1 A's next step, 2 A's and B's next step.
-SKINNY_PREFETCH = 0
-SKINNY_FOLD_SCALAR = False
-
 # The tiles, from registers and loads in flight (compiled for sm_90 without a GPU, not yet
 # timed): 3-8 columns 32x64 on 4 warps (102 registers at N = 8: 4 programs, 32 KB of A in
 # flight an SM); 1-2 columns 64x64 (60-80 registers: 6-8 programs, 96-128 KB).
 SKINNY_TILE = SkinnyTile(32, 64, 4)
 SKINNY_TILE_NARROW = SkinnyTile(64, 64, 4)
+# 3-8 columns where A is read along K 4 bytes at a time (K % 4 != 0, or A unaligned: k_group 1):
+# the compiled layout gives each lane one k of 16 rows of a 32x64 piece, so the accumulators
+# are 16 a column and N = 8 takes 234 registers, 2 programs an SM (ncu at 30460x8x3170: 238,
+# DRAM 44.9% busy). 16x64 halves the rows a lane holds: 120 registers at N = 8, 72 at N = 4
+# (sm_90). H200, the 8 such rows of 46 tuning shapes: 1.120x, 0.869-1.455x
+# (results/h200/skinny-scalar-tile/).
+SKINNY_TILE_SCALAR = SkinnyTile(16, 64, 4)
 _SKINNY_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:/(\d+))?$")
 
 
@@ -420,10 +336,8 @@ def parse_skinny_tile(text) -> SkinnyTile:
     if not m:
         raise ValueError("expected BMxBK[/warps], e.g. 32x64/4")
     bm, bk = int(m.group(1)), int(m.group(2))
-    if bm < 1 or bm & (bm - 1) or bm > 256:
-        raise ValueError(f"BM={bm} must be a power of two in 1..256")
-    if bk < 16 or bk & (bk - 1) or bk > 1024:
-        raise ValueError(f"BK={bk} must be a power of two in 16..1024")
+    for nm, v in (("BM", bm), ("BK", bk)):
+        check_block(nm, v, 256)
     if bm * bk > 16384:
         raise ValueError(f"BMxBK={bm}x{bk}: up to 8 accumulators of BM*BK/4 floats; at most 16384")
     warps = int(m.group(3)) if m.group(3) else 4
@@ -431,9 +345,12 @@ def parse_skinny_tile(text) -> SkinnyTile:
     return SkinnyTile(bm, bk, warps)
 
 
-def default_tile(N: int) -> SkinnyTile:
-    """The tile for ``N`` columns: the accumulators' registers grow with N."""
-    return SKINNY_TILE_NARROW if N <= 2 else SKINNY_TILE
+def default_tile(N: int, a_k_scalar: bool = False) -> SkinnyTile:
+    """The tile for ``N`` columns (the accumulators' registers grow with N); ``a_k_scalar``: A
+    read along K with 4-byte loads (SKINNY_TILE_SCALAR)."""
+    if N <= 2:
+        return SKINNY_TILE_NARROW
+    return SKINNY_TILE_SCALAR if a_k_scalar else SKINNY_TILE
 
 
 def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
@@ -514,11 +431,11 @@ class SkinnyPlan:
         # b_rows: a row-major B read as given, no K-major copy (8 bytes an element of B and a launch)
         self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True,
                                                  allow_copy=not (b_rows and B.stride(1) == 1))
-        self.tile = parse_skinny_tile(tile) if tile is not None else default_tile(N)
+        self.tile = (parse_skinny_tile(tile) if tile is not None else
+                     default_tile(N, a_k_scalar=self.a_k_contig and self.k_group == 1))
         if order is not None and order not in SKINNY_ORDERS:
             raise UsageError(f"skinny_order must be one of {', '.join(SKINNY_ORDERS)}; got {order!r}")
         t = self.tile
-        self.k_fold = max(1, t.bk // (32 * t.warps)) if self.k_group == 1 and SKINNY_FOLD_SCALAR else 1
         splits = k_splits or default_splits(M, K, t, sms)
         splits = max(1, min(splits, triton.cdiv(K, t.bk)))
         # Equal ranges of whole BLOCK_K steps; the count drops to what they need.
@@ -542,7 +459,7 @@ class SkinnyPlan:
             "tile": t.dims(N), "num_warps": t.warps, "num_stages": 1,
             "decomposition": "skinny", "tiles": self.blocks, "k_splits": self.splits,
             "k_per_split": self.k_per_split, "grid": [self.blocks, self.splits], "sms": sms,
-            "k_group": self.k_group, "k_fold": self.k_fold, "k_order": self.order, "prefetch": SKINNY_PREFETCH,
+            "k_group": self.k_group, "k_order": self.order,
             "fixup": ("none" if self.splits == 1 else
                       "workspace + in-kernel sum by the last range (range order)" if not self.group else
                       f"workspace + in-kernel sums in two levels: the last range of each {self.group} (range "
@@ -565,6 +482,5 @@ class SkinnyPlan:
             self.M, self.N, self.K, self.k_per_split, self.splits, A.stride(0), A.stride(1), bv.stride(0),
             bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta, A_K_CONTIG=self.a_k_contig,
             A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
-            N_COLS=self.N, K_GROUP=self.k_group, K_FOLD=self.k_fold, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
-            SUM_R=self.sum_r, ROTATED=self.order == "rotated",
-            PREFETCH=SKINNY_PREFETCH, num_warps=t.warps, num_stages=1)
+            N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
+            SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1)
