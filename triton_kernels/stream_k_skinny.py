@@ -317,7 +317,6 @@ class SkinnyTile:
 # The tiles, from registers and loads in flight (compiled for sm_90 without a GPU, not yet
 # timed): 3-8 columns 32x64 on 4 warps (102 registers at N = 8: 4 programs, 32 KB of A in
 # flight an SM); 1-2 columns 64x64 (60-80 registers: 6-8 programs, 96-128 KB).
-SKINNY_MAXNREG = None
 SKINNY_TILE = SkinnyTile(32, 64, 4)
 SKINNY_TILE_NARROW = SkinnyTile(64, 64, 4)
 # 3-8 columns where A is read along K 4 bytes at a time (K % 4 != 0, or A unaligned: k_group 1):
@@ -484,5 +483,4 @@ class SkinnyPlan:
             bv.stride(1), C.stride(0), C.stride(1), self.alpha, self.beta, A_K_CONTIG=self.a_k_contig,
             A_HINT=self.a_hint, B_K_CONTIG=b.k_contiguous, B_HINT=b.hinted, SPLIT=split, HAS_BETA=has_beta,
             N_COLS=self.N, K_GROUP=self.k_group, TF32=self.tf32, BLOCK_M=t.bm, BLOCK_K=t.bk, GROUP=self.group,
-            SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1,
-            **({"maxnreg": SKINNY_MAXNREG} if SKINNY_MAXNREG else {}))
+            SUM_R=self.sum_r, ROTATED=self.order == "rotated", num_warps=t.warps, num_stages=1)
