@@ -4,11 +4,11 @@ variant's % of the speed of light and its time ratio against a base variant (bes
 label's rounds), then each variant's geomean, min and max over the rows whose A is read with
 16-byte loads and over those read 4 bytes at a time (K % 4 != 0: ``k_group`` 1 in the config).
 
-    python reproduce/skinny_tile_probe.py BASE_LABEL FILE... [--tag-by-file]
+    python reproduce/skinny_tile_probe.py BASE_LABEL FILE... [--tag-by-file] [--max-k K]
 
 A label is the kernel name after ``triton.stream_k`` (e.g. ``[skinny_tile=32x64/4]``); with
 --tag-by-file it is followed by ``:`` and the file name's part before the first ``-`` (runs of
-different trees side by side). Exit status 0; 2 on bad input (a missing file, no base label).
+different trees side by side). --max-k: only the shapes with K <= K (a rule's scope). Exit status 0; 2 on bad input (a missing file, no base label).
 """
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("base")
     ap.add_argument("files", nargs="+")
     ap.add_argument("--tag-by-file", action="store_true")
+    ap.add_argument("--max-k", type=int, default=None)
     a = ap.parse_args(argv)
     missing = [p for p in a.files if not os.path.exists(p)]
     if missing:
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
     ratios = collections.defaultdict(list)
     for shape in sorted(rows, key=lambda s: (int(s.split("x")[1]), int(s.split("x")[0]))):
         v = rows[shape]
-        if a.base not in v:
+        if a.base not in v or (a.max_k is not None and int(shape.split("x")[2]) > a.max_k):
             continue
         base_ms, _, k_group = v[a.base]
         loads = "16-byte" if k_group == 4 else "4-byte"

@@ -378,7 +378,7 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
             chosen = (gemv_tile(N % 4 == 0, N).dims, "gemv")
         elif N <= SKINNY_MAX_N and (ffma or prec == "fp32" or (prec == "tf32" and TF32_ON_SKINNY_PATH)):
-            chosen = (skinny_tile(N, a_k_scalar=K % 4 != 0).dims(N), "skinny")   # A row-major
+            chosen = (skinny_tile(N, a_k_scalar=K % 4 != 0, K=K).dims(N), "skinny")   # A row-major
         else:
             tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
             chosen = (tile.dims, d.mode)

@@ -217,13 +217,17 @@ def test_skinny_default_tile_and_splits_by_hand():
 @pytest.mark.parametrize("N", [1, 2, 3, 5, 8])
 def test_skinny_scalar_rows_take_16_row_pieces(N):
     """A read along K 4 bytes at a time (K % 4 != 0) takes 16x64 pieces at N >= 3 (a 32x64 piece
-    held 16 accumulators a lane a column there); 16-byte loads keep 32x64; N <= 2 keeps 64x64
-    either way; a column-major A (read along M) keeps the 16-byte rule's tile."""
-    want_scalar = "64x{}x64" if N <= 2 else "16x{}x64"
+    held 16 accumulators a lane a column there) and 32x64 at N <= 2 up to K = 16384 (64x64 held
+    32); 16-byte loads keep 32x64 and 64x64; a column-major A (read along M) keeps the 16-byte
+    rule's tile."""
+    want_scalar = "32x{}x64" if N <= 2 else "16x{}x64"
     want_vector = "64x{}x64" if N <= 2 else "32x{}x64"
     c = _plan(30460, N, 3170, "fp32").config          # 3170 % 4 == 2
     assert c["k_group"] == 1 and c["tile"] == want_scalar.format(N), c
-    assert c["tiles"] == -(-30460 // (64 if N <= 2 else 16))
+    assert c["tiles"] == -(-30460 // (32 if N <= 2 else 16))
+    # Past K = 16384 the 1-2 column rows keep 64x64 (their tuning rows there lost up to 18%).
+    assert _plan(3000, N, 16387, "fp32").config["tile"] == ("64x{}x64" if N <= 2 else "16x{}x64").format(N)
+    assert _plan(3000, N, 16383, "fp32").config["tile"] == want_scalar.format(N)
     c = _plan(30460, N, 3172, "fp32").config          # 16-byte loads
     assert c["k_group"] == 4 and c["tile"] == want_vector.format(N), c
     # tf32x3 runs fp32's plan here (tf32x3_split=ffma): the same piece.
@@ -237,12 +241,13 @@ def test_skinny_scalar_rows_take_16_row_pieces(N):
 
 
 @interpreter
-@pytest.mark.parametrize("N", [3, 8])
+@pytest.mark.parametrize("N", [1, 3, 8])
 def test_skinny_scalar_rows_default_piece_runs_right(N):
-    """The 16x64 piece by default on odd M and K (4-byte loads), checked against float64: 37 rows
-    are 3 row blocks (the last wraps 11 rows), K = 203 is 3 steps + 11."""
+    """The 4-byte-load pieces by default (16x64 at N >= 3, 32x64 at N <= 2) on odd M and K,
+    checked against float64: 37 rows wrap 11 (16 rows) or 27 (32 rows) in the last row block;
+    K = 203 is 3 steps + 11."""
     r = _row(sk.KERNEL, Problem(37, N, 203, precision="fp32", alpha=0.5, beta=-1.5), "cpu")
-    assert r.config["tile"] == f"16x{N}x64" and r.config["k_group"] == 1, r.config
+    assert r.config["tile"] == f"{32 if N <= 2 else 16}x{N}x64" and r.config["k_group"] == 1, r.config
 
 
 @pytest.mark.parametrize("M,N,precision,options,message", [

@@ -100,8 +100,8 @@ OPTIONS = (
     Option.count("k_splits", "mode=gemv: K ranges per column block, summed in order by a second kernel "
            "(default: enough programs for 8 per SM); implies mode=gemv"),
     Option.tile("skinny_tile", "mode=skinny: BMxBK[/warps], the piece of A a program streams per step "
-           "(default 32x64/4; 64x64/4 for N <= 2; 16x64/4 for N >= 3 where A is read along K 4 bytes at a "
-           "time, K % 4 != 0); implies mode=skinny", parse_skinny_tile),
+           "(default 32x64/4; 64x64/4 for N <= 2; where A is read along K 4 bytes at a time, K % 4 != 0: "
+           "16x64/4 for N >= 3 and 32x64/4 for N <= 2 up to K = 16384); implies mode=skinny", parse_skinny_tile),
     Option.count("skinny_splits", "mode=skinny: K ranges per row block, summed in range order inside the kernel "
            "(default: enough programs for 4 per SM); implies mode=skinny"),
     Option.choice("skinny_order", "mode=skinny: the order of a program's K steps: in_order (0, 1, 2, ...) or "

@@ -326,6 +326,12 @@ SKINNY_TILE_NARROW = SkinnyTile(64, 64, 4)
 # (sm_90). H200, the 8 such rows of 46 tuning shapes: 1.120x, 0.869-1.455x
 # (results/h200/skinny-scalar-tile/).
 SKINNY_TILE_SCALAR = SkinnyTile(16, 64, 4)
+# 1-2 columns read so: 64x64 holds 32 rows a lane, 168 registers at N = 1 and 204 at N = 2
+# (sm_90); 32x64 takes 92 and 110. H200, 14 tuning rows (reproduce/shapes/skinny_scalar_narrow_tune.txt):
+# 32x64 1.06-1.14x on the 9 with K <= SKINNY_NARROW_SCALAR_MAX_K, 0.82-1.24x on the 5 past it
+# (results/h200/skinny-scalar-tile/narrow/).
+SKINNY_TILE_NARROW_SCALAR = SkinnyTile(32, 64, 4)
+SKINNY_NARROW_SCALAR_MAX_K = 16384
 _SKINNY_TILE_RE = re.compile(r"^(\d+)x(\d+)(?:/(\d+))?$")
 
 
@@ -345,11 +351,13 @@ def parse_skinny_tile(text) -> SkinnyTile:
     return SkinnyTile(bm, bk, warps)
 
 
-def default_tile(N: int, a_k_scalar: bool = False) -> SkinnyTile:
+def default_tile(N: int, a_k_scalar: bool = False, K: int = 0) -> SkinnyTile:
     """The tile for ``N`` columns (the accumulators' registers grow with N); ``a_k_scalar``: A
-    read along K with 4-byte loads (SKINNY_TILE_SCALAR)."""
+    read along K with 4-byte loads (SKINNY_TILE_SCALAR, SKINNY_TILE_NARROW_SCALAR up to
+    SKINNY_NARROW_SCALAR_MAX_K)."""
     if N <= 2:
-        return SKINNY_TILE_NARROW
+        narrow_scalar = a_k_scalar and K <= SKINNY_NARROW_SCALAR_MAX_K
+        return SKINNY_TILE_NARROW_SCALAR if narrow_scalar else SKINNY_TILE_NARROW
     return SKINNY_TILE_SCALAR if a_k_scalar else SKINNY_TILE
 
 
@@ -432,7 +440,7 @@ class SkinnyPlan:
         self.b = _single_column(B) or _prepare_b(B, "k", allow_direct=True,
                                                  allow_copy=not (b_rows and B.stride(1) == 1))
         self.tile = (parse_skinny_tile(tile) if tile is not None else
-                     default_tile(N, a_k_scalar=self.a_k_contig and self.k_group == 1))
+                     default_tile(N, a_k_scalar=self.a_k_contig and self.k_group == 1, K=K))
         if order is not None and order not in SKINNY_ORDERS:
             raise UsageError(f"skinny_order must be one of {', '.join(SKINNY_ORDERS)}; got {order!r}")
         t = self.tile
