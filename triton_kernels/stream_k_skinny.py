@@ -44,7 +44,6 @@ import torch
 import triton
 import triton.language as tl
 
-from compare.families import decompose
 from compare.harness.errors import UsageError
 
 from ._common import check_block, check_warps
@@ -285,13 +284,6 @@ SKINNY_MAX_N = 8
 # Programs to aim for: the default tiles take 56-102 registers a thread on 4 warps (stream_k_study
 # --skinny-ir), so at least 4 programs reside per SM: 4 per SM fills the GPU in one wave.
 SKINNY_PROGRAMS_PER_SM = 4
-# The K split's model: stage 11's skinny_n constants (cuda_kernels.heuristics.SKINNY_COST, fit on
-# an H200: a partly filled last wave costs 0.7 of its idle slots, each K range one 256-k chunk
-# more, here 4 steps of 64, the search up to 4 waves), at this kernel's programs an SM. The
-# one-wave aim before it left 20000x7x8192 at 625 programs, 1.18 waves: 2 K ranges read 1.43x
-# (results/h200/skinny-scalar-tile/per-sm/).
-SKINNY_SPLIT_COST = decompose.SkinnyCost(blocks_per_sm=SKINNY_PROGRAMS_PER_SM, tail_weight=0.7,
-                                         range_fill_chunks=4.0, max_waves=4.0, launch_s=0.0)
 # More K ranges than this take the two-level fixup (_skinny_fixup): no program then adds more
 # than 16 + ranges / 16 partials (512 ranges: 48, not 512).
 SKINNY_FIXUP_GROUP = 16
@@ -369,14 +361,12 @@ def default_tile(N: int, a_k_scalar: bool = False, K: int = 0) -> SkinnyTile:
     return SKINNY_TILE_SCALAR if a_k_scalar else SKINNY_TILE
 
 
-def default_splits(M: int, N: int, K: int, tile: SkinnyTile, sms: int) -> int:
-    """K ranges per row block: the fewest the shared K-split model (decompose.skinny_split's,
-    SKINNY_SPLIT_COST) finds fastest, each range at least SKINNY_MIN_STEPS steps long."""
+def default_splits(M: int, K: int, tile: SkinnyTile, sms: int) -> int:
+    """K ranges per row block: enough programs for SKINNY_PROGRAMS_PER_SM per SM, each range at
+    least SKINNY_MIN_STEPS steps long."""
     blocks = triton.cdiv(M, tile.bm)
-    candidates = [c for c in decompose.skinny_split_candidates(
-        blocks, K, k_align=tile.bk, sms=sms, stream_bytes=4 * (M * K + K * N), partial_bytes=4 * M * N,
-        cost=SKINNY_SPLIT_COST) if c[1] == 1 or c[2] >= SKINNY_MIN_STEPS * tile.bk]
-    return decompose.least_modeled(candidates, SKINNY_SPLIT_COST.min_gain)[0]
+    want = triton.cdiv(SKINNY_PROGRAMS_PER_SM * sms, blocks)
+    return max(1, min(want, triton.cdiv(K, SKINNY_MIN_STEPS * tile.bk)))
 
 
 # Rows of A at most this many per column of B read B's rows as given (default_b_rows).
@@ -454,7 +444,7 @@ class SkinnyPlan:
         if order is not None and order not in SKINNY_ORDERS:
             raise UsageError(f"skinny_order must be one of {', '.join(SKINNY_ORDERS)}; got {order!r}")
         t = self.tile
-        splits = k_splits or default_splits(M, N, K, t, sms)
+        splits = k_splits or default_splits(M, K, t, sms)
         splits = max(1, min(splits, triton.cdiv(K, t.bk)))
         # Equal ranges of whole BLOCK_K steps; the count drops to what they need.
         self.k_per_split = triton.cdiv(triton.cdiv(K, splits), t.bk) * t.bk
