@@ -4,7 +4,7 @@ without a GPU and count the global copies by width, or read the load lanes from 
     python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES
                                             | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION
                                             | --judge-tiles ROWS.csv | --tma-b-ir | --gluon-ir | --ws-ir
-                                            | --skinny-ir [tf32] | --skinny-check RUN.json...
+                                            | --skinny-ir [tf32] | --skinny-scalar-ir | --skinny-check RUN.json...
 
 --compile-keys (e.g. loguniform:1000:0): how many compiles of the GEMM kernel a generated corpus
 needs in fp32, tf32 and tf32x3 (distinct constexprs, warps, stages and argument specialisations,
@@ -25,6 +25,10 @@ warp-specialised kernel (mode=ws) compiled the same way, with ptxas's registers,
 (fp32, or tf32: inputs truncated to TF32 as loaded), compiled for sm_90: ptxas's registers and
 spills, and the K loop's global loads by width, FFMAs, integer ANDs (tf32's truncation) and
 shared-memory accesses (none: no layout conversion inside the loop).
+
+--skinny-scalar-ir: the same kernel where A is read along K 4 bytes at a time (K % 4 != 0), for
+N = 1..8: ptxas's registers and spills with the piece the plan picks (stream_k_skinny.default_tile)
+and with the piece it replaced there (32x64 at N >= 3, 64x64 at N <= 2), compiled for sm_90.
 
 --skinny-check RUN.json...: runs of ``python -m compare --kernel triton.stream_k ... --format
 json`` judged against issue 43's goals for N <= 8 and M = 1: per precision and class, the
@@ -309,6 +313,25 @@ def skinny_ir(M: int = 4096, K: int = 8192, precision: str = "fp32") -> dict:
     return out
 
 
+def skinny_scalar_ir(M: int = 30460, K: int = 3170) -> dict:
+    """mode=skinny's kernel with A read along K 4 bytes at a time (K % 4 != 0), N = 1..8: ptxas's
+    registers and spills for the default piece and for the one the 4-byte-load rules replaced."""
+    from triton_kernels.stream_k_skinny import SKINNY_TILE, SKINNY_TILE_NARROW
+    out = {}
+    for n in range(1, 9):
+        row = {}
+        replaced = SKINNY_TILE_NARROW if n <= 2 else SKINNY_TILE
+        for key, options in (("default", {}), ("replaced", {"skinny_tile": replaced.name})):
+            for fn, args, ce, warps, stages in launch_specs(M, n, K, "fp32", 1.0, 0.0, True, {"mode": "skinny", **options}):
+                if fn.__name__ != "_skinny_kernel":
+                    continue
+                notes = ptxas_notes(compile_sm90(fn, args, ce, warps, stages).asm["ptx"])
+                row[key] = {"piece": f"{ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps}", "k_group": ce["K_GROUP"],
+                            "registers": notes["registers"], "spill bytes": notes["spill bytes"]}
+        out[f"N={n}"] = row
+    return out
+
+
 SKINNY_GOALS = {"fp32": (95.0, 80.0), "tf32x3": (None, 100.0), "tf32": (None, None)}
 
 
@@ -419,6 +442,8 @@ if __name__ == "__main__":
         print(json.dumps(ws_ir(), indent=1))
     elif sys.argv[1:2] == ["--skinny-ir"] and len(sys.argv) <= 3:
         print(json.dumps(skinny_ir(precision=sys.argv[2] if len(sys.argv) == 3 else "fp32"), indent=1))
+    elif sys.argv[1:2] == ["--skinny-scalar-ir"]:
+        print(json.dumps(skinny_scalar_ir(), indent=1))
     elif sys.argv[1:2] == ["--skinny-check"] and len(sys.argv) >= 3:
         lines, ok = skinny_check(sys.argv[2:])
         print("\n".join(lines))
@@ -430,7 +455,7 @@ if __name__ == "__main__":
     else:
         print("usage: python -m reproduce.stream_k_study --ptx [OUT.txt] | --ptx-check | --compile-check JSON_CASES"
               " | --load-lanes JSON_CASES | --compile-keys DISTRIBUTION | --judge-tiles ROWS.csv | --tma-b-ir"
-              " | --gluon-ir | --ws-ir | --skinny-ir | --skinny-check RUN.json..."
+              " | --gluon-ir | --ws-ir | --skinny-ir | --skinny-scalar-ir | --skinny-check RUN.json..."
               " | --rows RUN.json... > ROWS.csv",
               file=sys.stderr)
         sys.exit(2)

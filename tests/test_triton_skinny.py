@@ -313,6 +313,19 @@ def test_skinny_k_loop_compiles_to_vector_loads_and_ffma():
         assert r["loop: fma"] >= n, (name, r)
 
 
+def test_skinny_scalar_pieces_hold_fewer_registers():
+    """The 4-byte-load rules' premise, checked in the sm_90 code for every N: with A read along K
+    4 bytes at a time, the piece the plan picks (16x64 at N >= 3, 32x64 at N <= 2) holds fewer
+    registers than the one it replaced (32x64, 64x64), so more programs fit an SM; no spills."""
+    ir = json.loads(_study("--skinny-scalar-ir"))
+    assert len(ir) == 8, ir
+    for name, r in ir.items():
+        n = int(name[2:])
+        d, old = r["default"], r["replaced"]
+        assert d["piece"] == ("32x64/4" if n <= 2 else "16x64/4") and d["k_group"] == 1, (name, r)
+        assert d["spill bytes"] == 0 and d["registers"] < old["registers"], (name, r)
+
+
 # GPU: odd shapes per path (the skinny kernel for N <= 8 in fp32 and tf32x3, the tile GEMM for
 # tf32 by default, the GEMV at M = 1), checked against float64 by the runner.
 SHAPES = [(4099, 1, 4093), (1001, 3, 100003), (50000, 5, 999), (8191, 7, 8193), (12289, 8, 12285),

@@ -323,7 +323,8 @@ SKINNY_TILE_NARROW = SkinnyTile(64, 64, 4)
 # the compiled layout gives each lane one k of 16 rows of a 32x64 piece, so the accumulators
 # are 16 a column and N = 8 takes 234 registers, 2 programs an SM (ncu at 30460x8x3170: 238,
 # DRAM 44.9% busy). 16x64 halves the rows a lane holds: 120 registers at N = 8, 72 at N = 4
-# (sm_90). H200, the 8 such rows of 46 tuning shapes: 1.120x, 0.869-1.455x
+# (sm_90: python -m reproduce.stream_k_study --skinny-scalar-ir). H200, the 8 such rows of 46
+# tuning shapes: 1.120x, 0.869-1.455x
 # (results/h200/skinny-scalar-tile/).
 SKINNY_TILE_SCALAR = SkinnyTile(16, 64, 4)
 # 1-2 columns read so: 64x64 holds 32 rows a lane, 168 registers at N = 1 and 204 at N = 2
