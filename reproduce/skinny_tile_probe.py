@@ -17,12 +17,12 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
 from compare.harness.files import open_text  # noqa: E402
+from compare.outputs.sweep import geomean  # noqa: E402
 
 PREFIX = "triton.stream_k"
 
@@ -47,10 +47,6 @@ def load(paths: list[str], tag_by_file: bool, precision: str | None = None):
             if old is None or r["median_ms"] < old[0]:
                 rows[r["shape"]][label] = (r["median_ms"], r["pct_sol"], (r.get("config") or {}).get("k_group"))
     return rows, seen
-
-
-def geo(xs):
-    return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
 def main(argv=None) -> int:
@@ -95,7 +91,7 @@ def main(argv=None) -> int:
     print()
     print("x: base time / variant time (above 1: the variant is faster)")
     for (loads, lab), xs in sorted(ratios.items()):
-        print(f"- A {loads} loads, {lab}: geomean {geo(xs):.3f}x, min {min(xs):.3f}, max {max(xs):.3f} ({len(xs)} rows)")
+        print(f"- A {loads} loads, {lab}: geomean {geomean(xs):.3f}x, min {min(xs):.3f}, max {max(xs):.3f} ({len(xs)} rows)")
     return 0
 
 

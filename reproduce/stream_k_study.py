@@ -292,24 +292,30 @@ def rows_csv(paths: list[str]) -> str:
     return out.getvalue()
 
 
+def _skinny_ptx(M: int, N: int, K: int, precision: str, options: dict | None = None):
+    """(constexprs, warps, PTX) of mode=skinny's kernel as SkinnyPlan launches it, compiled for sm_90."""
+    for fn, args, ce, warps, stages in launch_specs(M, N, K, precision, 1.0, 0.0, True,
+                                                    {"mode": "skinny", **(options or {})}):
+        if fn.__name__ == "_skinny_kernel":
+            return ce, warps, compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
+    raise ValueError(f"{M}x{N}x{K} {precision}: no skinny kernel launched")
+
+
 def skinny_ir(M: int = 4096, K: int = 8192, precision: str = "fp32") -> dict:
     """mode=skinny's kernel for N = 1..8 on an M x K row-major A, as launched in ``precision``
     (tf32: the inputs truncated to TF32 on the FFMA pipe), compiled for sm_90."""
     out = {}
     for n in range(1, 9):
-        for fn, args, ce, warps, stages in launch_specs(M, n, K, precision, 1.0, 0.0, True, {"mode": "skinny"}):
-            if fn.__name__ != "_skinny_kernel":
-                continue
-            ptx = compile_sm90(fn, args, ce, warps, stages).asm["ptx"]
-            body = "\n".join(loop_body(ptx, containing=r"fma\.rn\.f32"))   # the K loop, not the fixup's sum
-            notes = ptxas_notes(ptx)
-            out[f"N={n} {ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps} k_group={ce['K_GROUP']}"] = {
-                "registers": notes["registers"], "spill bytes": notes["spill bytes"],
-                "loop: 16-byte loads": len(re.findall(r"ld\.global(?:\.\w+)*\.v4", body)),
-                "loop: other loads": len(re.findall(r"ld\.global(?!(?:\.\w+)*\.v4)", body)),
-                "loop: fma": len(re.findall(r"fma\.rn\.f32", body)),
-                "loop: and.b32": len(re.findall(r"and\.b32", body)),
-                "loop: shared or barrier": len(re.findall(r"\.shared|bar\.sync", body))}
+        ce, warps, ptx = _skinny_ptx(M, n, K, precision)
+        body = "\n".join(loop_body(ptx, containing=r"fma\.rn\.f32"))   # the K loop, not the fixup's sum
+        notes = ptxas_notes(ptx)
+        out[f"N={n} {ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps} k_group={ce['K_GROUP']}"] = {
+            "registers": notes["registers"], "spill bytes": notes["spill bytes"],
+            "loop: 16-byte loads": len(re.findall(r"ld\.global(?:\.\w+)*\.v4", body)),
+            "loop: other loads": len(re.findall(r"ld\.global(?!(?:\.\w+)*\.v4)", body)),
+            "loop: fma": len(re.findall(r"fma\.rn\.f32", body)),
+            "loop: and.b32": len(re.findall(r"and\.b32", body)),
+            "loop: shared or barrier": len(re.findall(r"\.shared|bar\.sync", body))}
     return out
 
 
@@ -322,12 +328,10 @@ def skinny_scalar_ir(M: int = 30460, K: int = 3170) -> dict:
         row = {}
         replaced = SKINNY_TILE_NARROW if n <= 2 else SKINNY_TILE
         for key, options in (("default", {}), ("replaced", {"skinny_tile": replaced.name})):
-            for fn, args, ce, warps, stages in launch_specs(M, n, K, "fp32", 1.0, 0.0, True, {"mode": "skinny", **options}):
-                if fn.__name__ != "_skinny_kernel":
-                    continue
-                notes = ptxas_notes(compile_sm90(fn, args, ce, warps, stages).asm["ptx"])
-                row[key] = {"piece": f"{ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps}", "k_group": ce["K_GROUP"],
-                            "registers": notes["registers"], "spill bytes": notes["spill bytes"]}
+            ce, warps, ptx = _skinny_ptx(M, n, K, "fp32", options)
+            notes = ptxas_notes(ptx)
+            row[key] = {"piece": f"{ce['BLOCK_M']}x{ce['BLOCK_K']}/{warps}", "k_group": ce["K_GROUP"],
+                        "registers": notes["registers"], "spill bytes": notes["spill bytes"]}
         out[f"N={n}"] = row
     return out
 
@@ -401,7 +405,7 @@ def judge_tiles(path: str, sms: int = 132) -> list[str]:
             # The GEMV, its tile by B's alignment (rows are row-major B: 16-byte loads iff N % 4 == 0).
             chosen = (gemv_tile(N % 4 == 0, N).dims, "gemv")
         elif N <= SKINNY_MAX_N and (ffma or prec == "fp32" or (prec == "tf32" and TF32_ON_SKINNY_PATH)):
-            chosen = (skinny_tile(N, a_k_scalar=K % 4 != 0, K=K).dims(N), "skinny")   # A row-major
+            chosen = (skinny_tile(N, K % 4 != 0, K).dims(N), "skinny")   # A row-major: 4-byte loads iff K % 4
         else:
             tile, d = choose_plan(M, N, K, "fp32" if ffma else prec, sms)
             chosen = (tile.dims, d.mode)

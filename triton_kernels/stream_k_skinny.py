@@ -352,7 +352,7 @@ def parse_skinny_tile(text) -> SkinnyTile:
     return SkinnyTile(bm, bk, warps)
 
 
-def default_tile(N: int, a_k_scalar: bool = False, K: int = 0) -> SkinnyTile:
+def default_tile(N: int, a_k_scalar: bool, K: int) -> SkinnyTile:
     """The tile for ``N`` columns (the accumulators' registers grow with N); ``a_k_scalar``: A
     read along K with 4-byte loads (SKINNY_TILE_SCALAR, SKINNY_TILE_NARROW_SCALAR up to
     SKINNY_NARROW_SCALAR_MAX_K)."""
