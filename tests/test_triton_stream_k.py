@@ -363,6 +363,9 @@ def test_gpu_heuristic_shapes(kernel, shape, precision):
     ((1021, 1021, 1021), "tf32x3", {"tile": "64x64x32"}),
     ((40, 40, 40000), "tf32x3", {"b_transpose": "swap", "tf32x3_split": "in_loop"}),  # x3_tiny_swap
     ((9, 60, 30004), "tf32x3", {"b_transpose": "swap", "tf32x3_split": "in_loop"}),
+    ((40, 40, 40000), "fp32", {"programs_per_sm": 1}),                           # one tile, short K
+    ((23, 17, 70001), "tf32x3", {"tf32x3_split": "ffma", "programs_per_sm": 1}),  # fp32's plan, too
+    ((215, 12, 8801), "fp32", {"programs_per_sm": 2}),                           # two tiles: two an SM
 ], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 def test_gpu_small_class_plans(shape, precision, want):
     """The small classes' default plans (results/h100/tf32-small/) right against float64, alpha and
@@ -469,6 +472,26 @@ def _plan_config(M, N, K, precision, options=None):
     B = torch.empty_strided((K, N), (N, 1))
     C = torch.empty_strided((M, N), (N, 1))
     return sk._Plan(A, B, C, 1.0, 0.0, precision, True, {"sms": 132, **(options or {})}).config
+
+
+def test_fp32_tf32x3_tiny_outputs_of_short_k_run_one_program_per_sm():
+    """fp32 and tf32x3 tiny outputs of one tile run one stream-K program per SM while K is at most
+    24 K-tiles of 32 for each of the 132 SMs (24 x 32 x 132 = 101376), two past it; outputs of two
+    tiles keep two, and tf32 keeps its own rule (results/h200/tiny-short-k/)."""
+    for precision in ("fp32", "tf32x3"):
+        for M, N in ((40, 40), (9, 10), (60, 60), (23, 17), (33, 120)):
+            tile, d = sk.choose_plan(M, N, 101376, precision, 132)
+            assert d.tiles == 1 and d.per_sm == 1 and d.grid == 132, (precision, M, N, tile, d)
+            tile, d = sk.choose_plan(M, N, 101377, precision, 132)
+            assert d.per_sm == 2 and d.grid == 264, (precision, M, N, tile, d)
+        tile, d = sk.choose_plan(215, 12, 88248, precision, 132)        # 128-row tiles: two of them
+        assert d.tiles == 2 and d.per_sm == 2, (precision, tile, d)
+    tile, d = sk.choose_plan(28, 28, 60000, "tf32", 132)                 # tf32 on a 32x32 tile: two
+    assert tile.bm * tile.bn < 64 * 32 and d.grid == 264, (tile, d)
+    cfg = _plan_config(23, 17, 70001, "tf32x3")                           # fp32's plan (ffma) too
+    assert cfg["tf32x3_split"] == "ffma" and cfg["programs_per_sm"] == 1 and cfg["grid"] == 132, cfg
+    cfg = _plan_config(23, 17, 70001, "fp32", {"grid": 264})             # a grid the user gives
+    assert cfg["grid"] == 264 and cfg["programs_per_sm"] == 2, cfg
 
 
 def test_tf32_tiny_outputs_run_one_program_per_sm():

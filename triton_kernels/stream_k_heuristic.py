@@ -29,8 +29,9 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
                  programs per SM) or a tile has fewer than 2*MIN_SK_ITERS iterations; else "hybrid"
                  (the last partial wave stream-K): compare/families/decompose.py, TRITON_STREAM_K.
                  tf32 tiny outputs (M*N <= 4096, K >= 16 max(M, N), N > 8) on tiles of at
-                 least 64x32 or 32x64: one stream-K program per SM, not programs_per_sm
-                 (tiny_output_per_sm).
+                 least 64x32 or 32x64, and fp32 and tf32x3 ones of one tile and at most
+                 TINY_SHORT_K_TILES K-tiles a program at one an SM: one stream-K program per
+                 SM, not programs_per_sm (tiny_output_per_sm).
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M,
                  tf32 tiny outputs of at most 64 columns, tf32x3 ones x3_tiny_swap takes.
@@ -235,6 +236,14 @@ def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Ti
 # (results/h100/tf32-small/).
 TINY_OUTPUT_MIN_TILE_AREA = 64 * 32
 TINY_OUTPUT_MAX = 4096
+# fp32 and tf32x3 tiny outputs of one tile whose K gives each program at most this many K-tiles at
+# one program an SM: one an SM, not two. Two programs of at most 12 K-tiles each spend much of
+# their range filling the pipeline, and the second adds a partial to the fixup. On the 10 such
+# tuning rows one an SM read 1.147x geomean in fp32 (0.99-1.31x) and 1.133x in tf32x3
+# (1.02-1.30x); from 25 to 64 K-tiles it won about half the one-tile rows, past 64 few
+# (64x64x1048576 0.91x / 0.81x), and outputs of two tiles lost even at 20 K-tiles (215x12x88248
+# 0.86x in fp32) (results/h200/tiny-short-k/).
+TINY_SHORT_K_TILES = 24
 
 
 def tiny_output(M: int, N: int, K: int) -> bool:
@@ -243,10 +252,16 @@ def tiny_output(M: int, N: int, K: int) -> bool:
     return M * N <= TINY_OUTPUT_MAX and K >= 16 * max(M, N) and N > SKINNY_MAX_N
 
 
-def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile) -> Optional[int]:
-    """Programs per SM for a tf32 tiny output (tiny_output) on a tile of at least
-    TINY_OUTPUT_MIN_TILE_AREA: 1; else None (programs_per_sm)."""
-    if precision == "tf32" and tiny_output(M, N, K) and tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
+def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile, sms: int) -> Optional[int]:
+    """Programs per SM for a tiny output (tiny_output): 1 in tf32 on a tile of at least
+    TINY_OUTPUT_MIN_TILE_AREA, and in fp32 and tf32x3 where one tile covers it and K is at most
+    TINY_SHORT_K_TILES K-tiles for each of ``sms`` programs; else None (programs_per_sm)."""
+    if not tiny_output(M, N, K):
+        return None
+    if precision == "tf32" and tile.bm * tile.bn >= TINY_OUTPUT_MIN_TILE_AREA:
+        return 1
+    one_tile = M <= tile.bm and N <= tile.bn
+    if precision in ("fp32", "tf32x3") and one_tile and triton.cdiv(K, tile.bk) <= TINY_SHORT_K_TILES * sms:
         return 1
     return None
 
@@ -261,7 +276,7 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
         tile, preferred = heuristic_plan(M, N, K, precision, sms)
         if mode is None and sk_programs is None:
             mode = preferred
-            per_sm = tiny_output_per_sm(M, N, K, precision, tile)
+            per_sm = tiny_output_per_sm(M, N, K, precision, tile, sms)
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
     return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align, per_sm)
