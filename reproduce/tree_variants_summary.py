@@ -4,6 +4,7 @@ and % of the speed of light, then each variant's geomean, min and max against th
 own A/A (slowest over fastest round).
 
     python reproduce/tree_variants_summary.py DIR "base other ..." [--kernel K] [--rounds N] [--precision P]
+        [--shapes-file F]
 
 reads DIR/NAME-ROUND.json or .json.gz (python -m compare ... --format json). Exit status: 0;
 2 on bad input (a missing file, a shape without a timed cell).
@@ -19,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
 from compare.harness.files import open_text  # noqa: E402
+from compare.harness.shapes import load_shapes_file, shape_text  # noqa: E402
 
 
 def cells(path: str, kernel: str, precision: str | None = None):
@@ -43,6 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kernel", default="cuda.11_stream_k")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--precision", help="the kernel's precision where a file holds several")
+    ap.add_argument("--shapes-file", action="append", help="only the shapes these files list (repeatable)")
     args = ap.parse_args(argv)
     names = args.names.split()
     data: dict = {}
@@ -67,17 +70,29 @@ def main(argv=None) -> int:
     if missing or not shapes:
         print(f"tree_variants_summary: no runs of {missing or names} in {args.dir}", file=sys.stderr)
         return 2
-    base = [max(x[0][i] for x in data[names[0]]) for i in range(len(shapes))]
+    keep = range(len(shapes))
+    if args.shapes_file:
+        try:
+            only = {shape_text(s) for f in args.shapes_file for s in load_shapes_file(f)}
+        except (OSError, ValueError) as e:
+            print(f"tree_variants_summary: {e}", file=sys.stderr)
+            return 2
+        keep = [i for i, s in enumerate(shapes) if s in only]
+        if not keep:
+            print("tree_variants_summary: none of the listed shapes is in the runs", file=sys.stderr)
+            return 2
+    base = {i: max(x[0][i] for x in data[names[0]]) for i in keep}
     print("shape".ljust(18) + "".join(n.rjust(16) for n in names))
-    for i, shape in enumerate(shapes):
+    for i in keep:
+        shape = shapes[i]
         line = shape.ljust(18)
         for n in names:
             best = max(x[0][i] for x in data[n]) / base[i]
             line += f"{best:7.3f} {max(x[1][i] for x in data[n]):5.1f}%sol".rjust(16)
         print(line)
     for n in names:
-        rs = [max(x[0][i] for x in data[n]) / base[i] for i in range(len(shapes))]
-        aa = [min(x[0][i] for x in data[n]) / max(x[0][i] for x in data[n]) for i in range(len(shapes))]
+        rs = [max(x[0][i] for x in data[n]) / base[i] for i in keep]
+        aa = [min(x[0][i] for x in data[n]) / max(x[0][i] for x in data[n]) for i in keep]
         g = math.exp(statistics.mean(map(math.log, rs)))
         print(f"{n} geomean vs {names[0]} {g:.3f} min {min(rs):.3f} max {max(rs):.3f}; A/A min {min(aa):.3f}")
     return 0

@@ -33,6 +33,19 @@ def test_variants_against_the_first_best_round_each(tmp_path, capsys):
     assert "  2.000  80.0%sol" in out
 
 
+def test_variants_over_the_listed_shapes_only(tmp_path, capsys):
+    # Ratios 2.0 (64x8x4096) and 0.5 (128x5x999); listing the first keeps 2.0 alone.
+    _run(tmp_path / "base-1.json", [10.0, 20.0], [40.0, 50.0])
+    _run(tmp_path / "v-1.json", [20.0, 10.0], [80.0, 25.0])
+    (tmp_path / "only.txt").write_text("# one shape\n64x8x4096\n")
+    args = [str(tmp_path), "base v", "--rounds", "1", "--shapes-file", str(tmp_path / "only.txt")]
+    assert tree_variants_summary.main(args) == 0
+    out = capsys.readouterr().out
+    assert "v geomean vs base 2.000 min 2.000 max 2.000" in out and "128x5x999" not in out
+    (tmp_path / "none.txt").write_text("8x8x8\n")
+    assert tree_variants_summary.main(args[:-1] + [str(tmp_path / "none.txt")]) == 2
+
+
 def test_variants_bad_input_exits_2(tmp_path):
     _run(tmp_path / "base-1.json", [10.0, 20.0], [40.0, 50.0])
     assert tree_variants_summary.main([str(tmp_path), "base missing"]) == 2

@@ -366,6 +366,9 @@ def test_gpu_heuristic_shapes(kernel, shape, precision):
     ((40, 40, 40000), "fp32", {"programs_per_sm": 1}),                           # one tile, short K
     ((23, 17, 70001), "tf32x3", {"tf32x3_split": "ffma", "programs_per_sm": 1}),  # fp32's plan, too
     ((215, 12, 8801), "fp32", {"programs_per_sm": 2}),                           # two tiles: two an SM
+    ((29, 74, 5772), "fp32", {"tile": "32x128x16"}),                            # K-tiles of 16
+    ((43, 71, 48215), "tf32x3", {"tile": "64x128x16", "tf32x3_split": "in_loop"}),
+    ((34, 41, 5726), "tf32x3", {"tile": "64x64x16", "tf32x3_split": "ffma"}),
 ], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 def test_gpu_small_class_plans(shape, precision, want):
     """The small classes' default plans (results/h100/tf32-small/) right against float64, alpha and
@@ -492,6 +495,29 @@ def test_fp32_tf32x3_tiny_outputs_of_short_k_run_one_program_per_sm():
     assert cfg["tf32x3_split"] == "ffma" and cfg["programs_per_sm"] == 1 and cfg["grid"] == 132, cfg
     cfg = _plan_config(23, 17, 70001, "fp32", {"grid": 264})             # a grid the user gives
     assert cfg["grid"] == 264 and cfg["programs_per_sm"] == 2, cfg
+
+
+def test_fp32_tf32x3_tiny_outputs_of_few_k_tiles_a_program_take_k_tiles_of_16():
+    """fp32 and tf32x3 tiny outputs on tiles of at least 64x64 whose programs get at most 12
+    K-tiles of 32 run K-tiles of 16 (results/h200/tiny-half-k/). 60x60 on one 64x64 tile at one
+    program an SM (132): K-tiles of 32 number cdiv(K, 32); 12 x 132 = 1584 of them is K = 50688."""
+    for precision in ("fp32", "tf32x3"):
+        tile, d = sk.choose_plan(60, 60, 50688, precision, 132)
+        assert (tile.bm, tile.bn, tile.bk) == (64, 64, 16) and d.grid == 132, (precision, tile, d)
+        assert d.iters == 50688 // 16
+        tile, d = sk.choose_plan(60, 60, 50689, precision, 132)           # 1585 K-tiles: one too many
+        assert (tile.bm, tile.bn, tile.bk) == (64, 64, 32), (precision, tile, d)
+        # 181 K-tiles of 32 over cdiv(181, 4) - 1 = 45 programs of at least 4 (MIN_SK_ITERS): 16.
+        tile, d = sk.choose_plan(29, 74, 5772, precision, 132)
+        assert (tile.bm, tile.bn, tile.bk) == (32, 128, 16), (precision, tile, d)
+        tile, d = sk.choose_plan(11, 57, 8714, precision, 132)             # a 16x64 tile: 32
+        assert tile.bk == 32 and tile.bm * tile.bn < 64 * 64, (precision, tile)
+    tile, d = sk.choose_plan(29, 74, 5772, "tf32", 132)                  # tf32 keeps its tile
+    assert tile.bk == 32, tile
+    tile, d = sk.choose_plan(29, 74, 5772, "fp32", 132, sk_programs=132)  # a grid the user gives
+    assert tile.bk == 32, tile
+    assert _plan_config(29, 74, 5772, "fp32")["tile"] == "32x128x16"
+    assert _plan_config(29, 74, 5772, "fp32", {"tile": "32x128x32/4/3"})["tile"] == "32x128x32"
 
 
 def test_tf32_tiny_outputs_run_one_program_per_sm():

@@ -31,7 +31,9 @@ decomposition    "dp" when the data-parallel waves are >= 90% full (one or progr
                  tf32 tiny outputs (M*N <= 4096, K >= 16 max(M, N), N > 8) on tiles of at
                  least 64x32 or 32x64, and fp32 and tf32x3 ones of one tile and at most
                  TINY_SHORT_K_TILES K-tiles a program at one an SM: one stream-K program per
-                 SM, not programs_per_sm (tiny_output_per_sm).
+                 SM, not programs_per_sm (tiny_output_per_sm); fp32 and tf32x3 ones on tiles of
+                 at least 64x64 whose programs get at most TINY_HALF_K_MAX_TILES K-tiles: BLOCK_K
+                 16 (tiny_output_half_k).
 operands         worth_copying / _layouts / _k_major_b.
 b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_M < M <= SWAP_MAX_M,
                  tf32 tiny outputs of at most 64 columns, tf32x3 ones x3_tiny_swap takes.
@@ -266,6 +268,27 @@ def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile, sms: 
     return None
 
 
+# fp32 and tf32x3 tiny outputs on tiles of at least TINY_HALF_K_MIN_AREA elements whose stream-K
+# programs get at most TINY_HALF_K_MAX_TILES K-tiles of 32 each: K-tiles of 16. On such a tile at
+# BLOCK_K 32, 4 warps hold 32-64 accumulators a thread beside a 32-deep slice of A and B (247-255
+# registers at 32x128 and 128x32, ncu), and a program of a few K-tiles never amortises what that
+# costs. On the 8 such tuning rows 16 read 1.02-1.93x in fp32 (29x74x5772 1.93x) and 1.08-1.74x in
+# tf32x3; the same tiles with 15-124 K-tiles a program lost up to 7% in fp32 (60x60x100000 0.93x)
+# and 17% in tf32x3 (64x64x1048576), and smaller tiles lost at any K (11x57x8714 0.77x)
+# (results/h200/tiny-half-k/).
+TINY_HALF_K_MIN_AREA = 64 * 64
+TINY_HALF_K_MAX_TILES = 12
+
+
+def tiny_output_half_k(M: int, N: int, K: int, precision: str, tile: Tile, d: Decomposition) -> bool:
+    """An fp32 or tf32x3 tiny output (tiny_output) whose ``tile`` (BLOCK_K 32) has at least
+    TINY_HALF_K_MIN_AREA elements and whose decomposition ``d`` gives each stream-K program at most
+    TINY_HALF_K_MAX_TILES K-tiles: run it on K-tiles of 16."""
+    return (precision in ("fp32", "tf32x3") and tiny_output(M, N, K) and tile.bk == 32
+            and tile.bm * tile.bn >= TINY_HALF_K_MIN_AREA and d.sk_programs > 0
+            and d.sk_tiles * d.iters <= TINY_HALF_K_MAX_TILES * d.sk_programs)
+
+
 def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
                 mode: Optional[str] = None, sk_programs: Optional[int] = None,
                 align: Optional[bool] = None, l2: int = DEFAULT_L2_BYTES) -> tuple[Tile, Decomposition]:
@@ -277,6 +300,8 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
         if mode is None and sk_programs is None:
             mode = preferred
             per_sm = tiny_output_per_sm(M, N, K, precision, tile, sms)
+            if tiny_output_half_k(M, N, K, precision, tile, decompose(M, N, K, tile, sms, mode, None, False, per_sm)):
+                tile = replace(tile, bk=16)
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
     return tile, decompose(M, N, K, tile, sms, mode, sk_programs, align, per_sm)
