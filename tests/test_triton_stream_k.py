@@ -296,7 +296,8 @@ def test_fp32_narrow_n_tile_scope():
     assert _plan_config(1200, 59, 895, "tf32")["tile"] == "32x64x32"         # tf32 up to 64 columns too
     assert _plan_config(1200, 65, 895, "tf32")["tile"] != "32x64x32"         # but not past them (NARROW_WIDE_N)
     assert _plan_config(1200, 128, 895, "fp32")["tile"] != "32x64x32"        # 128 columns: the general table
-    assert _plan_config(40, 59, 5000, "fp32")["tile"] == "64x64x32"          # M <= 64: the few-rows tile
+    assert _plan_config(40, 59, 5000, "fp32")["tile"] == "64x64x16"          # M <= 64: the few-rows tile
+    # (K-tiles of 16: a tiny output of 157 K-tiles of 32 over 39 programs, tiny_output_half_k)
 
 
 # tf32 and tf32x3 at 65-127 columns, M > 64, not a tiny output (NARROW_WIDE_N). At 8 SMs a 4-warp
