@@ -269,10 +269,10 @@ def tiny_output_per_sm(M: int, N: int, K: int, precision: str, tile: Tile, sms: 
 
 
 # fp32 and tf32x3 tiny outputs on tiles of at least TINY_HALF_K_MIN_AREA elements whose stream-K
-# programs get at most TINY_HALF_K_MAX_TILES K-tiles of 32 each: K-tiles of 16. On such a tile at
-# BLOCK_K 32, 4 warps hold 32-64 accumulators a thread beside a 32-deep slice of A and B (247-255
-# registers at 32x128 and 128x32, ncu), and a program of a few K-tiles never amortises what that
-# costs. On the 8 such tuning rows 16 read 1.02-1.93x in fp32 (29x74x5772 1.93x) and 1.08-1.74x in
+# programs get at most TINY_HALF_K_MAX_TILES K-tiles of 32 each: K-tiles of 16. At BLOCK_K 32 such
+# a tile's 4 warps hold 32-64 accumulators a thread beside a 32-deep slice of A and B (247-255
+# registers at 32x128 and 128x32, ncu); where a program runs only a few K-tiles that build lost.
+# On the 8 such tuning rows 16 read 1.02-1.93x in fp32 (29x74x5772 1.93x) and 1.08-1.74x in
 # tf32x3; the same tiles with 15-124 K-tiles a program lost up to 7% in fp32 (60x60x100000 0.93x)
 # and 17% in tf32x3 (64x64x1048576), and smaller tiles lost at any K (11x57x8714 0.77x)
 # (results/h200/tiny-half-k/).
