@@ -280,13 +280,16 @@ TINY_HALF_K_MIN_AREA = 64 * 64
 TINY_HALF_K_MAX_TILES = 12
 
 
-def tiny_output_half_k(M: int, N: int, K: int, precision: str, tile: Tile, d: Decomposition) -> bool:
+def tiny_output_half_k(M: int, N: int, K: int, precision: str, tile: Tile, sms: int, mode: Optional[str],
+                       per_sm: Optional[int]) -> bool:
     """An fp32 or tf32x3 tiny output (tiny_output) whose ``tile`` (BLOCK_K 32) has at least
-    TINY_HALF_K_MIN_AREA elements and whose decomposition ``d`` gives each stream-K program at most
+    TINY_HALF_K_MIN_AREA elements and whose decomposition on it gives each stream-K program at most
     TINY_HALF_K_MAX_TILES K-tiles: run it on K-tiles of 16."""
-    return (precision in ("fp32", "tf32x3") and tiny_output(M, N, K) and tile.bk == 32
-            and tile.bm * tile.bn >= TINY_HALF_K_MIN_AREA and d.sk_programs > 0
-            and d.sk_tiles * d.iters <= TINY_HALF_K_MAX_TILES * d.sk_programs)
+    if not (precision in ("fp32", "tf32x3") and tiny_output(M, N, K) and tile.bk == 32
+            and tile.bm * tile.bn >= TINY_HALF_K_MIN_AREA):
+        return False
+    d = decompose(M, N, K, tile, sms, mode, None, False, per_sm)
+    return d.sk_programs > 0 and d.sk_tiles * d.iters <= TINY_HALF_K_MAX_TILES * d.sk_programs
 
 
 def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional[Tile] = None,
@@ -300,7 +303,7 @@ def choose_plan(M: int, N: int, K: int, precision: str, sms: int, tile: Optional
         if mode is None and sk_programs is None:
             mode = preferred
             per_sm = tiny_output_per_sm(M, N, K, precision, tile, sms)
-            if tiny_output_half_k(M, N, K, precision, tile, decompose(M, N, K, tile, sms, mode, None, False, per_sm)):
+            if tiny_output_half_k(M, N, K, precision, tile, sms, mode, per_sm):
                 tile = replace(tile, bk=16)
     if align is None:
         align = align_pays(precision, M, N, K, tile, l2)
