@@ -370,6 +370,9 @@ def test_gpu_heuristic_shapes(kernel, shape, precision):
     ((29, 74, 5772), "fp32", {"tile": "32x128x16"}),                            # K-tiles of 16
     ((43, 71, 48215), "tf32x3", {"tile": "64x128x16", "tf32x3_split": "in_loop"}),
     ((34, 41, 5726), "tf32x3", {"tile": "64x64x16", "tf32x3_split": "ffma"}),
+    ((2887, 1025, 210), "fp32", {"tile": "64x64x16", "num_stages": 3}),          # short K
+    ((2371, 1362, 126), "tf32x3", {"tile": "128x64x32", "num_stages": 2}),
+    ((3094, 2147, 45), "tf32x3", {"tile": "64x64x16", "tf32x3_split": "ffma"}),
 ], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 def test_gpu_small_class_plans(shape, precision, want):
     """The small classes' default plans (results/h100/tf32-small/) right against float64, alpha and
@@ -1102,3 +1105,45 @@ def test_implications_complete_the_options():
     assert plan.resolve_options({"ws_tile": "128x128"}, "tf32")["mode"] == "ws"
     assert plan.resolve_options({"skinny_splits": 2}, "fp32")["mode"] == "skinny"
     assert plan.resolve_options({"skinny_tile": "32x64"}, "tf32x3")["tf32x3_split"] == "ffma"
+
+
+def test_small_and_mid_problems_of_short_k_take_smaller_tiles():
+    """K <= 512, 512K to 8M elements of C, both sides at least 128 (results/h200/short-k-small/):
+    fp32's 128x128x16/8/4 and 64x128x16/4/4 run 64x64x16/4/3, tf32x3's 128x128x32/8/3 128x64x32/4/2
+    (past 512 rows, where it is not swapped), and tf32x3 of K <= 52 fp32's plan. Bounds by hand:
+    2048 x 2048 = 4M, 4096 x 2048 = 8 x 1024 x 1024, 1024 x 512 = 512 x 1024."""
+    def tile(M, N, K, precision, options=None):
+        c = _plan_config(M, N, K, precision, options)
+        return f"{c['tile']}/{c['num_warps']}/{c['num_stages']}", c["tf32x3_split"]
+    assert tile(2048, 2048, 512, "fp32") == ("64x64x16/4/3", "n/a")
+    assert tile(2048, 2048, 513, "fp32") == ("128x128x16/8/4", "n/a")          # K past 512
+    assert tile(4096, 2048, 200, "fp32") == ("64x64x16/4/3", "n/a")
+    assert tile(4097, 2048, 200, "fp32") == ("128x128x16/8/4", "n/a")          # C past 8M
+    assert tile(1024, 512, 100, "fp32") == ("64x64x16/4/3", "n/a")             # FP32_FEW_ROWS_TILE's
+    assert tile(1024, 511, 100, "fp32") == ("64x128x16/4/4", "n/a")            # C under 512K
+    assert tile(128, 8192, 100, "fp32") == ("64x64x16/4/3", "n/a")
+    assert tile(127, 8192, 100, "fp32") == ("64x128x16/4/4", "n/a")            # a side under 128
+    assert tile(2048, 2048, 512, "tf32x3") == ("128x64x32/4/2", "b")
+    assert tile(2048, 2048, 513, "tf32x3") == ("128x128x32/8/3", "b")
+    assert tile(513, 8192, 100, "tf32x3")[0] == "128x64x32/4/2"
+    assert tile(512, 8192, 100, "tf32x3")[0] == "128x128x32/8/3"               # swapped: not measured
+    assert tile(2048, 256, 100, "tf32x3") == ("64x64x32/4/3", "b")             # X3_FEW_TILES_TILE stays
+    assert tile(4096, 2048, 52, "tf32x3") == ("64x64x16/4/3", "ffma")          # fp32's plan
+    assert tile(4096, 2048, 53, "tf32x3") == ("128x64x32/4/2", "b")
+    assert tile(4097, 2048, 40, "tf32x3") == ("128x128x32/8/3", "b")           # C past 8M
+    assert tile(4096, 2048, 52, "tf32")[0] == "128x256x32/8/3"                 # tf32 keeps its table
+    # What the user gives stands.
+    assert tile(2048, 2048, 200, "fp32", {"tile": "128x128x16/8/4"})[0] == "128x128x16/8/4"
+    assert tile(2048, 2048, 40, "tf32x3", {"tf32x3_split": "b"}) == ("128x64x32/4/2", "b")
+
+
+@interpreter
+@pytest.mark.parametrize("shape,precision,want", [
+    ((1031, 517, 45), "fp32", ("64x64x16", "n/a")),
+    ((1031, 517, 45), "tf32x3", ("64x64x16", "ffma")),
+    ((1100, 1100, 77), "tf32x3", ("128x64x32", "b")),
+], ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_short_k_plans_right(shape, precision, want):
+    """The short-K plans (odd M, N and K; alpha and beta) against float64 under the interpreter."""
+    r = _ok(sk.KERNEL, Problem(*shape, precision=precision, alpha=0.5, beta=-1.5), "cpu")
+    assert (r.config["tile"], r.config["tf32x3_split"]) == want, r.config

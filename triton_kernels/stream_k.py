@@ -79,6 +79,8 @@ _META = {"heuristic": f"M = 1 in {_GEMV_PRECISIONS}: a GEMV (mode=gemv); N <= 8 
                       "dp vs hybrid stream-K by wave fill; "
                       "tf32/tf32x3 with few rows, and tf32 tiny outputs of <= 64 columns, compute C^T = B^T A^T "
                       "(b_transpose=swap); tf32 tiny outputs run one stream-K program per SM; "
+                      "small and mid problems of K <= 512: fp32 64x64x16 tiles, tf32x3 128x64x32 (fp32's "
+                      "plan at K <= 52); "
                       "tf32x3 splits operands into TF32 parts by their copies where that pays (tf32x3_split); "
                       "options tile/mode/grid/sms/operands/b_transpose/sk_align/tf32x3_split/gemv_tile/k_splits/"
                       "skinny_tile/skinny_splits/skinny_order/ws_tile override",

@@ -16,7 +16,8 @@ tile             M <= 64 or N <= 64: that side 16/32/64, the other 128, BLOCK_K 
                  else under 1.1 waves of 128x128 with K < 8192: FP32_FEW_TILES_TILE
                  (64x64x32/4/4); else FP32_PAD_TILE (64x256x16/8/4) where it fills 5 points
                  more of its area than 128x128 tiles (M just past a multiple of 128); else
-                 128x128x16/8/4.
+                 128x128x16/8/4. Small and mid problems of short K (SHORT_K_TILES): fp32's
+                 128x128 and 64x128 tiles 64x64x16/4/3, tf32x3's 128x128 128x64x32/4/2.
                  tf32: 128x256x32/8/3 once those fill 90% of a wave, else TF32_MID_TILE
                  data-parallel for M > 512 and K < 4*max(M, N) where its tiles fill 90% of a
                  wave of SMs, else 128x128x32/8/4. tf32x3: 128x128x32/8/3 (64x64 where it pads
@@ -39,8 +40,9 @@ b_transpose      _swap_pays: "swap" (C^T = B^T A^T) for tf32/tf32x3 at SWAP_MIN_
                  tf32 tiny outputs of at most 64 columns, tf32x3 ones x3_tiny_swap takes.
 sk_align         align_pays: tf32 with A + B larger than the L2 and every tile stream-K.
 tf32x3_split     x3_split_plan; outputs of at most 64x64 and 33-64 columns (x3_uses_ffma says
-                 which; x3_tiny_swap's: "in_loop"), single rows and N <= 8, and 65-127 columns
-                 where 64x64 tiles give a slot under X3_FFMA_WIDE_MAX_ITERS: "ffma", fp32's plan.
+                 which; x3_tiny_swap's: "in_loop"), single rows and N <= 8, 65-127 columns
+                 where 64x64 tiles give a slot under X3_FFMA_WIDE_MAX_ITERS, and short_k
+                 problems of K <= X3_FFMA_SHORT_K: "ffma", fp32's plan.
 gemv             M = 1 in fp32 (tf32x3 through ffma) and tf32 (TF32_ON_GEMV_PATH: TF32-truncated
                  inputs on FFMA): the GEMV of stream_k_gemv.py, not a tile.
 skinny           N <= 8 (M > 1) in fp32 (tf32x3 through ffma): A read once by the FFMA kernel of
@@ -188,9 +190,43 @@ def narrow_wide_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
     return large if iters_per_slot(M, N, K, large, sms) >= NARROW_WIDE_TF32_MIN_ITERS else small
 
 
+# Small and mid problems of short K (K <= SHORT_K_MAX, SHORT_K_OUTPUT elements of C, both sides at
+# least SHORT_K_MIN_SIDE; the range the tuning shapes were drawn from): a tile runs a few K-tiles, then writes its C, so how many programs an SM holds to overlap
+# one's stores with another's loads decides the time, not the loop. fp32's 128x128x16/8/4 and
+# 64x128x16/4/4 become 64x64x16/4/3 and tf32x3's 128x128x32/8/3 (one program an SM) becomes
+# 128x64x32/4/2 (three). On 24 tuning shapes (K 38-482) every row that moves won: fp32 1.04-1.38x,
+# tf32x3 1.02-1.35x; on the other tiles of the table (64x64x32, 64x256x16) they lost up to 12%
+# (results/h200/short-k-small/).
+SHORT_K_MAX, SHORT_K_OUTPUT, SHORT_K_MIN_SIDE = 512, (512 * 1024, 8 * 1024 * 1024), 128
+SHORT_K_TILES = {   # precision -> (the table's tiles it replaces, the short-K tile)
+    "fp32": ((Tile(128, 128, 16, 8, 4), FP32_FEW_ROWS_TILE), Tile(64, 64, 16, 4, 3)),
+    "tf32x3": ((Tile(128, 128, 32, 8, 3),), Tile(128, 64, 32, 4, 2)),
+}
+
+
+def short_k(M: int, N: int, K: int) -> bool:
+    """A small or mid problem of short K: K <= SHORT_K_MAX, SHORT_K_OUTPUT elements of C, both sides
+    at least SHORT_K_MIN_SIDE."""
+    return K <= SHORT_K_MAX and SHORT_K_OUTPUT[0] <= M * N <= SHORT_K_OUTPUT[1] and min(M, N) >= SHORT_K_MIN_SIDE
+
+
+def short_k_tile(M: int, N: int, K: int, precision: str, tile: Tile) -> Optional[Tile]:
+    """The short-K tile (SHORT_K_TILES) where the table's ``tile`` is one it replaces, else None.
+    tf32x3 only past SWAP_MAX_M rows: no tuning row ran the swapped product on it."""
+    replaces, short = SHORT_K_TILES.get(precision, ((), None))
+    swapped = precision == "tf32x3" and M <= SWAP_MAX_M
+    return short if short_k(M, N, K) and tile in replaces and not swapped else None
+
+
 def heuristic_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
     """The tile table (module docstring), from results/sweeps_triton_streamk/first.log (H100),
     and the decomposition the tile was measured with ("dp"), or None for decompose's wave rule."""
+    tile, preferred = _table_plan(M, N, K, precision, sms)
+    short = short_k_tile(M, N, K, precision, tile)
+    return (short, None) if short else (tile, preferred)
+
+
+def _table_plan(M: int, N: int, K: int, precision: str, sms: int) -> tuple[Tile, Optional[str]]:
     if M <= 64:
         t = _small_m_tile(M, precision)
         return (t if N > 64 else Tile(t.bm, _small(N), 32, 4, t.stages)), None
@@ -341,6 +377,11 @@ X3_SPLIT_CHOICES = ("auto", "in_loop", "a", "b", "ab", "ffma")
 # most 4 per byte of A: fp32's plan there is stream_k_skinny.py.
 X3_FFMA_MAX_SIDE = 64
 X3_FFMA_NARROW_MIN_N = 33
+# tf32x3 on short_k's problems of K <= X3_FFMA_SHORT_K: fp32's plan. A GEMM of one or two K-tiles
+# costs less than tf32x3's operand copies (A K-major, B split), each a launch of its own. On the
+# tuning shapes fp32's plan won all 6 rows of K <= 49 (1.06-1.35x); from K = 57 on it won 5 of 18
+# and lost down to 0.75x; the bound sits between 49 and 57 (results/h200/short-k-small/).
+X3_FFMA_SHORT_K = 52
 # tf32 on the bandwidth-bound paths by default, per class? A single row or N <= SKINNY_MAX_N
 # columns does at most 4 flops per byte, so the tensor cores idle on DRAM either way; mode=gemv /
 # mode=skinny at tf32 multiply TF32-truncated inputs (what the tensor cores read) on the FFMA pipe.
@@ -365,14 +406,15 @@ def x3_uses_ffma(M: int, N: int, K: int, sms: int, x3_split: str = "auto", b_tra
     output of at most X3_FFMA_MAX_SIDE a side (not a tiny output that x3_tiny_swap takes where
     ``B`` can be read N-major for the swap; B None: not known, so not one), X3_FFMA_NARROW_MIN_N to
     X3_FFMA_MAX_SIDE columns and more rows but not a tiny output (those keep their measured rules),
-    a single row or at most SKINNY_MAX_N columns, or narrow_wide where NARROW_WIDE_X3_TILE gives a
-    program slot fewer than X3_FFMA_WIDE_MAX_ITERS on ``sms`` SMs; where the user chose no split, B
-    path or tile."""
+    a single row or at most SKINNY_MAX_N columns, narrow_wide where NARROW_WIDE_X3_TILE gives a
+    program slot fewer than X3_FFMA_WIDE_MAX_ITERS on ``sms`` SMs, or a short_k problem of K <=
+    X3_FFMA_SHORT_K; where the user chose no split, B path or tile."""
     if x3_split != "auto":
         return x3_split == "ffma"
     small = (M <= X3_FFMA_MAX_SIDE and N <= X3_FFMA_MAX_SIDE) or M <= GEMV_MAX_M or N <= SKINNY_MAX_N \
         or (X3_FFMA_NARROW_MIN_N <= N <= X3_FFMA_MAX_SIDE and not tiny_output(M, N, K)) \
-        or (narrow_wide(M, N, K) and iters_per_slot(M, N, K, NARROW_WIDE_X3_TILE, sms) < X3_FFMA_WIDE_MAX_ITERS)
+        or (narrow_wide(M, N, K) and iters_per_slot(M, N, K, NARROW_WIDE_X3_TILE, sms) < X3_FFMA_WIDE_MAX_ITERS) \
+        or (K <= X3_FFMA_SHORT_K and short_k(M, N, K))
     if b_transpose != "auto" or tile is not None or not small:
         return False
     return not (B is not None and _n_major_hintable(B) and x3_tiny_swap(M, N, K))
