@@ -17,6 +17,7 @@ One idea per file:
   tiles x K-iterations over a grid;
 * stream_k_heuristic.py: the per-shape table (tile, decomposition, operands, b_transpose,
   sk_align, tf32x3_split);
+* stream_k_tiny.py: the tiny outputs' programs per SM and K-tile depth (rules over the table's plan);
 * stream_k_kernels.py: the @triton.jit kernels;
 * stream_k_gemv.py: single rows (M = 1) as a GEMV, its kernels and launch (mode=gemv);
 * stream_k_skinny.py: a matrix times 1-8 vectors (N <= 8), A read once (mode=skinny);
