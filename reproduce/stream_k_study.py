@@ -206,7 +206,7 @@ def launch_specs(M: int, N: int, K: int, precision: str, alpha: float, beta: flo
 
     # The names _Plan.launch (and GemvPlan.launch, SkinnyPlan.launch, ops' copies) look up.
     patched = [(vars(stream_k_plan), ("_stream_k_kernel", "_fixup_kernel", "_scale_tiles_kernel")),
-               (vars(ops), ("_transpose_kernel", "_copy_rows_kernel")),
+               (vars(ops), ("_transpose_kernel", "_copy_rows_kernel", "_copy_pair_kernel")),
                (vars(stream_k_gemv), ("_gemv_kernel",)),
                (vars(stream_k_skinny), ("_skinny_kernel",))]
     saved = [(g, {n: g[n] for n in names}) for g, names in patched]

@@ -896,27 +896,54 @@ def test_row_copy_aligns_rows_and_zeroes_the_padding():
     assert (big[:, 29:] == 0).all() and (small[:, 29:] == 0).all()
 
 
+@interpreter
+@pytest.mark.parametrize("first_rows,second_rows", [(True, False), (False, True), (True, True), (False, False)])
+def test_two_copies_in_one_launch(first_rows, second_rows):
+    """transpose_pair_into writes what two transpose_into calls write, each copy's programs after
+    the other's (a row copy or a transpose, the second split into TF32 parts), with uneven program
+    counts on each side, every element of both destinations from NaN."""
+    from triton_kernels import _operands as ops
+    torch.manual_seed(11)
+
+    def job(rows, R, S, split):
+        # A row copy: src contiguous along R (src^T's rows unaligned, S rows of R); a transpose:
+        # src contiguous along S. dst: S x R, leading dimension R rounded up to 16 (_buffer's).
+        src = torch.randn(S, R + 3)[:, :R].t() if rows else torch.randn(R, S)
+        ld = (R + 15) // 16 * 16
+        make = lambda: torch.full((S, ld), float("nan"))[:, :R]   # noqa: E731
+        return src, make(), (make() if split else None)
+
+    first, second = job(first_rows, 37, 70, False), job(second_rows, 150, 29, True)
+    ops.transpose_pair_into(first, second)
+    for src, dst, small in (first, second):
+        want, want_small = torch.full_like(dst, float("nan")), None if small is None else torch.full_like(dst, float("nan"))
+        ops.transpose_into(src, want, want_small)
+        assert not dst.isnan().any() and torch.equal(dst, want)
+        if small is not None:
+            assert not small.isnan().any() and torch.equal(small, want_small)
+
+
 def test_row_copy_for_same_orientation_copies_stores_16_bytes_for_sm90():
     """257x255x65537 with both operands copied: A's K-major and B's N-major copies only re-align
-    rows, so both go through _copy_rows_kernel (no transpose), while the M-major copy of A at
-    127x8191x1021 is a real transpose. The row copy's loads are 4-byte (its source rows are
-    unaligned), its stores 16-byte (whole padded rows), with no exchange through shared memory;
-    compiled for sm_90 without a GPU (launch_specs records the launches; not under the
-    interpreter)."""
+    rows, so both are row copies (no transpose), in one launch (_copy_pair_kernel), while the
+    M-major copy of A at 127x8191x1021 is a real transpose. The row copy's loads are 4-byte (its
+    source rows are unaligned), its stores 16-byte (whole padded rows), with no exchange through
+    shared memory; compiled for sm_90 without a GPU (launch_specs records the launches; not under
+    the interpreter)."""
     code = ("import json, re; from reproduce import stream_k_study as study\n"
             "specs = study.launch_specs(257, 255, 65537, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})\n"
             "names = [s[0].__name__ for s in specs]\n"
-            "names_m = [s[0].__name__ for s in study.launch_specs(127, 8191, 1021, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})]\n"
+            "specs_m = study.launch_specs(127, 8191, 1021, 'fp32', 1.0, 0.0, True, {'operands': 'copy'})\n"
             "ptx = study.compile_sm90(*specs[0]).asm['ptx']\n"
             "print(json.dumps(dict(study.ptx_counts(ptx), shared=len(re.findall(r'(?:ld|st)\\.shared', ptx)),"
-            " names=names, names_m=names_m)))\n")
+            " names=names, rows=[specs[0][2][k] for k in ('ROWS1', 'ROWS2')],"
+            " names_m=[s[0].__name__ for s in specs_m], rows_m=[specs_m[0][2][k] for k in ('ROWS1', 'ROWS2')])))\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     counts = json.loads(out.stdout.strip().splitlines()[-1])
-    assert counts["names"][:2] == ["_copy_rows_kernel", "_copy_rows_kernel"]
-    assert "_transpose_kernel" not in counts["names"]
-    assert counts["names_m"][:2] == ["_transpose_kernel", "_copy_rows_kernel"]
+    assert counts["names"][:2] == ["_copy_pair_kernel", "_stream_k_kernel"] and counts["rows"] == [True, True]
+    assert counts["names_m"][:2] == ["_copy_pair_kernel", "_stream_k_kernel"] and counts["rows_m"] == [False, True]
     assert counts["st.global.v4"] > 0 and counts["st.global.b32"] == 0 and counts["shared"] == 0
     assert counts["ld.global.b32"] > 0
 

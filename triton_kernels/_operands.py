@@ -85,12 +85,11 @@ def tf32_split(x):
 
 
 @triton.jit
-def _transpose_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
-                      SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+def _transpose_tile(pid, src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
+                    SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
     # dst (S x R, contiguous along R, leading dimension ld_dst) = src^T (src: R x S, any strides);
     # SPLIT: dst gets the TF32 big parts of src^T and small_ptr (same layout) the small parts.
     # One grid axis, r-tiles fastest (grid axis 1 would cap at 65535 programs).
-    pid = tl.program_id(0)
     num_r = tl.cdiv(R, BLOCK_R)
     pid_r = pid % num_r
     pid_s = pid // num_r
@@ -111,16 +110,15 @@ def _transpose_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, l
 
 
 @triton.jit
-def _copy_rows_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_src, ld_dst,
-                      SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+def _copy_rows_tile(pid, src_ptr, dst_ptr, small_ptr, R, S, stride_src, ld_dst,
+                    SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
     # dst (R x ld_dst, contiguous rows) = src (R x S, contiguous rows stride_src apart), with
     # the padding columns S..ld_dst-1 written as zeros; SPLIT: dst gets the TF32 big parts and
     # small_ptr (same layout) the small parts. The copy that only re-aligns rows (src and dst
     # contiguous along the same axis) needs no exchange through shared memory, unlike
-    # _transpose_kernel. Loads are 4-byte where src's rows are unaligned (that is why it is
+    # _transpose_tile. Loads are 4-byte where src's rows are unaligned (that is why it is
     # copied) but coalesced; the stores cover whole padded rows, so their mask is constant over
     # every 16-element group (ld_dst is a multiple of 16) and they can be 16-byte.
-    pid = tl.program_id(0)
     num_s = tl.cdiv(ld_dst, BLOCK_S)
     pid_s = pid % num_s
     pid_r = pid // num_s
@@ -139,6 +137,47 @@ def _copy_rows_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_src, ld_dst,
         tl.store(dst_ptr + offs, x, mask=mask)
 
 
+@triton.jit
+def _copy_job(pid, src_ptr, dst_ptr, small_ptr, R, S, stride_r, stride_s, ld_dst,
+              ROWS: tl.constexpr, SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    # One program of a copy _copy_plan describes (ROWS: a row copy, stride_s unused).
+    if ROWS:
+        _copy_rows_tile(pid, src_ptr, dst_ptr, small_ptr, R, S, stride_r, ld_dst, SPLIT, BLOCK_R, BLOCK_S)
+    else:
+        _transpose_tile(pid, src_ptr, dst_ptr, small_ptr, R, S, stride_r, stride_s, ld_dst, SPLIT, BLOCK_R, BLOCK_S)
+
+
+@triton.jit
+def _transpose_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
+                      SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    _transpose_tile(tl.program_id(0), src_ptr, dst_ptr, small_ptr, R, S, stride_sr, stride_ss, ld_dst,
+                    SPLIT, BLOCK_R, BLOCK_S)
+
+
+@triton.jit
+def _copy_rows_kernel(src_ptr, dst_ptr, small_ptr, R, S, stride_src, ld_dst,
+                      SPLIT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    _copy_rows_tile(tl.program_id(0), src_ptr, dst_ptr, small_ptr, R, S, stride_src, ld_dst,
+                    SPLIT, BLOCK_R, BLOCK_S)
+
+
+@triton.jit
+def _copy_pair_kernel(first_programs,
+                      src1, dst1, small1, R1, S1, stride_r1, stride_s1, ld1,
+                      src2, dst2, small2, R2, S2, stride_r2, stride_s2, ld2,
+                      ROWS1: tl.constexpr, SPLIT1: tl.constexpr, BR1: tl.constexpr, BS1: tl.constexpr,
+                      ROWS2: tl.constexpr, SPLIT2: tl.constexpr, BR2: tl.constexpr, BS2: tl.constexpr):
+    # Two copies in one launch: programs [0, first_programs) run the first, the rest the second.
+    # A copy of a small operand is a few dozen programs; as two launches A's and B's copies took
+    # 8.6 us at 9883x580x57 in tf32x3, as one 5.1 us (results/h200/copy-pair/).
+    pid = tl.program_id(0)
+    if pid < first_programs:
+        _copy_job(pid, src1, dst1, small1, R1, S1, stride_r1, stride_s1, ld1, ROWS1, SPLIT1, BR1, BS1)
+    else:
+        _copy_job(pid - first_programs, src2, dst2, small2, R2, S2, stride_r2, stride_s2, ld2,
+                  ROWS2, SPLIT2, BR2, BS2)
+
+
 # _copy_rows_kernel's tile: 4096 elements (16 KB) per 4-warp program, at most 1024 columns.
 COPY_ELEMS, COPY_MAX_COLS = 4096, 1024
 
@@ -151,30 +190,51 @@ def _buffer(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     return torch.empty((rows, ld), device=like.device, dtype=torch.float32)[:, :cols]
 
 
-def transpose_into(src: torch.Tensor, dst: torch.Tensor, small: Optional[torch.Tensor] = None) -> None:
-    """dst = src^T on the current stream (dst: S x R with unit stride along R). With ``small``
-    (same shape and strides as dst): dst + small = src^T as TF32 big and small parts
-    (tf32_split). Where src is contiguous along R too (only dst's row alignment differs) and
-    dst is laid out as ``_buffer`` makes it (leading dimension R rounded up to 16), the rows
-    are copied without a transpose and dst's padding columns are zeroed."""
+def _copy_plan(src: torch.Tensor, dst: torch.Tensor, small: Optional[torch.Tensor]) -> tuple[int, tuple, dict]:
+    """How transpose_into copies src into dst: (programs, the 8 arguments of _copy_job after pid,
+    its constexprs)."""
     R, S = src.shape
     if small is not None:
         assert small.stride() == dst.stride() and small.shape == dst.shape
     ld = dst.stride(0)
+    tail = dst if small is None else small
     if src.stride(0) == 1 and R > 1 and ld == triton.cdiv(R, 16) * 16:
         # src^T is S rows of R contiguous elements, like dst's, and dst has _buffer's (and
         # stream_k._padded's) layout, whose padding columns are its own: a row copy, which
         # zeroes them.
         bs = min(COPY_MAX_COLS, triton.next_power_of_2(ld))
         br = max(1, COPY_ELEMS // bs)
-        grid = (triton.cdiv(S, br) * triton.cdiv(ld, bs),)
-        _copy_rows_kernel[grid](src, dst, dst if small is None else small, S, R, src.stride(1), ld,
-                                SPLIT=small is not None, BLOCK_R=br, BLOCK_S=bs, num_warps=4)
-        return
+        programs = triton.cdiv(S, br) * triton.cdiv(ld, bs)
+        return programs, (src, dst, tail, S, R, src.stride(1), 0, ld), dict(ROWS=True, SPLIT=small is not None,
+                                                                            BLOCK_R=br, BLOCK_S=bs)
     BR, BS = 64, 64
-    grid = (triton.cdiv(R, BR) * triton.cdiv(S, BS),)
-    _transpose_kernel[grid](src, dst, dst if small is None else small, R, S, src.stride(0), src.stride(1),
-                            dst.stride(0), SPLIT=small is not None, BLOCK_R=BR, BLOCK_S=BS, num_warps=4)
+    programs = triton.cdiv(R, BR) * triton.cdiv(S, BS)
+    return programs, (src, dst, tail, R, S, src.stride(0), src.stride(1), ld), dict(ROWS=False, SPLIT=small is not None,
+                                                                                    BLOCK_R=BR, BLOCK_S=BS)
+
+
+def transpose_into(src: torch.Tensor, dst: torch.Tensor, small: Optional[torch.Tensor] = None) -> None:
+    """dst = src^T on the current stream (dst: S x R with unit stride along R). With ``small``
+    (same shape and strides as dst): dst + small = src^T as TF32 big and small parts
+    (tf32_split). Where src is contiguous along R too (only dst's row alignment differs) and
+    dst is laid out as ``_buffer`` makes it (leading dimension R rounded up to 16), the rows
+    are copied without a transpose and dst's padding columns are zeroed."""
+    programs, args, c = _copy_plan(src, dst, small)
+    meta = dict(SPLIT=c["SPLIT"], BLOCK_R=c["BLOCK_R"], BLOCK_S=c["BLOCK_S"], num_warps=4)
+    if c["ROWS"]:
+        _copy_rows_kernel[(programs,)](*args[:6], args[7], **meta)
+    else:
+        _transpose_kernel[(programs,)](*args, **meta)
+
+
+def transpose_pair_into(first: tuple, second: tuple) -> None:
+    """transpose_into(*first) and transpose_into(*second) in one launch (_copy_pair_kernel); each
+    a (src, dst, small or None) triple."""
+    n1, args1, c1 = _copy_plan(*first)
+    n2, args2, c2 = _copy_plan(*second)
+    _copy_pair_kernel[(n1 + n2,)](n1, *args1, *args2, ROWS1=c1["ROWS"], SPLIT1=c1["SPLIT"], BR1=c1["BLOCK_R"],
+                                  BS1=c1["BLOCK_S"], ROWS2=c2["ROWS"], SPLIT2=c2["SPLIT"], BR2=c2["BLOCK_R"],
+                                  BS2=c2["BLOCK_S"], num_warps=4)
 
 
 @dataclass
@@ -273,6 +333,15 @@ class _Operand:
         assert small.stride() == self.view.stride() and small.shape == self.view.shape
         return _Operand(self.view, self.k_contiguous, self.wrap, self.layout + "+split", self.copy_src,
                         self.copy_dst, self.hinted, small, small_dst)
+
+
+def fill_both(a: _Operand, b: _Operand) -> None:
+    """a.fill() then b.fill(), as one launch where both are copies (transpose_pair_into)."""
+    if a.copy_dst is None or b.copy_dst is None:
+        a.fill()
+        b.fill()
+        return
+    transpose_pair_into((a.copy_src, a.copy_dst, a.small_dst), (b.copy_src, b.copy_dst, b.small_dst))
 
 
 def _padded(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:

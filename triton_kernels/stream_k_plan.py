@@ -15,7 +15,7 @@ from compare.harness.problem import DOT_PRECISION
 from compare.harness.registry import Option
 
 from ._common import check_block, check_stages, check_warps, interpreting, l2_bytes, sm_count
-from ._operands import _aligned, _prepare_a, _prepare_b
+from ._operands import _aligned, _prepare_a, _prepare_b, fill_both
 from .stream_k_decomposition import ALIGN_MAX_IDLE, INTERPRET_SMS, MIN_SK_ITERS, Tile, fixup_shape
 from .stream_k_heuristic import (B_TRANSPOSE_CHOICES, DECOMPOSITIONS, OPERAND_CHOICES, TF32_ON_GEMV_PATH,
                                  TF32_ON_SKINNY_PATH, X3_MASK_NAN, X3_SPLIT_CHOICES, _layouts, _swap_pays,
@@ -414,8 +414,7 @@ class _Plan:
             self.ws.launch()
             return
         C, d, t = self.C, self.d, self.tile
-        self.a.fill()
-        self.b.fill()
+        fill_both(self.a, self.b)
         av, bv = self.a.view, self.b.view
         split = self.config["split_tiles"] > 0
         atomic = split and not self.deterministic
