@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository's compare package
 
+from compare.harness.files import open_text  # noqa: E402
 from compare.harness.shapes import SMALL_CLASSES, small_class  # noqa: E402
 from compare.outputs.sweep import geomean  # noqa: E402
 
@@ -31,7 +32,8 @@ BASE = {"tf32": "tf32", "tf32x3": "fp32", "fp32": "fp32"}
 
 def percents(path: str) -> tuple[dict, int]:
     """{(kernel, shape, precision): (% of cuBLAS, config)} and the count of rows not ok."""
-    rows = json.load(open(path))["results"]
+    with open_text(path) as f:
+        rows = json.load(f)["results"]
     cublas = {(r["shape"], r["precision"]): r["median_ms"] for r in rows
               if r["kernel"] == "cublas" and r["status"] == "ok"}
     out, bad = {}, 0
@@ -52,10 +54,11 @@ def _dims(shape: str) -> tuple[int, int, int]:
 
 
 def ab(outdir: str) -> int:
-    prev = sorted(glob.glob(os.path.join(outdir, "prev-*.json")))
-    new = sorted(glob.glob(os.path.join(outdir, "new-*.json")))
+    def runs(tree: str) -> list:
+        return sorted(glob.glob(os.path.join(outdir, f"{tree}-*.json")) + glob.glob(os.path.join(outdir, f"{tree}-*.json.gz")))
+    prev, new = runs("prev"), runs("new")
     if not prev or not new:
-        print(f"error: {outdir}: no prev-N.json / new-N.json", file=sys.stderr)
+        print(f"error: {outdir}: no prev-N.json[.gz] / new-N.json[.gz]", file=sys.stderr)
         return 2
     P, N = [percents(f) for f in prev], [percents(f) for f in new]
     bad = sum(b for _, b in P + N)

@@ -53,3 +53,17 @@ def test_not_ok_rows_and_bad_input(tmp_path):
     assert out.returncode == 1 and "rows not ok" in out.stdout
     assert _run("ab", tmp_path / "none").returncode == 2
     assert _run("variants", tmp_path / "new-1.json", "fp16").returncode == 2
+
+
+def test_ab_summary_reads_gzipped_runs(tmp_path):
+    """An A/B committed as prev-N.json.gz / new-N.json.gz (results/ keeps runs gzipped) reads as
+    the plain files do: 50% -> 80% of cuBLAS tf32, worked out by hand as above."""
+    import gzip
+    for name, ms in (("prev-1", 0.020), ("new-1", 0.0125)):
+        _write(tmp_path / f"{name}.json", ms)
+        raw = (tmp_path / f"{name}.json").read_bytes()
+        (tmp_path / f"{name}.json").unlink()
+        (tmp_path / f"{name}.json.gz").write_bytes(gzip.compress(raw))
+    out = _run("ab", tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "- tiny outputs (1 shapes): prev geomean 50.0%, worst 50.0%; new geomean 80.0%, worst 80.0%" in out.stdout
