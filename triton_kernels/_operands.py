@@ -29,6 +29,7 @@ Two facts about Hopper decide how A and B should reach ``tl.dot``:
 
 Workspaces are allocated once (in ``prepare``); ``fill`` launches the copy on the current
 stream and is part of every timed launch, since the user handed us plain row-major fp32.
+``fill_both`` launches A's and B's copies as one kernel where a plan copies both (stream_k).
 """
 from __future__ import annotations
 

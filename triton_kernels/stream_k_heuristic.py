@@ -193,12 +193,13 @@ def narrow_wide_tile(M: int, N: int, K: int, precision: str, sms: int) -> Tile:
 
 
 # Small and mid problems of short K (K <= SHORT_K_MAX, SHORT_K_OUTPUT elements of C, both sides at
-# least SHORT_K_MIN_SIDE; the range the tuning shapes were drawn from): a tile runs a few K-tiles, then writes its C, so how many programs an SM holds to overlap
-# one's stores with another's loads decides the time, not the loop. fp32's 128x128x16/8/4 and
-# 64x128x16/4/4 become 64x64x16/4/3 and tf32x3's 128x128x32/8/3 (one program an SM) becomes
-# 128x64x32/4/2 (three). On 24 tuning shapes (K 38-482) every row that moves won: fp32 1.04-1.38x,
-# tf32x3 1.02-1.35x; on the other tiles of the table (64x64x32, 64x256x16) they lost up to 12%
-# (results/h200/short-k-small/).
+# least SHORT_K_MIN_SIDE: the range the tuning shapes were drawn from). A tile runs a few K-tiles,
+# then writes its C; the table's 128x128 tiles of 8 warps hold one program an SM (12% of the warps
+# active at 9883x580x57 in tf32x3, ncu), smaller ones two or three to overlap one's stores with
+# another's loads. fp32's 128x128x16/8/4 and 64x128x16/4/4 become 64x64x16/4/3, tf32x3's
+# 128x128x32/8/3 128x64x32/4/2. On 24 tuning shapes (K 38-482) every row that moved won: fp32
+# 1.04-1.38x, tf32x3 1.02-1.35x; on the table's other tiles (64x64x32, 64x256x16) they lost up to
+# 12% (results/h200/short-k-small/).
 SHORT_K_MAX, SHORT_K_OUTPUT, SHORT_K_MIN_SIDE = 512, (512 * 1024, 8 * 1024 * 1024), 128
 SHORT_K_TILES = {   # precision -> (the table's tiles it replaces, the short-K tile)
     "fp32": ((Tile(128, 128, 16, 8, 4), FP32_FEW_ROWS_TILE), Tile(64, 64, 16, 4, 3)),
