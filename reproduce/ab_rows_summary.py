@@ -10,14 +10,13 @@ also timed tuning shapes or controls; repeatable); ``--precision``: only that pr
 """
 from __future__ import annotations
 
-import glob
 import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository's compare package
-from compare.harness.files import open_text  # noqa: E402
+from compare.harness.files import open_text, run_files  # noqa: E402
 from compare.harness.shapes import load_shapes_file, shape_text  # noqa: E402
 
 
@@ -28,8 +27,7 @@ def geomean(xs) -> float:
 
 def _runs(outdir: str, tree: str, kernel: str) -> list[dict]:
     out = []
-    paths = glob.glob(os.path.join(outdir, f"{tree}-*.json")) + glob.glob(os.path.join(outdir, f"{tree}-*.json.gz"))
-    for path in sorted(paths):
+    for path in run_files(outdir, tree):
         with open_text(path) as f:
             out.append({(r["shape"], r["precision"]): r for r in json.load(f)["results"]
                         if r["kernel"] == kernel and r["status"] == "ok"})

@@ -14,16 +14,14 @@ Exit status: 1 when a row is not ok, 2 on bad input, else 0.
 """
 from __future__ import annotations
 
-import glob
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the repository's compare package
 
-from compare.harness.files import open_text  # noqa: E402
+from compare.harness.files import open_text, run_files  # noqa: E402
 from compare.harness.shapes import SMALL_CLASSES, small_class  # noqa: E402
 from compare.outputs.sweep import geomean  # noqa: E402
 
@@ -54,9 +52,7 @@ def _dims(shape: str) -> tuple[int, int, int]:
 
 
 def ab(outdir: str) -> int:
-    def runs(tree: str) -> list:
-        return sorted(glob.glob(os.path.join(outdir, f"{tree}-*.json")) + glob.glob(os.path.join(outdir, f"{tree}-*.json.gz")))
-    prev, new = runs("prev"), runs("new")
+    prev, new = run_files(outdir, "prev"), run_files(outdir, "new")
     if not prev or not new:
         print(f"error: {outdir}: no prev-N.json[.gz] / new-N.json[.gz]", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ truncated one (a rename within one filesystem is atomic).
 from __future__ import annotations
 
 import errno
+import glob
 import gzip
 import os
 import tempfile
@@ -87,3 +88,9 @@ def open_text(path: str, **kwargs):
     if path.endswith(".gz"):
         return gzip.open(path, "rt", **kwargs)
     return open(path, **kwargs)
+
+
+def run_files(outdir: str, name: str) -> list[str]:
+    """The runs reproduce/measure-ab (and its kind) wrote for ``name`` in ``outdir``:
+    NAME-*.json and, as committed under results/, NAME-*.json.gz, sorted."""
+    return sorted(glob.glob(os.path.join(outdir, f"{name}-*.json")) + glob.glob(os.path.join(outdir, f"{name}-*.json.gz")))
